@@ -1,0 +1,32 @@
+// Launchers of the CUDA backend, called by lib/ when a tensor lives on the GPU.
+// Pointers are device pointers; every launcher checks its launch and throws
+// lt::Error on failure. Work goes to the default stream, in order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace lt::cuda {
+
+// --- runtime (runtime.cu) ---
+std::string unavailable_reason();  // "" when a device is usable
+std::string device_name();
+void* malloc(size_t bytes);
+void free(void* p) noexcept;
+void memcpy_h2d(void* dst, const void* src, size_t bytes);
+void memcpy_d2h(void* dst, const void* src, size_t bytes);
+void memcpy_d2d(void* dst, const void* src, size_t bytes);
+void memset_zero(void* p, size_t bytes);
+void synchronize();
+// Scratch buffer that only grows; valid until the next call (not thread safe).
+float* scratch(size_t floats);
+
+// --- linear.cu ---
+// y[rows,out] = x[rows,in] W[out,in]^T (+ b); cuBLAS sgemm.
+void linear_forward(const float* x, const float* W, const float* b, float* y,
+                    int64_t rows, int64_t in, int64_t out);
+// dx = dy W (if dx), dW += dy^T x, db += colsum(dy) (if db).
+void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
+                     float* db, int64_t rows, int64_t in, int64_t out);
+
+}  // namespace lt::cuda

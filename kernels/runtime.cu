@@ -1,0 +1,82 @@
+// Device discovery, memory and the cuBLAS handle. Uses only the runtime API
+// (cudart is linked statically; the driver library is never linked directly).
+#include <cstdio>
+
+#include "cuda_check.cuh"
+#include "kernels.h"
+
+namespace lt::cuda {
+
+std::string unavailable_reason() {
+  static const std::string reason = [] {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky error
+      return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    }
+    if (n == 0) return std::string("no usable CUDA device: the runtime reports 0 GPUs");
+    return std::string();
+  }();
+  return reason;
+}
+
+std::string device_name() {
+  cudaDeviceProp prop{};
+  int dev = 0;
+  LT_CUDA_CHECK(cudaGetDevice(&dev));
+  LT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return prop.name;
+}
+
+void* malloc(size_t bytes) {
+  void* p = nullptr;
+  if (bytes == 0) return nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw lt::Error("CUDA out of memory allocating " + std::to_string(bytes) + " bytes: " +
+                    cudaGetErrorString(err));
+  }
+  return p;
+}
+
+void free(void* p) noexcept {
+  if (p) cudaFree(p);
+}
+
+void memcpy_h2d(void* dst, const void* src, size_t bytes) {
+  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+void memcpy_d2h(void* dst, const void* src, size_t bytes) {
+  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+void memcpy_d2d(void* dst, const void* src, size_t bytes) {
+  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+void memset_zero(void* p, size_t bytes) { LT_CUDA_CHECK(cudaMemset(p, 0, bytes)); }
+void synchronize() { LT_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+float* scratch(size_t floats) {
+  static float* buf = nullptr;
+  static size_t cap = 0;
+  if (floats > cap) {
+    if (buf) LT_CUDA_CHECK(cudaFree(buf));
+    buf = static_cast<float*>(malloc(floats * sizeof(float)));
+    cap = floats;
+  }
+  return buf;
+}
+
+cublasHandle_t cublas() {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h = nullptr;
+    LT_CUBLAS_CHECK(cublasCreate(&h));
+    // Tests compare with float64 references at 1e-5: keep full fp32 (no TF32).
+    LT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    return h;
+  }();
+  return handle;
+}
+
+}  // namespace lt::cuda

@@ -1,0 +1,56 @@
+// Attention in the paper's forms (Katharopoulos et al. 2020, "Transformers are
+// RNNs"). Layout, as the reference implementation: queries [N, L, H, E],
+// keys [N, S, H, E], values [N, S, H, M], output [N, L, H, M].
+// Linear attentions take feature-mapped queries and keys (phi applied by a
+// FeatureMap, see feature_map.h), so a new feature map needs no change here.
+// Gradient conventions as ops.h: input gradients are overwritten.
+#pragma once
+#include <cstdint>
+
+#include "lt/tensor.h"
+
+namespace lt {
+
+// eps of the normaliser, as the reference implementation.
+constexpr float kLinearAttentionEps = 1e-6f;
+
+// ---- Softmax attention (eq. 2), temperature 1/sqrt(E) -------------------------
+// probs [N, H, L, S] is written by forward and read by backward (the quadratic
+// memory the paper compares against). causal masks keys s > l (needs L == S).
+void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                               Tensor& probs, Tensor& out);
+void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                const Tensor& probs, const Tensor& dout, Tensor& dq, Tensor& dk,
+                                Tensor& dv);
+// One decoding step with a KV cache: writes k, v [N, H, E|M] into row t of
+// k_cache [N, T, H, E] and v_cache [N, T, H, M], then attends q [N, H, E] to
+// rows 0..t. out [N, H, M].
+void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, int64_t t,
+                            Tensor& k_cache, Tensor& v_cache, Tensor& out);
+
+// ---- Linear attention, non-causal (eq. 4-6) -------------------------------------
+// out_l = phi(q_l)^T sum_s phi(k_s) v_s^T / (phi(q_l)^T sum_s phi(k_s) + eps).
+// key_lengths: int32 [N] or undefined; keys s >= key_lengths[n] contribute nothing.
+void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                              const Tensor& key_lengths, Tensor& out);
+void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                               const Tensor& key_lengths, const Tensor& dout, Tensor& dfq,
+                               Tensor& dfk, Tensor& dv);
+
+// ---- Causal linear attention (eq. 9-12), parallel over the sequence -------------
+// out_l = phi(q_l)^T S_l / (phi(q_l)^T Z_l + eps), S_l = sum_{j<=l} phi(k_j) v_j^T,
+// Z_l = sum_{j<=l} phi(k_j). Memory O(L): never an L x E x M intermediate; the
+// backward recomputes states chunk by chunk (eq. 13-15, Algorithm 1).
+void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                     Tensor& out);
+void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                      const Tensor& dout, Tensor& dfq, Tensor& dfk, Tensor& dv);
+
+// ---- Recurrent form (eq. 16-20) --------------------------------------------------
+// One step for every batch element: S [N, H, E, M] += phi(k) v^T, Z [N, H, E] +=
+// phi(k), then out [N, H, M] = phi(q)^T S / (phi(q)^T Z + eps). S and Z are
+// caller-owned (views into a model's flat state buffer) and updated in place.
+void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S,
+                           Tensor& Z, Tensor& out);
+
+}  // namespace lt

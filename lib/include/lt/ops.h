@@ -1,0 +1,66 @@
+// Basic ops, each a forward/backward pair of free functions that dispatch on
+// the device of their tensors (all arguments must share it). Outputs are
+// written, never allocated; parameter gradients (dW, db, dgamma, ...) are
+// accumulated with += so that several uses of a weight add up (as llm.c).
+// Input gradients (dx) are overwritten. "rows" means every leading axis
+// flattened: x of shape [..., C] is rows x C.
+#pragma once
+#include <cstdint>
+
+#include "lt/tensor.h"
+
+namespace lt {
+
+// y = x W^T + b.  x [..., in], W [out, in] (PyTorch layout), b [out] or undefined.
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y);
+// dx = dy W (skipped if dx undefined); dW += dy^T x; db += sum of dy rows (if defined).
+void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
+                     Tensor& db);
+
+// LayerNorm over the last axis, eps 1e-5 as torch.nn.LayerNorm. mean and rstd
+// [rows] are saved for the backward pass.
+constexpr float kLayerNormEps = 1e-5f;
+void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                       Tensor& mean, Tensor& rstd);
+void layernorm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dy, Tensor& dx, Tensor& dgamma,
+                        Tensor& dbeta);
+
+// Elementwise activations; backward takes the forward input x.
+void relu_forward(const Tensor& x, Tensor& y);
+void relu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+void gelu_forward(const Tensor& x, Tensor& y);  // exact: x * Phi(x), as torch's default
+void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+void elu_plus_one_forward(const Tensor& x, Tensor& y);  // elu(x) + 1, the paper's phi
+void elu_plus_one_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+
+// Softmax over the last axis; backward takes the forward output y.
+void softmax_forward(const Tensor& x, Tensor& y);
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+
+// y[i] = table[ids[i]].  ids int32 [...], table [V, C], y [..., C].
+// An id outside [0, V) throws lt::Error naming it.
+void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y);
+void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable);
+
+// y = a + b (same shapes; y may alias a or b).
+void add(const Tensor& a, const Tensor& b, Tensor& y);
+// dst += src (same shapes): the backward of a residual add and of a fan-out.
+void accumulate(Tensor& dst, const Tensor& src);
+
+// Inverted dropout with probability p: y = x * mask / (1 - p). The mask is a
+// pure function of (seed, element index), so CPU and CUDA draw the same mask;
+// it is recomputed in backward rather than stored.
+void dropout_forward(const Tensor& x, float p, uint64_t seed, Tensor& y);
+void dropout_backward(const Tensor& dy, float p, uint64_t seed, Tensor& dx);
+
+// Sinusoidal position code of the reference (Vaswani et al.):
+// pe[pos, 2i] = sin(pos / 10000^(2i/D)), pe[pos, 2i+1] = cos(pos / 10000^(2i/D)).
+// position_code fills pe [L, D] for positions offset .. offset+L-1.
+void position_code(int64_t offset, Tensor& pe);
+// y [N, L, C + D] = concat(x [N, L, C], pe [L, D]) along the last axis.
+void concat_position_forward(const Tensor& x, const Tensor& pe, Tensor& y);
+// dx [N, L, C] = the first C channels of dy.
+void concat_position_backward(const Tensor& dy, Tensor& dx);
+
+}  // namespace lt

@@ -1,0 +1,68 @@
+// Linear layer y = x W^T + b with W stored [out, in] like torch.nn.Linear, so
+// both passes are single sgemm calls over all rows at once.
+#include "backend/cpu_blas.h"
+#include "backend/dispatch.h"
+#include "lt/ops.h"
+
+namespace lt {
+namespace {
+struct LinearDims {
+  int64_t rows, in, out;
+};
+
+LinearDims linear_dims(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y,
+                       const char* what) {
+  check(W.ndim() == 2, std::string(what) + ": weight must be [out, in], got " + shape_str(W.shape()));
+  LinearDims d{0, W.dim(1), W.dim(0)};
+  check(x.dim(-1) == d.in, std::string(what) + ": input " + shape_str(x.shape()) +
+                               " does not end in the weight's in-features " + std::to_string(d.in));
+  d.rows = x.numel() / d.in;
+  check(y.dim(-1) == d.out && y.numel() == d.rows * d.out,
+        std::string(what) + ": output " + shape_str(y.shape()) + " does not match input " +
+            shape_str(x.shape()) + " and weight " + shape_str(W.shape()));
+  if (b.defined()) check_shape(b, {d.out}, what);
+  return d;
+}
+}  // namespace
+
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
+  LinearDims d = linear_dims(x, W, b, y, "linear_forward");
+  Device dev = common_device({&x, &W, &b, &y}, "linear_forward");
+  const float* bp = b.defined() ? b.data() : nullptr;
+  if (dev == Device::cuda) LT_ON_CUDA(cuda::linear_forward(x.data(), W.data(), bp, y.data(), d.rows, d.in, d.out));
+
+  float* yp = y.data();
+  if (bp) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < d.rows; ++r)
+      for (int64_t o = 0; o < d.out; ++o) yp[r * d.out + o] = bp[o];
+  }
+  cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
+             d.out);
+}
+
+void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
+                     Tensor& db) {
+  LinearDims d = linear_dims(x, W, db, dy, "linear_backward");
+  check_shape(dW, W.shape(), "linear_backward dW");
+  if (dx.defined()) check_shape(dx, x.shape(), "linear_backward dx");
+  Device dev = common_device({&x, &W, &dy, &dx, &dW, &db}, "linear_backward");
+  float* dxp = dx.defined() ? dx.data() : nullptr;
+  float* dbp = db.defined() ? db.data() : nullptr;
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::linear_backward(x.data(), W.data(), dy.data(), dxp, dW.data(), dbp, d.rows, d.in, d.out));
+
+  const float* dyp = dy.data();
+  if (dxp) cpu::sgemm(false, false, d.rows, d.in, d.out, 1.f, dyp, d.out, W.data(), d.in, 0.f, dxp, d.in);
+  cpu::sgemm(true, false, d.out, d.in, d.rows, 1.f, dyp, d.out, x.data(), d.in, 1.f, dW.data(), d.in);
+  if (dbp) {
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < d.out; ++o) {
+      float s = 0.f;
+      for (int64_t r = 0; r < d.rows; ++r) s += dyp[r * d.out + o];
+      dbp[o] += s;
+    }
+  }
+}
+
+}  // namespace lt

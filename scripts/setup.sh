@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs lt's build dependencies from Debian 12 / Ubuntu packages; installs
+# only what is missing, so it is cheap to run again. CUDA is not a Debian
+# package: when nvcc is installed (e.g. /usr/local/cuda) the build uses it.
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config git
+          libopenblas-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
+          nlohmann-json3-dev zlib1g-dev "$@")
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
