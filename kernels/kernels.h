@@ -21,6 +21,9 @@ void synchronize();
 // Scratch buffer that only grows; valid until the next call (not thread safe).
 float* scratch(size_t floats);
 
+// Each op family declares its launchers in kernels/<family>.h, included here.
+// (linear.cu's are below; new families add one #include line.)
+
 // --- linear.cu ---
 // y[rows,out] = x[rows,in] W[out,in]^T (+ b); cuBLAS sgemm.
 void linear_forward(const float* x, const float* W, const float* b, float* y,

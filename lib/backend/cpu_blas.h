@@ -4,7 +4,21 @@
 
 #include <cstdint>
 
+#include "lt/backend.h"
+
+extern "C" void openblas_set_num_threads(int);
+
 namespace lt::cpu {
+
+// Inside our own OpenMP loops each thread calls sgemm on a small block; the
+// pthreads OpenBLAS must then not spawn threads of its own. Scoped: restores
+// the process-wide count on exit.
+struct SingleThreadedBlas {
+  SingleThreadedBlas() { openblas_set_num_threads(1); }
+  ~SingleThreadedBlas() { openblas_set_num_threads(num_threads()); }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+};
 
 inline void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
