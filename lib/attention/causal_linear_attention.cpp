@@ -1,0 +1,241 @@
+// Causal linear attention (eq. 9-12) on the CPU, parallel over the sequence in
+// chunks of C positions, forward and backward in O(L) memory.
+//
+// Values are augmented with a column of ones, v' = [v, 1], so that one causal
+// product gives numerator and denominator together:
+//   num'_l = [num_l, den_l - eps] = sum_{j<=l} (fq_l . fk_j) v'_j = S'_l^T fq_l,
+//   S'_l = [S_l, Z_l] = sum_{j<=l} fk_j v'_j^T,   out_l = num_l / den_l.
+// Per chunk (rows Q, K, V' of the chunk, S' the state before it):
+//   Num' = tril(Q K^T) V' + Q S',   then S' += K^T V'
+// i.e. a handful of small sgemms instead of C rank-1 updates.
+//
+// Backward (eq. 13-15, with the normaliser's gradient folded in): with g = dout,
+// G_l = [g_l / den_l, -(g_l . out_l) / den_l] is the gradient of num'_l and
+//   dfq_l = sum_{j<=l} (G_l . v'_j) fk_j   = S'_l G_l
+//   dfk_j = sum_{l>=j} (v'_j . G_l) fq_l   = R'_j v'_j,    R'_j = sum_{l>=j} fq_l G_l^T
+//   dv_j  = sum_{l>=j} (fk_j . fq_l) G_l   = R'_j^T fk_j   (first M columns)
+// A forward pass recomputes S' chunk by chunk for dfq (Algorithm 1, first
+// loop); a reverse pass carries R' for dfk and dv (second loop). Per chunk,
+// with B = tril(G V'^T) and A = tril(Q K^T):
+//   dQ = B K + G S'^T,   dK = B^T Q + V' R'^T,   dV = A^T G + K R'.
+// Scratch is O(C^2 + F M) per thread; only 1/den and the denominator's
+// gradient (two floats per position) pass from the first loop to the second.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_blas.h"
+#include "backend/dispatch.h"
+#include "lt/attention.h"
+
+namespace lt {
+namespace {
+
+// Chunk length: the in-chunk products cost O(C (F + M)) per position and the
+// state products O(F M); 64 keeps the sgemms large enough to run near peak.
+constexpr int64_t kChunk = 64;
+
+struct CausalDims {
+  int64_t N, L, H, F, M;
+  int64_t M1() const { return M + 1; }   // width of the augmented values v'
+  int64_t ldq() const { return H * F; }  // row stride of fq, fk in [N, L, H, F]
+  int64_t ldv() const { return H * M; }  // row stride of v, out in [N, L, H, M]
+};
+
+CausalDims causal_dims(const Tensor& fq, const Tensor& fk, const Tensor& v, const std::string& what) {
+  check(fq.ndim() == 4 && fq.dim(3) > 0,
+        what + ": queries must be [N, L, H, F] with F > 0, got " + shape_str(fq.shape()));
+  check(fk.shape() == fq.shape(),
+        what + ": keys " + shape_str(fk.shape()) + " must have the queries' shape " + shape_str(fq.shape()));
+  CausalDims d{fq.dim(0), fq.dim(1), fq.dim(2), fq.dim(3), 0};
+  check(v.ndim() == 4 && v.dim(0) == d.N && v.dim(1) == d.L && v.dim(2) == d.H && v.dim(3) > 0,
+        what + ": values " + shape_str(v.shape()) + " do not match queries " + shape_str(fq.shape()) +
+            " (expected [N, L, H, M] = [" + std::to_string(d.N) + ", " + std::to_string(d.L) + ", " +
+            std::to_string(d.H) + ", M > 0])");
+  d.M = v.dim(3);
+  return d;
+}
+
+// One (n, h) sequence inside the [N, L, H, D] layouts: row t of each operand
+// starts at ptr + t * ld.
+struct Sequence {
+  const float *q, *k, *v;
+  int64_t offset_qk;  // of (n, 0, h, 0) in [N, L, H, F]
+  int64_t offset_v;   // of (n, 0, h, 0) in [N, L, H, M]
+};
+
+Sequence sequence(const CausalDims& d, const Tensor& fq, const Tensor& fk, const Tensor& v, int64_t nh) {
+  const int64_t n = nh / d.H, h = nh % d.H;
+  const int64_t offset_qk = n * d.L * d.H * d.F + h * d.F, offset_v = n * d.L * d.H * d.M + h * d.M;
+  return {fq.data() + offset_qk, fk.data() + offset_qk, v.data() + offset_v, offset_qk, offset_v};
+}
+
+// Per-thread scratch, allocated once per call (never per chunk).
+struct Workspace {
+  std::vector<float> buf;
+  float *A, *B, *V1, *G, *P, *state;
+  explicit Workspace(const CausalDims& d)
+      : buf(2 * kChunk * kChunk + 3 * kChunk * d.M1() + d.F * d.M1()) {
+    A = buf.data();
+    B = A + kChunk * kChunk;
+    V1 = B + kChunk * kChunk;  // [C, M+1] augmented values v'
+    G = V1 + kChunk * d.M1();  // [C, M+1] gradient of num'
+    P = G + kChunk * d.M1();   // [C, M+1] num'
+    state = P + kChunk * d.M1();  // [F, M+1] S' or R'
+  }
+};
+
+// V1[i] = [v_{t0+i}, 1] for the c rows of a chunk.
+void load_augmented_values(const float* v, int64_t ldv, int64_t M, int64_t c, float* V1) {
+  for (int64_t i = 0; i < c; ++i) {
+    std::copy(v + i * ldv, v + i * ldv + M, V1 + i * (M + 1));
+    V1[i * (M + 1) + M] = 1.f;
+  }
+}
+
+// Zero the strictly upper triangle of the c x c matrix X (leading dimension kChunk).
+void causal_mask(float* X, int64_t c) {
+  for (int64_t i = 0; i < c; ++i) std::fill(X + i * kChunk + i + 1, X + i * kChunk + c, 0.f);
+}
+
+// A = tril(Q K^T) for the chunk's c rows starting at q and k.
+void chunk_scores(const float* q, const float* k, int64_t ld, int64_t F, int64_t c, float* A) {
+  cpu::sgemm(false, true, c, c, F, 1.f, q, ld, k, ld, 0.f, A, kChunk);
+  causal_mask(A, c);
+}
+
+// P = num' of the chunk = A V1 + Q S' (S' the state before the chunk).
+void chunk_numerator(const float* q, int64_t ld, const CausalDims& d, int64_t c, bool has_state,
+                     const float* A, const float* V1, const float* S, float* P) {
+  const int64_t M1 = d.M1();
+  if (has_state) cpu::sgemm(false, false, c, M1, d.F, 1.f, q, ld, S, M1, 0.f, P, M1);
+  cpu::sgemm(false, false, c, M1, c, 1.f, A, kChunk, V1, M1, has_state ? 1.f : 0.f, P, M1);
+}
+
+}  // namespace
+
+void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& out) {
+  const CausalDims d = causal_dims(fq, fk, v, "causal_linear_attention_forward");
+  check_shape(out, v.shape(), "causal_linear_attention_forward out");
+  Device dev = common_device({&fq, &fk, &v, &out}, "causal_linear_attention_forward");
+  if (out.numel() == 0) return;
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::causal_linear_attention_forward(fq.data(), fk.data(), v.data(), out.data(), d.N, d.L,
+                                                     d.H, d.F, d.M));
+
+  const int64_t ld = d.ldq(), ldv = d.ldv(), M = d.M, M1 = d.M1();
+  cpu::SingleThreadedBlas single;
+#pragma omp parallel
+  {
+    Workspace w(d);
+#pragma omp for schedule(static)
+    for (int64_t nh = 0; nh < d.N * d.H; ++nh) {
+      const Sequence s = sequence(d, fq, fk, v, nh);
+      float* o = out.data() + s.offset_v;
+      for (int64_t t0 = 0; t0 < d.L; t0 += kChunk) {
+        const int64_t c = std::min(kChunk, d.L - t0);
+        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+        chunk_scores(q, k, ld, d.F, c, w.A);
+        chunk_numerator(q, ld, d, c, t0 > 0, w.A, w.V1, w.state, w.P);
+        // S' += K^T V' (eq. 10-11, summed over the chunk)
+        cpu::sgemm(true, false, d.F, M1, c, 1.f, k, ld, w.V1, M1, t0 > 0 ? 1.f : 0.f, w.state, M1);
+        for (int64_t i = 0; i < c; ++i) {  // eq. 12
+          const float* p = w.P + i * M1;
+          const float inv = 1.f / (p[M] + kLinearAttentionEps);
+          float* row = o + (t0 + i) * ldv;
+          for (int64_t m = 0; m < M; ++m) row[m] = p[m] * inv;
+        }
+      }
+    }
+  }
+}
+
+void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& dout,
+                                      Tensor& dfq, Tensor& dfk, Tensor& dv) {
+  const CausalDims d = causal_dims(fq, fk, v, "causal_linear_attention_backward");
+  check_shape(dout, v.shape(), "causal_linear_attention_backward dout");
+  check_shape(dfq, fq.shape(), "causal_linear_attention_backward dfq");
+  check_shape(dfk, fk.shape(), "causal_linear_attention_backward dfk");
+  check_shape(dv, v.shape(), "causal_linear_attention_backward dv");
+  Device dev = common_device({&fq, &fk, &v, &dout, &dfq, &dfk, &dv}, "causal_linear_attention_backward");
+  if (dv.numel() == 0) return;
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::causal_linear_attention_backward(fq.data(), fk.data(), v.data(), dout.data(), dfq.data(),
+                                                      dfk.data(), dv.data(), d.N, d.L, d.H, d.F, d.M));
+
+  const int64_t ld = d.ldq(), ldv = d.ldv(), F = d.F, M = d.M, M1 = d.M1();
+  // Per position: 1/den_l and the denominator's gradient -(g_l . out_l) / den_l,
+  // from which the reverse loop rebuilds G without recomputing S'.
+  std::vector<float> saved(static_cast<size_t>(d.N * d.H * d.L) * 2);
+  cpu::SingleThreadedBlas single;
+#pragma omp parallel
+  {
+    Workspace w(d);
+#pragma omp for schedule(static)
+    for (int64_t nh = 0; nh < d.N * d.H; ++nh) {
+      const Sequence s = sequence(d, fq, fk, v, nh);
+      const float* g = dout.data() + s.offset_v;
+      float* inv_dden = saved.data() + nh * d.L * 2;
+
+      // Forward loop: S' before each chunk gives num', G and dQ = B K + G S'^T.
+      float* dq = dfq.data() + s.offset_qk;
+      for (int64_t t0 = 0; t0 < d.L; t0 += kChunk) {
+        const int64_t c = std::min(kChunk, d.L - t0);
+        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+        const bool has_state = t0 > 0;
+        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+        chunk_scores(q, k, ld, F, c, w.A);
+        chunk_numerator(q, ld, d, c, has_state, w.A, w.V1, w.state, w.P);
+        for (int64_t i = 0; i < c; ++i) {
+          const float *p = w.P + i * M1, *gi = g + (t0 + i) * ldv;
+          const float inv = 1.f / (p[M] + kLinearAttentionEps);
+          float g_dot_num = 0.f;
+          for (int64_t m = 0; m < M; ++m) g_dot_num += gi[m] * p[m];
+          const float dden = -g_dot_num * inv * inv;
+          float* Gi = w.G + i * M1;
+          for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
+          Gi[M] = dden;
+          inv_dden[(t0 + i) * 2] = inv;
+          inv_dden[(t0 + i) * 2 + 1] = dden;
+        }
+        cpu::sgemm(false, true, c, c, M1, 1.f, w.G, M1, w.V1, M1, 0.f, w.B, kChunk);
+        causal_mask(w.B, c);
+        float* dqc = dq + t0 * ld;
+        cpu::sgemm(false, false, c, F, c, 1.f, w.B, kChunk, k, ld, 0.f, dqc, ld);
+        if (has_state) cpu::sgemm(false, true, c, F, M1, 1.f, w.G, M1, w.state, M1, 1.f, dqc, ld);
+        cpu::sgemm(true, false, F, M1, c, 1.f, k, ld, w.V1, M1, has_state ? 1.f : 0.f, w.state, M1);
+      }
+
+      // Reverse loop: R' = sum over later chunks of Q^T G gives dK and dV.
+      float *dk = dfk.data() + s.offset_qk, *dvp = dv.data() + s.offset_v;
+      const int64_t last = (d.L - 1) / kChunk * kChunk;
+      for (int64_t t0 = last; t0 >= 0; t0 -= kChunk) {
+        const int64_t c = std::min(kChunk, d.L - t0);
+        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+        const bool has_state = t0 != last;
+        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+        for (int64_t i = 0; i < c; ++i) {
+          const float* gi = g + (t0 + i) * ldv;
+          const float inv = inv_dden[(t0 + i) * 2];
+          float* Gi = w.G + i * M1;
+          for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
+          Gi[M] = inv_dden[(t0 + i) * 2 + 1];
+        }
+        chunk_scores(q, k, ld, F, c, w.A);
+        cpu::sgemm(false, true, c, c, M1, 1.f, w.G, M1, w.V1, M1, 0.f, w.B, kChunk);
+        causal_mask(w.B, c);
+        float *dkc = dk + t0 * ld, *dvc = dvp + t0 * ldv;
+        cpu::sgemm(true, false, c, F, c, 1.f, w.B, kChunk, q, ld, 0.f, dkc, ld);
+        cpu::sgemm(true, false, c, M, c, 1.f, w.A, kChunk, w.G, M1, 0.f, dvc, ldv);
+        if (has_state) {
+          cpu::sgemm(false, true, c, F, M1, 1.f, w.V1, M1, w.state, M1, 1.f, dkc, ld);
+          cpu::sgemm(false, false, c, M, F, 1.f, k, ld, w.state, M1, 1.f, dvc, ldv);
+        }
+        cpu::sgemm(true, false, F, M1, c, 1.f, q, ld, w.G, M1, has_state ? 1.f : 0.f, w.state, M1);
+      }
+    }
+  }
+}
+
+}  // namespace lt

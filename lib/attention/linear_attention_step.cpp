@@ -1,0 +1,61 @@
+// One recurrent step of causal linear attention (eq. 16-20) on the CPU:
+// S += phi(k) v^T, Z += phi(k), out = phi(q)^T S / (phi(q)^T Z + eps).
+// The state is updated and read in the same sweep over its rows, so each
+// (n, h) touches S once per step; loops run over the contiguous M axis and
+// vectorise. No allocation: the step is the generation hot loop.
+#include <string>
+
+#include "backend/dispatch.h"
+#include "lt/attention.h"
+
+namespace lt {
+
+void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z,
+                           Tensor& out) {
+  const char* what = "linear_attention_step";
+  check(fq.ndim() == 3, std::string(what) + ": queries must be [N, H, F], got " + shape_str(fq.shape()));
+  const int64_t N = fq.dim(0), H = fq.dim(1), F = fq.dim(2);
+  check(fk.shape() == fq.shape(), std::string(what) + ": keys " + shape_str(fk.shape()) +
+                                      " must have the queries' shape " + shape_str(fq.shape()));
+  check(v.ndim() == 3 && v.dim(0) == N && v.dim(1) == H,
+        std::string(what) + ": values " + shape_str(v.shape()) + " do not match queries " +
+            shape_str(fq.shape()) + " (expected [N, H, M])");
+  const int64_t M = v.dim(2);
+  check_shape(S, {N, H, F, M}, "linear_attention_step state S");
+  check_shape(Z, {N, H, F}, "linear_attention_step normaliser Z");
+  check_shape(out, v.shape(), "linear_attention_step out");
+  Device dev = common_device({&fq, &fk, &v, &S, &Z, &out}, what);
+  if (out.numel() == 0) return;
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(),
+                                           N * H, F, M));
+
+  const float *qp = fq.data(), *kp = fk.data(), *vp = v.data();
+  float *Sp = S.data(), *Zp = Z.data(), *op = out.data();
+  const int64_t pairs = N * H;
+  // A thread fork costs about as much as a small head's whole step.
+#pragma omp parallel for schedule(static) if (pairs * F * M >= (1 << 15))
+  for (int64_t p = 0; p < pairs; ++p) {
+    const float* __restrict q = qp + p * F;
+    const float* __restrict k = kp + p * F;
+    const float* __restrict val = vp + p * M;
+    float* __restrict z = Zp + p * F;
+    float* __restrict o = op + p * M;
+    for (int64_t m = 0; m < M; ++m) o[m] = 0.f;
+    float den = 0.f;
+    for (int64_t f = 0; f < F; ++f) {
+      float* __restrict row = Sp + (p * F + f) * M;
+      const float kf = k[f], qf = q[f];
+      for (int64_t m = 0; m < M; ++m) {
+        row[m] += kf * val[m];  // eq. 18
+        o[m] += qf * row[m];
+      }
+      z[f] += kf;  // eq. 19
+      den += qf * z[f];
+    }
+    const float inv = 1.f / (den + kLinearAttentionEps);  // eq. 20
+    for (int64_t m = 0; m < M; ++m) o[m] *= inv;
+  }
+}
+
+}  // namespace lt
