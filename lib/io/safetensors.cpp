@@ -205,6 +205,7 @@ Checkpoint load_safetensors(const std::string& path) {
   uint64_t header_bytes;
   std::memcpy(&header_bytes, first, 8);
   if (header_bytes > kMaxHeaderBytes) fail(path, not_safetensors(start, header_bytes));
+  if (header_bytes == 0) fail(path, "header length is 0: not a safetensors file");
   if (header_bytes > size - 8)
     fail(path, "header length " + std::to_string(header_bytes) + " bytes runs past the end of the file (" +
                    std::to_string(size) + " bytes): truncated");
