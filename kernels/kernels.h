@@ -33,3 +33,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
                      float* db, int64_t rows, int64_t in, int64_t out);
 
 }  // namespace lt::cuda
+
+// Op families (outside the namespace: each header opens lt::cuda itself).
+#include "causal_linear_attention.h"
+#include "linear_attention_step.h"

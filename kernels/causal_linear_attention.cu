@@ -1,0 +1,188 @@
+// Causal linear attention on the GPU (eq. 9-15). Everything is one primitive,
+// the causal product
+//   out_t = sum_{j<=t} (a_t . b_j) c_j        (reverse: sum over j >= t),
+// run as an RNN over the sequence: a block owns a tile of the state
+// sum_j b_j c_j^T (kRows feature rows x kCols value columns, in registers),
+// stages kSteps positions of a, b, c in shared memory, updates its state and
+// reduces its share of out_t over the feature rows. Feature tiles beyond the
+// first add into out atomically, so any F and M work.
+//
+// With v' = [v, 1] (a column of ones read on the fly) the product with
+// a = fq, b = fk, c = v' gives num' = [num, den - eps] in one pass. With G the
+// gradient of num' (G_l = [g_l / den_l, -(g_l . out_l) / den_l]) the backward
+// is three more products, as in the CPU version:
+//   dfq = causal(G, v', fk),  dfk = reverse(v', G, fq),  dv = reverse(fk, fq, G)[:M].
+#include <algorithm>
+#include <string>
+
+#include "cuda_check.cuh"
+#include "kernels.h"
+#include "lt/attention.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kCols = 32;                           // value columns per block (threadIdx.x)
+constexpr int kRowGroups = 8;                       // threadIdx.y
+constexpr int kRowsPerThread = 8;                   // state registers per thread
+constexpr int kRows = kRowGroups * kRowsPerThread;  // feature rows per block
+constexpr int kSteps = 16;                          // positions staged per chunk
+constexpr int kThreads = kCols * kRowGroups;
+
+// A [N, L, H, width] tensor, read with an extra column of ones at index width
+// when ones is set (the augmented values v'). Columns beyond read as 0.
+struct Operand {
+  const float* data;
+  int width;
+  bool ones;
+  int logical_width() const { return width + (ones ? 1 : 0); }
+  __device__ float at(long long row, int col) const {
+    if (col < width) return data[row * width + col];
+    return ones && col == width ? 1.f : 0.f;
+  }
+};
+
+// grid (N*H, value-column tiles, feature-row tiles), block (kCols, kRowGroups).
+// row = (n * L + t) * H + h indexes the [N, L, H] positions.
+__global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* out, int out_width, long long L,
+                                      long long H, bool reverse) {
+  __shared__ float sa[kSteps][kRows], sb[kSteps][kRows], sc[kSteps][kCols];
+  __shared__ float partial[kSteps][kRowGroups][kCols];
+  const long long n = blockIdx.x / H, h = blockIdx.x % H;
+  const int col0 = blockIdx.y * kCols, row0 = blockIdx.z * kRows;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kCols + tx;
+  const bool accumulate = gridDim.z > 1;
+
+  float state[kRowsPerThread];
+#pragma unroll
+  for (int r = 0; r < kRowsPerThread; ++r) state[r] = 0.f;
+
+  const long long chunks = (L + kSteps - 1) / kSteps;
+  for (long long ci = 0; ci < chunks; ++ci) {
+    // First position of the chunk; in reverse the last chunk starts before 0.
+    const long long t0 = reverse ? L - (ci + 1) * kSteps : ci * kSteps;
+    for (int i = tid; i < kSteps * kRows; i += kThreads) {
+      const int s = i / kRows, r = i % kRows, f = row0 + r;
+      const long long t = t0 + s;
+      const bool ok = t >= 0 && t < L;
+      sa[s][r] = ok ? a.at((n * L + t) * H + h, f) : 0.f;
+      sb[s][r] = ok ? b.at((n * L + t) * H + h, f) : 0.f;
+    }
+    for (int i = tid; i < kSteps * kCols; i += kThreads) {
+      const int s = i / kCols, m = i % kCols;
+      const long long t = t0 + s;
+      sc[s][m] = t >= 0 && t < L ? c.at((n * L + t) * H + h, col0 + m) : 0.f;
+    }
+    __syncthreads();
+
+    // Each thread: state rows ty + r * kRowGroups, value column col0 + tx.
+    // Padded positions have b = c = 0 and leave the state unchanged.
+    for (int k = 0; k < kSteps; ++k) {
+      const int s = reverse ? kSteps - 1 - k : k;
+      const float cv = sc[s][tx];
+      float p = 0.f;
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        const int row = ty + r * kRowGroups;
+        state[r] += sb[s][row] * cv;
+        p += sa[s][row] * state[r];
+      }
+      partial[s][ty][tx] = p;
+    }
+    __syncthreads();
+
+    for (int i = tid; i < kSteps * kCols; i += kThreads) {
+      const int s = i / kCols, m = i % kCols, col = col0 + m;
+      const long long t = t0 + s;
+      if (t < 0 || t >= L || col >= out_width) continue;
+      float sum = 0.f;
+#pragma unroll
+      for (int g = 0; g < kRowGroups; ++g) sum += partial[s][g][m];
+      float* dst = out + ((n * L + t) * H + h) * out_width + col;
+      if (accumulate)
+        atomicAdd(dst, sum);
+      else
+        *dst = sum;
+    }
+    __syncthreads();  // the next chunk overwrites the staged operands and partials
+  }
+}
+
+// out[:, :out_width] of the causal (or reverse) product; a and b must have the same logical width.
+void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_width, int64_t N, int64_t L,
+                    int64_t H, bool reverse) {
+  const int64_t inner = a.logical_width(), pairs = N * H;
+  const int64_t col_tiles = (out_width + kCols - 1) / kCols, row_tiles = (inner + kRows - 1) / kRows;
+  if (pairs > 0x7fffffffLL || col_tiles > 65535 || row_tiles > 65535)
+    throw lt::Error("causal_linear_attention: N*H = " + std::to_string(pairs) + ", F = " +
+                    std::to_string(inner) + ", M = " + std::to_string(out_width) +
+                    " exceed the CUDA grid (N*H < 2^31, F and M < 2^21)");
+  if (row_tiles > 1) LT_CUDA_CHECK(cudaMemset(out, 0, sizeof(float) * N * L * H * out_width));
+  dim3 grid((unsigned)pairs, (unsigned)col_tiles, (unsigned)row_tiles);
+  causal_product_kernel<<<grid, dim3(kCols, kRowGroups)>>>(a, b, c, out, (int)out_width, L, H, reverse);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+// out[row, m] = num'[row, m] / (num'[row, M] + eps)   (eq. 12)
+__global__ void normalise_kernel(const float* P, float* out, long long rows, int M) {
+  const long long total = rows * M;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long row = i / M;
+    const float* p = P + row * (M + 1);
+    out[i] = p[i - row * M] / (p[M] + kLinearAttentionEps);
+  }
+}
+
+// In place, one warp per position: PG holds num' = [num, den - eps] and becomes
+// G = [g / den, -(g . num) / den^2], the gradient of num'.
+__global__ void numerator_gradient_kernel(float* PG, const float* g, long long rows, int M) {
+  const int lane = threadIdx.x % 32;
+  const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
+  const long long warps = (long long)gridDim.x * blockDim.x / 32;
+  for (long long row = warp; row < rows; row += warps) {
+    float* p = PG + row * (M + 1);
+    const float* gr = g + row * M;
+    const float inv = 1.f / (p[M] + kLinearAttentionEps);
+    float dot = 0.f;
+    for (int m = lane; m < M; m += 32) dot += gr[m] * p[m];
+    for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+    __syncwarp();  // every lane has read its num' before any lane overwrites it
+    for (int m = lane; m < M; m += 32) p[m] = gr[m] * inv;
+    if (lane == 0) p[M] = -dot * inv * inv;
+    __syncwarp();
+  }
+}
+
+unsigned grid_for(long long n, int threads) {
+  return static_cast<unsigned>(std::min<long long>(blocks_for(n, threads), 1 << 16));
+}
+
+}  // namespace
+
+void causal_linear_attention_forward(const float* fq, const float* fk, const float* v, float* out, int64_t N,
+                                     int64_t L, int64_t H, int64_t F, int64_t M) {
+  const int64_t rows = N * L * H;
+  if (rows == 0) return;
+  float* P = scratch(rows * (M + 1));
+  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false);
+  normalise_kernel<<<grid_for(rows * M, 256), 256>>>(P, out, rows, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void causal_linear_attention_backward(const float* fq, const float* fk, const float* v, const float* dout,
+                                      float* dfq, float* dfk, float* dv, int64_t N, int64_t L, int64_t H,
+                                      int64_t F, int64_t M) {
+  const int64_t rows = N * L * H;
+  if (rows == 0) return;
+  float* G = scratch(rows * (M + 1));
+  const Operand q{fq, (int)F, false}, k{fk, (int)F, false}, v1{v, (int)M, true}, g{G, (int)(M + 1), false};
+  causal_product(q, k, v1, G, M + 1, N, L, H, false);
+  numerator_gradient_kernel<<<grid_for(rows * 32, 256), 256>>>(G, dout, rows, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+  causal_product(g, v1, k, dfq, F, N, L, H, false);
+  causal_product(v1, g, q, dfk, F, N, L, H, true);
+  causal_product(k, q, g, dv, M, N, L, H, true);
+}
+
+}  // namespace lt::cuda

@@ -1,0 +1,10 @@
+// --- linear_attention_step.cu ---
+#pragma once
+#include <cstdint>
+
+namespace lt::cuda {
+// One recurrent step (eq. 16-20) for `pairs` = N * H heads: S [pairs, F, M] +=
+// fk v^T, Z [pairs, F] += fk, out [pairs, M] = fq^T S / (fq . Z + eps).
+void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
+                           int64_t pairs, int64_t F, int64_t M);
+}  // namespace lt::cuda

@@ -1,0 +1,81 @@
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "lt/attention.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+// phi(x) = elu(x) + 1 of a standard normal: positive features, sane denominators.
+Tensor positive_features(Rng& rng, const Shape& shape) {
+  std::vector<float> x = rng.normals(shape_numel(shape));
+  for (auto& e : x) e = e > 0 ? e + 1.f : std::exp(e);
+  return Tensor::from_vector(x, shape);
+}
+
+void compare_with_cpu(Rng& rng, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
+  INFO("N " << N << " L " << L << " H " << H << " F " << F << " M " << M);
+  Tensor q = positive_features(rng, {N, L, H, F}), k = positive_features(rng, {N, L, H, F});
+  Tensor v = rng.randn({N, L, H, M}), dout = rng.randn({N, L, H, M});
+  Tensor out = Tensor::empty(v.shape()), dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
+         dv = Tensor::empty(v.shape());
+  causal_linear_attention_forward(q, k, v, out);
+  causal_linear_attention_backward(q, k, v, dout, dq, dk, dv);
+
+  Tensor gq = q.to(Device::cuda), gk = k.to(Device::cuda), gv = v.to(Device::cuda), gdout = dout.to(Device::cuda);
+  Tensor gout = Tensor::empty(v.shape(), Device::cuda), gdq = Tensor::empty(q.shape(), Device::cuda),
+         gdk = Tensor::empty(k.shape(), Device::cuda), gdv = Tensor::empty(v.shape(), Device::cuda);
+  causal_linear_attention_forward(gq, gk, gv, gout);
+  causal_linear_attention_backward(gq, gk, gv, gdout, gdq, gdk, gdv);
+  CHECK(rel_error(gout, out) < 1e-5);
+  // The GPU accumulates the state position by position, the CPU chunk by
+  // chunk: both are fp32, and dfq sums terms that largely cancel.
+  CHECK(rel_error(gdq, dq) < 5e-5);
+  CHECK(rel_error(gdk, dk) < 5e-5);
+  CHECK(rel_error(gdv, dv) < 5e-5);
+}
+
+}  // namespace
+
+TEST_CASE("cuda causal linear attention forward and backward match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  // L >= 2 and F >= 2 throughout: with one position or one feature the true
+  // dfq, dfk are zero up to eps and only rounding noise would be compared.
+  compare_with_cpu(rng, 1, 2, 1, 7, 5);
+  compare_with_cpu(rng, rng.integer(1, 3), rng.integer(2, 300), rng.integer(1, 4), 33, 47);
+  compare_with_cpu(rng, 2, rng.integer(500, 2100), 3, 32, 32);
+  compare_with_cpu(rng, 1, rng.integer(100, 300), 2, 64, 64);
+  compare_with_cpu(rng, 1, rng.integer(50, 200), 2, 256, 256);
+  compare_with_cpu(rng, rng.integer(1, 3), rng.integer(2, 200), rng.integer(1, 3), rng.integer(2, 300),
+                   rng.integer(1, 300));
+  compare_with_cpu(rng, 40, 17, 8, 16, 16);  // many (n, h) pairs
+}
+
+TEST_CASE("cuda linear attention step matches the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {33, 47}, {256, 256}, {rng.integer(1, 300), rng.integer(1, 300)}}) {
+    const int64_t N = rng.integer(1, 4), H = rng.integer(1, 8);
+    INFO("N " << N << " H " << H << " F " << F << " M " << M);
+    Tensor S = Tensor::zeros({N, H, F, M}), Z = Tensor::zeros({N, H, F}), out = Tensor::empty({N, H, M});
+    Tensor gS = S.to(Device::cuda), gZ = Z.to(Device::cuda), gout = Tensor::empty({N, H, M}, Device::cuda);
+    for (int step = 0; step < 5; ++step) {
+      Tensor q = positive_features(rng, {N, H, F}), k = positive_features(rng, {N, H, F}), v = rng.randn({N, H, M});
+      linear_attention_step(q, k, v, S, Z, out);
+      linear_attention_step(q.to(Device::cuda), k.to(Device::cuda), v.to(Device::cuda), gS, gZ, gout);
+      INFO("step " << step);
+      CHECK(rel_error(gout, out) < 1e-5);
+      CHECK(rel_error(gS, S) < 1e-5);
+      CHECK(rel_error(gZ, Z) < 1e-5);
+    }
+  }
+}
