@@ -52,5 +52,9 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
 // caller-owned (views into a model's flat state buffer) and updated in place.
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S,
                            Tensor& Z, Tensor& out);
+// The state after positions 0..L-1 in one pass (eq. 18-19 summed): overwrites
+// S [N, H, F, M] = sum_l phi(k_l) v_l^T and Z [N, H, F] = sum_l phi(k_l) from
+// fk [N, L, H, F], v [N, L, H, M]. A prefill hands this to the step.
+void linear_attention_state(const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z);
 
 }  // namespace lt

@@ -1,0 +1,120 @@
+// lt-bench attention: the paper's Figure 1. Forward + backward time and peak
+// memory per sample of softmax, linear and causal-linear attention for
+// sequence lengths 2^9 .. 2^16, the batch scaled inversely with the length.
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <random>
+
+#include "benchmarks.h"
+#include "lt/attention.h"
+#include "lt/feature_map.h"
+#include "lt/ops.h"
+
+namespace lt::bench {
+namespace {
+
+struct Case {
+  std::string kind;  // softmax, causal-softmax, linear, causal-linear
+  int64_t N, L, H, E;
+};
+
+// Bytes the case will hold at its peak (inputs, outputs, gradients, and the
+// L x L probabilities of softmax), to skip what cannot fit.
+double planned_bytes(const Case& c) {
+  double tokens = double(c.N) * c.L * c.H * c.E;
+  double base = tokens * 4 * 10;  // q k v out dout dq dk dv + features
+  if (c.kind.find("softmax") != std::string::npos) base += double(c.N) * c.H * c.L * c.L * 4 * 2;
+  return base;
+}
+
+Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(shape_numel(s));
+  for (auto& x : v) x = dist(gen);
+  return Tensor::from_vector(v, s, d);
+}
+
+// One forward + backward pass; tensors are allocated inside so that the peak
+// counter sees everything the pass needs.
+void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
+              const FeatureMap& phi) {
+  const Shape s{c.N, c.L, c.H, c.E};
+  Tensor out = Tensor::empty(s, dev), dq = Tensor::empty(s, dev), dk = Tensor::empty(s, dev),
+         dv = Tensor::empty(s, dev);
+  if (c.kind == "softmax" || c.kind == "causal-softmax") {
+    Tensor probs = Tensor::empty({c.N, c.H, c.L, c.L}, dev);
+    bool causal = c.kind == "causal-softmax";
+    softmax_attention_forward(q, k, v, causal, probs, out);
+    softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+  } else {
+    Tensor fq = Tensor::empty(s, dev), fk = Tensor::empty(s, dev), dfq = Tensor::empty(s, dev),
+           dfk = Tensor::empty(s, dev), no_lengths;
+    phi.forward(q, fq);
+    phi.forward(k, fk);
+    if (c.kind == "linear") {
+      linear_attention_forward(fq, fk, v, no_lengths, out);
+      linear_attention_backward(fq, fk, v, no_lengths, dout, dfq, dfk, dv);
+    } else {
+      causal_linear_attention_forward(fq, fk, v, out);
+      causal_linear_attention_backward(fq, fk, v, dout, dfq, dfk, dv);
+    }
+    phi.backward(q, dfq, dq);
+    phi.backward(k, dfk, dk);
+  }
+  synchronize(dev);
+}
+
+}  // namespace
+
+void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
+  auto phi = make_feature_map("elu");
+  std::vector<std::string> kinds = o.kinds;
+  if (kinds.empty() || (kinds.size() == 1 && kinds[0] == "all"))
+    kinds = {"softmax", "causal-softmax", "linear", "causal-linear"};
+  for (const std::string& k : kinds)
+    if (k != "softmax" && k != "causal-softmax" && k != "linear" && k != "causal-linear")
+      throw Error("unknown attention '" + k + "' (expected softmax, causal-softmax, linear, causal-linear or all)");
+  for (const std::string& dname : o.devices) {
+    Device dev = parse_device(dname);
+    require_device(dev);
+    std::mt19937 gen(1234);
+    for (int64_t L = o.min_length; L <= o.max_length; L *= 2) {
+      for (const std::string& kind : kinds) {
+        Case c{kind, std::max<int64_t>(1, o.tokens / L), L, o.heads, o.head_dim};
+        Row row = environment_row(dname, num_threads());
+        row.set("attention", kind).set("N", L).set("batch", c.N).set("heads", c.H).set("head_dim", c.E);
+        if (planned_bytes(c) > o.max_memory_gb * 1e9) {
+          if (o.verbose) std::cerr << kind << " N=" << L << ": skipped, needs ~" << planned_bytes(c) / 1e9 << " GB\n";
+          continue;
+        }
+        const Shape s{c.N, c.L, c.H, c.E};
+        Tensor q = random_tensor(s, dev, gen), kk = random_tensor(s, dev, gen), v = random_tensor(s, dev, gen),
+               dout = random_tensor(s, dev, gen);
+        run_case(c, dev, q, kk, v, dout, *phi);  // warm-up: plans scratch, faults pages in
+        std::vector<double> ms, peak;
+        for (int r = 0; r < o.repetitions; ++r) {
+          memory_reset_peak(dev);
+          size_t before = memory_in_use(dev);
+          auto t0 = std::chrono::steady_clock::now();
+          run_case(c, dev, q, kk, v, dout, *phi);
+          double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          ms.push_back(dt / double(c.N));
+          // Inputs count too: the pass cannot run without them.
+          peak.push_back(double(memory_peak(dev) - before + 4 * q.nbytes()) / double(c.N) / 1e6);
+        }
+        Stats t = Stats::of(ms), m = Stats::of(peak);
+        row.set("ms_per_sample", t.mean).set("ms_per_sample_std", t.stddev);
+        row.set("us_per_token", t.mean * 1e3 / double(L));
+        row.set("peak_mb_per_sample", m.mean);
+        row.set("repetitions", o.repetitions);
+        out.add(row);
+        if (o.verbose)
+          std::cerr << kind << " N=" << L << " batch=" << c.N << ": " << Writer::plus_minus(t.mean, t.stddev)
+                    << " ms/sample, " << m.mean << " MB/sample\n";
+      }
+    }
+  }
+}
+
+}  // namespace lt::bench

@@ -1,0 +1,46 @@
+// lt-bench: shell-scriptable benchmarks reproducing the paper's speed and
+// memory claims. Rows go to stdout (md, csv, json, jsonl); progress to stderr.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "benchmarks.h"
+#include "lt/backend.h"
+#include "lt/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
+  app.require_subcommand(1);
+  std::string format = "md";
+  int threads = 0;
+  bool quiet = false;
+  app.add_option("-o,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
+  app.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
+  app.add_flag("-q,--quiet", quiet, "no progress on stderr");
+
+  lt::bench::AttentionBenchOptions att;
+  CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
+  attention->add_option("-a,--attention", att.kinds, "softmax, causal-softmax, linear, causal-linear or all")->capture_default_str();
+  attention->add_option("-d,--device", att.devices, "cpu and/or cuda")->capture_default_str();
+  attention->add_option("--min-length", att.min_length, "shortest sequence (doubling up to --max-length)")->capture_default_str();
+  attention->add_option("--max-length", att.max_length, "longest sequence")->capture_default_str();
+  attention->add_option("--tokens", att.tokens, "tokens per batch: batch = tokens / N")->capture_default_str();
+  attention->add_option("--heads", att.heads, "attention heads")->capture_default_str();
+  attention->add_option("--head-dim", att.head_dim, "query/value dimension per head")->capture_default_str();
+  attention->add_option("-r,--repetitions", att.repetitions, "timed repetitions after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    lt::set_num_threads(threads);
+    lt::bench::Writer writer(format);
+    if (*attention) {
+      att.verbose = !quiet;
+      lt::bench::run_attention_bench(att, writer);
+    }
+    writer.finish();
+  } catch (const std::exception& e) {
+    std::cerr << "lt-bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

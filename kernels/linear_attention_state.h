@@ -1,0 +1,8 @@
+#pragma once
+#include <cstdint>
+
+namespace lt::cuda {
+// S[n,h] = sum_l fk[n,l,h,:] v[n,l,h,:]^T, Z[n,h] = sum_l fk[n,l,h,:] (overwrites).
+void linear_attention_state(const float* fk, const float* v, float* S, float* Z, int64_t N, int64_t L,
+                            int64_t H, int64_t F, int64_t M);
+}  // namespace lt::cuda

@@ -1,0 +1,53 @@
+// Parameters: every weight of a model in ONE contiguous buffer, with a same-
+// shaped gradient buffer (llm.c style), so the optimizer and gradient
+// clipping are single passes and checkpoints are a list of named views.
+// Names follow the reference implementation's state_dict keys.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lt/tensor.h"
+
+namespace lt {
+
+class Parameters {
+ public:
+  // Declares a parameter; valid only before allocate(). Returns its index.
+  size_t add(const std::string& name, const Shape& shape);
+  // Allocates values and gradients (zeroed) on the device; views become valid.
+  void allocate(Device device);
+
+  bool allocated() const { return values_.defined(); }
+  Device device() const { return values_.device(); }
+  size_t size() const { return entries_.size(); }
+  int64_t numel() const { return total_; }
+  const std::string& name(size_t i) const { return entries_.at(i).name; }
+  const Shape& shape(size_t i) const { return entries_.at(i).shape; }
+  bool has(const std::string& name) const { return index_.count(name) != 0; }
+  size_t index(const std::string& name) const;
+
+  Tensor value(size_t i) const;
+  Tensor grad(size_t i) const;
+  Tensor value(const std::string& name) const { return value(index(name)); }
+  Tensor grad(const std::string& name) const { return grad(index(name)); }
+  const Tensor& values() const { return values_; }  // flat [numel]
+  const Tensor& grads() const { return grads_; }    // flat [numel]
+  void zero_grad() { grads_.zero(); }
+
+  // name -> view of the value, for checkpoint writing.
+  std::map<std::string, Tensor> named_values() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    Shape shape;
+    int64_t offset;
+  };
+  std::vector<Entry> entries_;
+  std::map<std::string, size_t> index_;
+  int64_t total_ = 0;
+  Tensor values_, grads_;
+};
+
+}  // namespace lt

@@ -1,0 +1,34 @@
+// Buffers of TransformerStack, planned once per shape so that neither a
+// training step nor a generation step allocates.
+#pragma once
+#include "lt/transformer.h"
+
+namespace lt {
+
+struct TransformerStack::LayerActs {
+  Tensor q, k, v;       // projections [R, d]
+  Tensor fq, fk;        // phi(q), phi(k) (linear attention)
+  Tensor probs;         // [B, H, L, L] (softmax attention)
+  Tensor att;           // attention output [R, d]
+  Tensor res1, x1;      // x + attention, norm1 of it
+  Tensor mean1, rstd1;  // norm1 statistics [R]
+  Tensor h, ad;         // linear1 output, dropout(relu(h)) [R, ff]
+  Tensor res2;          // x1 + feed-forward
+  Tensor mean2, rstd2;  // norm2 statistics [R]
+};
+
+struct TransformerStack::GradBuffers {
+  Tensor dres, dtmp, dx1, datt, dq, dk, dv, dfq, dfk;  // [R, d]
+  Tensor dcur, dnext;                                  // gradient entering / leaving a layer
+  Tensor o;                                            // forward scratch [R, d]
+  Tensor dff;                                          // [R, ff]
+};
+
+struct TransformerStack::StepBuffers {
+  int64_t B = 0;
+  Tensor q, k, v, fq, fk, att, o, res1, x1, res2, cur, next;  // [B, d]
+  Tensor mean, rstd;                                          // [B]
+  Tensor h;                                                   // [B, ff]
+};
+
+}  // namespace lt

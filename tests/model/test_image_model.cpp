@@ -1,0 +1,188 @@
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "lt/image_model.h"
+#include "lt/safetensors.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+ImageModelConfig tiny_config(AttentionKind attention, OutputHead head = OutputHead::mixture_of_logistics) {
+  ImageModelConfig c;
+  c.height = 3;
+  c.width = 4;
+  c.channels = 1;
+  c.mixtures = 3;
+  c.head = head;
+  c.transformer.layers = 2;
+  c.transformer.heads = 2;
+  c.transformer.head_dim = 4;
+  c.transformer.d_model = 8;
+  c.transformer.ff_dim = 12;
+  c.transformer.attention = attention;
+  c.transformer.dropout = 0.f;
+  return c;
+}
+
+Tensor random_images(Rng& rng, int64_t B, int64_t S) {
+  std::vector<int32_t> v(B * S);
+  for (auto& x : v) x = int32_t(rng.integer(0, 255));
+  // Hit the edge bins of the mixture too.
+  v[0] = 0;
+  v[S - 1] = 255;
+  return Tensor::from_vector(v, {B, S});
+}
+
+}  // namespace
+
+TEST_CASE("image model gradients match finite differences (causal-linear and softmax, with dropout)") {
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " attention " << attention_name(kind));
+    Rng rng(seed);
+    ImageModelConfig c = tiny_config(kind);
+    c.transformer.dropout = 0.2f;  // a fixed dropout seed makes the loss a deterministic function
+    ImageModel model(c, Device::cpu);
+    model.init_parameters(seed);
+    Tensor images = random_images(rng, 2, c.subpixels());
+    model.params().zero_grad();
+    model.forward(images, true, 77);
+    model.backward();
+    std::vector<float> grads = model.params().grads().to_vector();
+
+    Tensor values = model.params().values();
+    std::vector<float> v = values.to_vector();
+    std::vector<float> analytic;
+    std::vector<double> numeric;
+    for (int probe = 0; probe < 60; ++probe) {
+      // Random coordinates of random parameters (skipping alignment padding).
+      size_t p = size_t(rng.integer(0, int64_t(model.params().size()) - 1));
+      Tensor t = model.params().value(p);
+      int64_t offset = (t.data() - values.data()) + rng.integer(0, t.numel() - 1);
+      const double h = 1e-2;
+      float keep = v[offset];
+      v[offset] = float(keep + h);
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      double up = model.forward(images, true, 77);
+      v[offset] = float(keep - h);
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      double down = model.forward(images, true, 77);
+      v[offset] = keep;
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      analytic.push_back(grads[offset]);
+      numeric.push_back((up - down) / (2 * h));
+    }
+    CHECK(rel_error(analytic, numeric) < 2e-2);
+  }
+}
+
+TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every position") {
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    for (OutputHead head : {OutputHead::mixture_of_logistics, OutputHead::categorical}) {
+      uint64_t seed = fresh_seed();
+      INFO("seed " << seed << " attention " << attention_name(kind));
+      Rng rng(seed);
+      ImageModelConfig c = tiny_config(kind, head);
+      c.transformer.dropout = 0.1f;  // must be off in eval and in the step
+      ImageModel model(c, Device::cpu);
+      model.init_parameters(seed);
+      const int64_t B = 3, S = c.subpixels(), L = c.sequence_length();
+      Tensor images = random_images(rng, B, S);
+      Tensor nll = Tensor::empty({B * L});
+      double mean = model.forward(images, false, 0, &nll);
+      std::vector<float> parallel = nll.to_vector();
+
+      std::vector<int32_t> px = images.to_vector_i32();
+      Tensor state = model.new_state(B);
+      Tensor logits = Tensor::empty({B, c.head_width()});
+      Tensor step_nll = Tensor::empty({B});
+      std::vector<double> recurrent(B * L);
+      double sum = 0;
+      for (int64_t t = 0; t < L; ++t) {
+        std::vector<int32_t> tok(B), next(B);
+        for (int64_t b = 0; b < B; ++b) tok[b] = px[b * S + t], next[b] = px[b * S + t + 1];
+        model.step(state, Tensor::from_vector(tok, {B}), t, logits);
+        model.log_loss(logits, Tensor::from_vector(next, {B}), step_nll);
+        std::vector<float> s = step_nll.to_vector();
+        for (int64_t b = 0; b < B; ++b) recurrent[b * L + t] = s[b], sum += s[b];
+      }
+      CHECK(rel_error(parallel, recurrent) < 1e-5);
+      CHECK(std::abs(sum / double(B * L) - mean) < 1e-5 * std::abs(mean));
+    }
+  }
+}
+
+TEST_CASE("prefill then step continues exactly like stepping from the start; forked states agree") {
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " attention " << attention_name(kind));
+    Rng rng(seed);
+    ImageModelConfig c = tiny_config(kind);
+    ImageModel model(c, Device::cpu);
+    model.init_parameters(seed);
+    const int64_t S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 1);
+    std::vector<int32_t> px = random_images(rng, 1, S).to_vector_i32();
+
+    Tensor stepped = model.new_state(1), head = Tensor::empty({1, c.head_width()});
+    for (int64_t t = 0; t < T; ++t) model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), t, head);
+    Tensor prefilled = model.new_state(1), head2 = Tensor::empty({1, c.head_width()});
+    model.prefill(Tensor::from_vector(std::vector<int32_t>(px.begin(), px.begin() + T), {1, T}), prefilled, head2);
+    CHECK(rel_error(head2, head) < 1e-5);
+
+    // Fork the prefilled state into slot 2 of a batch of 3 and continue both.
+    Tensor forked = model.new_state(3);
+    model.copy_state_element(prefilled, 1, 0, forked, 3, 2);
+    Tensor h1 = Tensor::empty({1, c.head_width()}), h3 = Tensor::empty({3, c.head_width()});
+    model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), T, h1);
+    model.step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), T, h3);
+    CHECK(rel_error(h3.rows(2, 3), h1) < 1e-5);
+  }
+}
+
+TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = tiny_config(AttentionKind::causal_linear);
+  ImageModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  Tensor images = random_images(rng, 2, c.subpixels());
+  double loss = model.forward(images, false, 0);
+
+  auto dir = std::filesystem::temp_directory_path() / ("lt-image-model-" + std::to_string(seed));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "m.safetensors").string();
+  model.save(path, {{"dataset", "random"}});
+  auto loaded = ImageModel::load(path, Device::cpu);
+  CHECK(loaded->config().transformer.layers == 2);
+  CHECK(loaded->config().transformer.heads == 2);
+  CHECK(loaded->config().mixtures == 3);
+  CHECK(loaded->config().height == 3);
+  CHECK(loaded->forward(images, false, 0) == doctest::Approx(loss).epsilon(1e-7));
+
+  // Without the heads metadata the checkpoint cannot be interpreted.
+  auto tensors = model.params().named_values();
+  auto meta = model.metadata();
+  meta.erase("heads");
+  std::string bad = (dir / "noheads.safetensors").string();
+  save_safetensors(bad, tensors, meta);
+  CHECK_THROWS_WITH_AS(ImageModel::load(bad, Device::cpu), doctest::Contains("missing metadata 'heads'"), lt::Error);
+
+  // A wrong shape names the tensor.
+  tensors["predictor.bias"] = Tensor::zeros({4});
+  std::string wrong = (dir / "wrong.safetensors").string();
+  save_safetensors(wrong, tensors, model.metadata());
+  CHECK_THROWS_WITH_AS(ImageModel::load(wrong, Device::cpu), doctest::Contains("predictor"), lt::Error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("image model config errors name the sizes") {
+  ImageModelConfig c = tiny_config(AttentionKind::causal_linear);
+  c.transformer.d_model = 10;
+  CHECK_THROWS_WITH_AS(ImageModel(c, Device::cpu), doctest::Contains("d_model 10 must equal heads x head_dim = 2 x 4"),
+                       lt::Error);
+}
