@@ -36,4 +36,6 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 
 // Op families (outside the namespace: each header opens lt::cuda itself).
 #include "causal_linear_attention.h"
+#include "heads.h"
 #include "linear_attention_step.h"
+#include "optim.h"

@@ -1,0 +1,75 @@
+// Output heads of the autoregressive models: what turns the last layer's
+// outputs into a distribution over the next byte, its negative log-likelihood
+// and gradient for training, and draws from it for generation.
+//
+//   Tensor nll = Tensor::empty({R});
+//   double loss = mol_loss_forward(params, bytes, nll);      // mean nats per position
+//   mol_loss_backward(params, bytes, 1.f / R, dparams);      // d loss / d params
+//   mol_sample(params_last_step, seed, t, next_bytes);       // one decoding step
+//
+// Conventions: params [..., C] are rows x C (every leading axis flattened);
+// targets and sampled bytes are int32 with one entry per row; nll is float
+// with one entry per row; dparams has the shape of params and is overwritten
+// (it is an input gradient, as in ops.h). All tensors share one device.
+#pragma once
+#include <cstdint>
+
+#include "lt/tensor.h"
+
+namespace lt {
+
+// ---- Discretized mixture of logistics (PixelCNN++), as the reference ---------
+// Each row holds K components laid out [logits (K) | means (K) | log-scales (K)].
+// A byte b is the value y = b / 255 * 2 - 1 in [-1, 1]; component k gives it
+// the mass of a logistic(mean, exp(log_scale)) over the bin [y - 1/255, y + 1/255],
+// the open-ended bin for bytes 0 and 255.
+constexpr double kMolLogScaleMin = -7.0;  // log-scales are clamped from below (torch.clamp)
+constexpr int kMolNumClasses = 256;
+
+// nll[r] = -log p(targets[r] | params[r]) in nats; returns the mean over rows
+// (accumulated in double). Throws on a target outside [0, 255].
+double mol_loss_forward(const Tensor& params, const Tensor& targets, Tensor& nll);
+// dparams = scale * d(sum_r nll[r]) / d params (scale = 1/R for the mean).
+void mol_loss_backward(const Tensor& params, const Tensor& targets, float scale,
+                       Tensor& dparams);
+// out[b] = a byte drawn from row b: a component from softmax(logits), then a
+// logistic value with the clamped scale, rounded to its bin. Its randomness is
+// sample_uniform(seed, step, b, 0|1), so CPU and CUDA draw the same bytes.
+void mol_sample(const Tensor& params, uint64_t seed, int64_t step, Tensor& out);
+
+// ---- Categorical over V classes (256 for bytes): logits [..., V] -------------
+// Cross entropy in nats, same conventions as the mixture above.
+double categorical_loss_forward(const Tensor& logits, const Tensor& targets, Tensor& nll);
+void categorical_loss_backward(const Tensor& logits, const Tensor& targets, float scale,
+                               Tensor& dlogits);
+// out[b] = inverse CDF of softmax(logits[b]) at sample_uniform(seed, step, b, 0).
+void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tensor& out);
+
+// ---- The samplers' random numbers ---------------------------------------------
+// Counter-based: draw d of row b at decoding step t under a seed is a pure
+// function of (seed, t, b, d), so a run is reproducible from its seed, the rows
+// of a batch are independent, and the CUDA kernels (which include this header)
+// draw exactly what the CPU draws.
+#if defined(__CUDACC__)
+#define LT_HOST_DEVICE __host__ __device__
+#else
+#define LT_HOST_DEVICE
+#endif
+
+// splitmix64's output function (Steele et al. 2014): a bijective 64-bit mixer.
+LT_HOST_DEVICE inline uint64_t splitmix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in the open interval (0, 1) on a grid of 2^-52, so that both log(u)
+// and log(1 - u) are finite and exact to compute.
+LT_HOST_DEVICE inline double sample_uniform(uint64_t seed, int64_t step, int64_t row, int draw) {
+  uint64_t key = splitmix64(splitmix64(splitmix64(seed) + uint64_t(step)) + uint64_t(row));
+  uint64_t bits = splitmix64(key + uint64_t(draw)) >> 12;
+  return (double(bits) + 0.5) * 0x1p-52;
+}
+
+}  // namespace lt
