@@ -92,8 +92,13 @@ void categorical_loss_backward(const Tensor& logits, const Tensor& targets, floa
     const float* x = xp + r * d.V;
     float* g = gp + r * d.V;
     const float m = row_max(x, d.V);
-    const float scale_over_z = float(scale / sum_exp(x, d.V, m));
-    for (int64_t j = 0; j < d.V; ++j) g[j] = std::exp(x[j] - m) * scale_over_z;  // scale * softmax
+    double z = 0;
+    for (int64_t j = 0; j < d.V; ++j) {
+      g[j] = std::exp(x[j] - m);
+      z += g[j];
+    }
+    const float scale_over_z = float(scale / z);
+    for (int64_t j = 0; j < d.V; ++j) g[j] *= scale_over_z;  // scale * softmax
     g[tp[r]] -= scale;
   }
 }
