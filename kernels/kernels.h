@@ -35,7 +35,14 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 }  // namespace lt::cuda
 
 // Op families (outside the namespace: each header opens lt::cuda itself).
+#include "activations.h"
 #include "causal_linear_attention.h"
+#include "dropout.h"
+#include "elementwise.h"
+#include "embedding.h"
 #include "heads.h"
+#include "layernorm.h"
 #include "linear_attention_step.h"
 #include "optim.h"
+#include "position_code.h"
+#include "softmax.h"

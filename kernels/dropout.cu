@@ -1,0 +1,38 @@
+// Dropout's stateless mask on the GPU: the same SplitMix64 arithmetic as
+// lib/ops/dropout.cpp (integer only, so the two agree exactly), one thread per
+// element in a grid-stride loop. key, threshold and scale come from the host.
+#include <algorithm>
+
+#include "cuda_check.cuh"
+#include "dropout.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads), 1u << 16); }
+constexpr unsigned long long kGolden = 0x9E3779B97F4A7C15ull;
+
+__device__ unsigned long long mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+__global__ void dropout_kernel(const float* x, float* y, long long n, unsigned long long key, unsigned threshold,
+                               float scale) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned u = (unsigned)(mix64(key + ((unsigned long long)i + 1) * kGolden) >> 40);
+    y[i] = u >= threshold ? x[i] * scale : 0.f;
+  }
+}
+
+}  // namespace
+
+void dropout_apply(const float* x, float* y, int64_t n, uint64_t key, uint32_t threshold, float scale) {
+  if (n == 0) return;
+  dropout_kernel<<<grid_for(n), kThreads>>>(x, y, n, key, threshold, scale);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace lt::cuda

@@ -1,0 +1,39 @@
+// Elementwise sum and accumulation: grid-stride loops, so any n fits a grid
+// of bounded size. y may alias a or b: each element is read before written by
+// the same thread.
+#include <algorithm>
+
+#include "cuda_check.cuh"
+#include "elementwise.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads), 1u << 16); }
+
+__global__ void add_kernel(const float* a, const float* b, float* y, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = a[i] + b[i];
+}
+
+__global__ void accumulate_kernel(float* dst, const float* src, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dst[i] += src[i];
+}
+
+}  // namespace
+
+void add(const float* a, const float* b, float* y, int64_t n) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n), kThreads>>>(a, b, y, n);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void accumulate(float* dst, const float* src, int64_t n) {
+  if (n == 0) return;
+  accumulate_kernel<<<grid_for(n), kThreads>>>(dst, src, n);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace lt::cuda

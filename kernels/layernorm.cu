@@ -1,0 +1,121 @@
+// LayerNorm on the GPU. One warp per row (grid-stride over rows, so any row
+// count fits the grid), lanes striding over C and meeting in shuffle
+// reductions: handles every C without shared memory. dgamma and dbeta are
+// column sums over all rows: a separate kernel where each block sums a tile
+// of 32 columns over a slice of rows and adds it in with atomicAdd.
+#include <algorithm>
+
+#include "cuda_check.cuh"
+#include "layernorm.h"
+#include "lt/ops.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+unsigned row_blocks(int64_t rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
+
+// Every lane of a warp runs the same rows, so the full-mask shuffles are safe.
+__global__ void layernorm_forward_kernel(const float* x, const float* gamma, const float* beta, float* y,
+                                         float* mean, float* rstd, long long rows, int C, float eps) {
+  const int lane = threadIdx.x % 32;
+  const long long stride = (long long)gridDim.x * kWarpsPerBlock;
+  for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
+    const float* xr = x + r * C;
+    float s = 0.f;
+    for (int c = lane; c < C; c += 32) s += xr[c];
+    const float m = warp_sum(s) / C;
+    float v = 0.f;  // two passes, as on the CPU
+    for (int c = lane; c < C; c += 32) v += (xr[c] - m) * (xr[c] - m);
+    const float rs = rsqrtf(warp_sum(v) / C + eps);
+    float* yr = y + r * C;
+    for (int c = lane; c < C; c += 32) yr[c] = (xr[c] - m) * rs * gamma[c] + beta[c];
+    if (lane == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+  }
+}
+
+// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma, per row. A
+// warp reads its whole row before writing it, so dx may alias dy.
+__global__ void layernorm_dx_kernel(const float* x, const float* gamma, const float* mean, const float* rstd,
+                                    const float* dy, float* dx, long long rows, int C) {
+  const int lane = threadIdx.x % 32;
+  const long long stride = (long long)gridDim.x * kWarpsPerBlock;
+  for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
+    const float* xr = x + r * C;
+    const float* dyr = dy + r * C;
+    const float m = mean[r], rs = rstd[r];
+    float sg = 0.f, sgx = 0.f;
+    for (int c = lane; c < C; c += 32) {
+      const float gc = dyr[c] * gamma[c];
+      sg += gc;
+      sgx += gc * (xr[c] - m) * rs;
+    }
+    const float mean_g = warp_sum(sg) / C, mean_gx = warp_sum(sgx) / C;
+    float* dxr = dx + r * C;
+    for (int c = lane; c < C; c += 32) {
+      const float xhat = (xr[c] - m) * rs;
+      dxr[c] = rs * (dyr[c] * gamma[c] - mean_g - xhat * mean_gx);
+    }
+  }
+}
+
+// Block (32, 8): threadIdx.x picks a column of the block's 32-column tile,
+// threadIdx.y strides over this block's rows; the 8 partial sums meet in
+// shared memory and one atomicAdd per column adds them to dgamma, dbeta.
+__global__ void layernorm_param_grad_kernel(const float* x, const float* mean, const float* rstd,
+                                            const float* dy, float* dgamma, float* dbeta, long long rows,
+                                            int C) {
+  __shared__ float part_g[8][33];
+  __shared__ float part_b[8][33];
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float sg = 0.f, sb = 0.f;
+  if (col < C)
+    for (long long r = blockIdx.y * 8LL + threadIdx.y; r < rows; r += gridDim.y * 8LL) {
+      const float d = dy[r * C + col];
+      sg += d * (x[r * C + col] - mean[r]) * rstd[r];
+      sb += d;
+    }
+  part_g[threadIdx.y][threadIdx.x] = sg;
+  part_b[threadIdx.y][threadIdx.x] = sb;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < C) {
+    for (int j = 1; j < 8; ++j) {
+      sg += part_g[j][threadIdx.x];
+      sb += part_b[j][threadIdx.x];
+    }
+    atomicAdd(dgamma + col, sg);
+    atomicAdd(dbeta + col, sb);
+  }
+}
+
+}  // namespace
+
+void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                       float* rstd, int64_t rows, int64_t C) {
+  if (rows == 0) return;
+  layernorm_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, gamma, beta, y, mean, rstd, rows,
+                                                                      (int)C, kLayerNormEps);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void layernorm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t rows, int64_t C) {
+  if (rows == 0) return;
+  // Parameter gradients first: they read dy, which dx may overwrite.
+  dim3 grid(blocks_for(C, 32), std::min<unsigned>(blocks_for(rows, 64), 1024));
+  layernorm_param_grad_kernel<<<grid, dim3(32, 8)>>>(x, mean, rstd, dy, dgamma, dbeta, rows, (int)C);
+  LT_CUDA_LAUNCH_CHECK();
+  layernorm_dx_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, gamma, mean, rstd, dy, dx, rows, (int)C);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace lt::cuda

@@ -1,0 +1,67 @@
+// Softmax over rows on the GPU: one warp per row (grid-stride over rows),
+// lanes striding over C, shuffle reductions for the max, the sum and the
+// backward's dot product. Max-subtracted like the CPU version.
+#include <algorithm>
+#include <cmath>
+
+#include "cuda_check.cuh"
+#include "softmax.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+unsigned row_blocks(int64_t rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
+
+// Every lane of a warp runs the same rows, so the full-mask shuffles are safe.
+__global__ void softmax_forward_kernel(const float* x, float* y, long long rows, int C) {
+  const int lane = threadIdx.x % 32;
+  const long long stride = (long long)gridDim.x * kWarpsPerBlock;
+  for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
+    const float* xr = x + r * C;
+    float* yr = y + r * C;
+    float m = -INFINITY;
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = 0.f;
+    for (int c = lane; c < C; c += 32) {
+      const float e = expf(xr[c] - m);
+      yr[c] = e;
+      s += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float inv = 1.f / s;
+    for (int c = lane; c < C; c += 32) yr[c] *= inv;
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, long long rows, int C) {
+  const int lane = threadIdx.x % 32;
+  const long long stride = (long long)gridDim.x * kWarpsPerBlock;
+  for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
+    const float* yr = y + r * C;
+    const float* dyr = dy + r * C;
+    float dot = 0.f;
+    for (int c = lane; c < C; c += 32) dot += yr[c] * dyr[c];
+    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    float* dxr = dx + r * C;
+    for (int c = lane; c < C; c += 32) dxr[c] = yr[c] * (dyr[c] - dot);
+  }
+}
+
+}  // namespace
+
+void softmax_forward(const float* x, float* y, int64_t rows, int64_t C) {
+  if (rows == 0) return;
+  softmax_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, y, rows, (int)C);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t C) {
+  if (rows == 0) return;
+  softmax_backward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(y, dy, dx, rows, (int)C);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace lt::cuda

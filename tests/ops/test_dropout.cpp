@@ -1,0 +1,96 @@
+#include <cmath>
+
+#include "lt/ops.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+TEST_CASE("dropout keeps about 1 - p of a large tensor, scaled by 1 / (1 - p)") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = 1 << 20;
+  const float p = float(rng.uniform(0.05, 0.9));
+  INFO("p " << p);
+  const uint64_t mask_seed = uint64_t(rng.integer(0, 1 << 30));
+  Tensor x = Tensor::from_vector(std::vector<float>(n, 1.f), {n}), y = Tensor::empty({n});
+  dropout_forward(x, p, mask_seed, y);
+  std::vector<float> yv = y.to_vector();
+  int64_t dropped = 0;
+  double mean = 0;
+  for (float v : yv) {
+    if (v == 0.f) ++dropped;
+    else CHECK(v == 1.f / (1.f - p));
+    mean += v;
+  }
+  mean /= n;
+  // 6 standard deviations of a binomial fraction over 2^20 draws.
+  const double sd = std::sqrt(p * (1 - p) / n);
+  CHECK(std::fabs(double(dropped) / n - p) < 6 * sd);
+  CHECK(std::fabs(mean - 1) < 6 * sd / (1 - p));  // inverted dropout keeps the expectation
+}
+
+TEST_CASE("dropout masks are a pure function of (seed, index)") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = rng.integer(20000, 100000), k = rng.integer(1, n);
+  const float p = 0.5f;
+  const uint64_t s = uint64_t(rng.integer(0, 1 << 30));
+  Tensor x = rng.randn({n}), y1 = Tensor::empty({n}), y2 = Tensor::empty({n}), y3 = Tensor::empty({n});
+  dropout_forward(x, p, s, y1);
+  dropout_forward(x, p, s, y2);
+  CHECK(y1.to_vector() == y2.to_vector());
+
+  // A prefix of the tensor gets the prefix of the mask.
+  Tensor head = x.rows(0, k).clone(), yk = Tensor::empty({k});
+  dropout_forward(head, p, s, yk);
+  std::vector<float> y1v = y1.to_vector(), ykv = yk.to_vector();
+  CHECK(std::vector<float>(y1v.begin(), y1v.begin() + k) == ykv);
+
+  // Another seed: about half the decisions differ (2 p (1 - p)).
+  dropout_forward(x, p, s + 1, y3);
+  std::vector<float> y3v = y3.to_vector();
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; ++i) differ += (y1v[i] == 0.f) != (y3v[i] == 0.f);
+  CHECK(std::fabs(double(differ) / n - 0.5) < 0.02);
+}
+
+TEST_CASE("dropout backward applies the forward's mask and matches finite differences") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t rows = rng.integer(1, 9), C = rng.integer(1, 9);
+  const float p = float(rng.uniform(0.1, 0.7));
+  const uint64_t s = uint64_t(rng.integer(0, 1 << 30));
+  Tensor x = rng.randn({rows, C}), y = Tensor::empty({rows, C}), dx = Tensor::empty({rows, C});
+  std::vector<float> w = rng.normals(rows * C);
+  auto loss = [&] {
+    dropout_forward(x, p, s, y);
+    return dot(y, w);
+  };
+  dropout_backward(Tensor::from_vector(w, {rows, C}), p, s, dx);
+  CHECK(rel_error(dx, numeric_grad(x, loss)) < 1e-3);
+
+  // Large: dx = dy * scale exactly where the forward kept x, 0 elsewhere.
+  const int64_t n = 50000;
+  Tensor big = rng.randn({n}), ybig = Tensor::empty({n}), dy = rng.randn({n}), dxbig = Tensor::empty({n});
+  dropout_forward(big, p, s, ybig);
+  dropout_backward(dy, p, s, dxbig);
+  std::vector<float> yv = ybig.to_vector(), dyv = dy.to_vector(), dxv = dxbig.to_vector();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += dxv[i] != (yv[i] != 0.f ? dyv[i] * (1.f / (1.f - p)) : 0.f);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("dropout with p = 0 is the identity; p outside [0, 1) throws") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Tensor x = rng.randn({3, 77}), y = Tensor::empty({3, 77});
+  dropout_forward(x, 0.f, 42, y);
+  CHECK(y.to_vector() == x.to_vector());
+  CHECK_THROWS_WITH_AS(dropout_forward(x, 1.f, 42, y), doctest::Contains("p must be in [0, 1)"), lt::Error);
+  CHECK_THROWS_WITH_AS(dropout_backward(x, -0.1f, 42, y), doctest::Contains("p must be in [0, 1)"), lt::Error);
+}

@@ -1,0 +1,55 @@
+#include "lt/ops.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+TEST_CASE("add and accumulate match a float64 reference, add also in place") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (int64_t max_n : {99, 100000}) {  // the second size takes the OpenMP path
+    const int64_t rows = rng.integer(1, max_n / 7 + 1), C = rng.integer(1, 7);
+    Tensor a = rng.randn({rows, C}), b = rng.randn({rows, C}), y = Tensor::empty({rows, C});
+    auto av = to_double(a), bv = to_double(b);
+    std::vector<double> sum(av.size());
+    for (size_t i = 0; i < av.size(); ++i) sum[i] = av[i] + bv[i];
+
+    add(a, b, y);
+    CHECK(rel_error(y, sum) < 1e-6);
+    Tensor a2 = a.clone(), b2 = b.clone();
+    add(a2, b, a2);  // y aliases a
+    CHECK(rel_error(a2, sum) < 1e-6);
+    add(a, b2, b2);  // y aliases b
+    CHECK(rel_error(b2, sum) < 1e-6);
+
+    accumulate(a, b);
+    CHECK(rel_error(a, sum) < 1e-6);
+  }
+}
+
+TEST_CASE("add backward (accumulate of dy into both inputs) matches finite differences") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = rng.integer(1, 12);
+  Tensor a = rng.randn({n}), b = rng.randn({n}), y = Tensor::empty({n});
+  std::vector<float> w = rng.normals(n);
+  auto loss = [&] {
+    add(a, b, y);
+    return dot(y, w);
+  };
+  Tensor dy = Tensor::from_vector(w, {n}), da = Tensor::zeros({n}), db = rng.randn({n});
+  std::vector<double> db_ref = to_double(db), num_b = numeric_grad(b, loss);
+  accumulate(da, dy);
+  accumulate(db, dy);
+  for (int64_t i = 0; i < n; ++i) db_ref[i] += num_b[i];
+  CHECK(rel_error(da, numeric_grad(a, loss)) < 1e-3);
+  CHECK(rel_error(db, db_ref) < 1e-3);
+}
+
+TEST_CASE("add and accumulate reject mismatched shapes") {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({3, 2}), y = Tensor::zeros({2, 3});
+  CHECK_THROWS_WITH_AS(add(a, b, y), doctest::Contains("a [2, 3], b [3, 2], y [2, 3]"), lt::Error);
+  CHECK_THROWS_WITH_AS(accumulate(a, b), doctest::Contains("dst [2, 3] and src [3, 2] differ"), lt::Error);
+}
