@@ -1,0 +1,199 @@
+// Every layer op of lt/ops.h (but linear, in test_linear_cuda.cpp): the GPU
+// against the CPU on fresh random inputs, forward and backward, with row
+// counts above 65535 for the row-wise kernels.
+#include <cmath>
+
+#include "lt/ops.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+constexpr Device kGpu = Device::cuda;
+
+std::vector<int32_t> random_ids(Rng& rng, int64_t n, int64_t V) {
+  std::vector<int32_t> ids(n);
+  for (auto& id : ids) id = static_cast<int32_t>(rng.integer(0, V - 1));
+  return ids;
+}
+}  // namespace
+
+TEST_CASE("cuda layernorm forward and backward match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  struct Size {
+    int64_t rows, C;
+  };
+  for (Size s : {Size{rng.integer(1, 300), rng.integer(1, 1000)}, Size{rng.integer(65536, 80000), rng.integer(1, 40)}}) {
+    const int64_t rows = s.rows, C = s.C;
+    INFO("rows " << rows << " C " << C);
+    Tensor x = rng.randn({rows, C}, 2.0), g = rng.randn({C}), b = rng.randn({C}), dy = rng.randn({rows, C});
+    Tensor y = Tensor::empty({rows, C}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+    Tensor gy = Tensor::empty({rows, C}, kGpu), gmean = Tensor::empty({rows}, kGpu), grstd = Tensor::empty({rows}, kGpu);
+    Tensor gx = x.to(kGpu), gg = g.to(kGpu);
+    layernorm_forward(x, g, b, y, mean, rstd);
+    layernorm_forward(gx, gg, b.to(kGpu), gy, gmean, grstd);
+    CHECK(rel_error(gy, y) < 1e-5);
+    CHECK(rel_error(gmean, mean) < 1e-5);
+    CHECK(rel_error(grstd, rstd) < 1e-5);
+
+    Tensor dx = Tensor::empty({rows, C}), dg = rng.randn({C}), db = rng.randn({C});
+    Tensor gdx = Tensor::empty({rows, C}, kGpu), gdg = dg.to(kGpu), gdb = db.to(kGpu);
+    layernorm_backward(x, g, mean, rstd, dy, dx, dg, db);
+    layernorm_backward(gx, gg, gmean, grstd, dy.to(kGpu), gdx, gdg, gdb);
+    CHECK(rel_error(gdx, dx) < 1e-5);
+    CHECK(rel_error(gdg, dg) < 1e-5);
+    CHECK(rel_error(gdb, db) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda activations forward and backward match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  using Forward = void (*)(const Tensor&, Tensor&);
+  using Backward = void (*)(const Tensor&, const Tensor&, Tensor&);
+  struct Activation {
+    const char* name;
+    Forward forward;
+    Backward backward;
+  };
+  for (Activation a : {Activation{"relu", relu_forward, relu_backward}, Activation{"gelu", gelu_forward, gelu_backward},
+                       Activation{"elu_plus_one", elu_plus_one_forward, elu_plus_one_backward}}) {
+    INFO(a.name);
+    const int64_t n = rng.integer(1, 1 << 20);
+    Tensor x = rng.randn({n}, 4.0), dy = rng.randn({n});
+    Tensor y = Tensor::empty({n}), dx = Tensor::empty({n});
+    Tensor gx = x.to(kGpu), gy = Tensor::empty({n}, kGpu), gdx = Tensor::empty({n}, kGpu);
+    a.forward(x, y);
+    a.forward(gx, gy);
+    CHECK(rel_error(gy, y) < 1e-5);
+    a.backward(x, dy, dx);
+    a.backward(gx, dy.to(kGpu), gdx);
+    CHECK(rel_error(gdx, dx) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda softmax forward and backward match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  struct Size {
+    int64_t rows, C;
+  };
+  for (Size s : {Size{rng.integer(1, 300), rng.integer(1, 2000)}, Size{rng.integer(65536, 80000), rng.integer(1, 40)}}) {
+    const int64_t rows = s.rows, C = s.C;
+    INFO("rows " << rows << " C " << C);
+    std::vector<float> xv = rng.normals(rows * C, 10.0);
+    for (int64_t r = 0; r < rows; ++r)  // masked tails, as causal softmax attention has
+      for (int64_t c = rng.integer(1, C); c < C; ++c) xv[r * C + c] = -INFINITY;
+    Tensor x = Tensor::from_vector(xv, {rows, C}), dy = rng.randn({rows, C});
+    Tensor y = Tensor::empty({rows, C}), dx = Tensor::empty({rows, C});
+    Tensor gy = Tensor::empty({rows, C}, kGpu), gdx = Tensor::empty({rows, C}, kGpu);
+    softmax_forward(x, y);
+    softmax_forward(x.to(kGpu), gy);
+    CHECK(rel_error(gy, y) < 1e-5);
+    softmax_backward(y, dy, dx);
+    softmax_backward(gy, dy.to(kGpu), gdx);
+    CHECK(rel_error(gdx, dx) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda embedding matches the CPU and rejects a bad id without faulting") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t N = rng.integer(1, 8), L = rng.integer(1, 3000), V = rng.integer(1, 500), C = rng.integer(1, 300);
+  std::vector<int32_t> idv = random_ids(rng, N * L, V);
+  Tensor ids = Tensor::from_vector(idv, {N, L}), table = rng.randn({V, C}), dy = rng.randn({N, L, C});
+  Tensor gids = ids.to(kGpu), gtable = table.to(kGpu);
+  Tensor y = Tensor::empty({N, L, C}), gy = Tensor::empty({N, L, C}, kGpu);
+  embedding_forward(ids, table, y);
+  embedding_forward(gids, gtable, gy);
+  CHECK(rel_error(gy, y) == 0);
+
+  Tensor dtable = rng.randn({V, C}), gdtable = dtable.to(kGpu);
+  embedding_backward(ids, dy, dtable);
+  embedding_backward(gids, dy.to(kGpu), gdtable);
+  CHECK(rel_error(gdtable, dtable) < 1e-5);
+
+  const int64_t pos = rng.integer(0, N * L - 1);
+  idv[pos] = static_cast<int32_t>(V + rng.integer(0, 5));
+  Tensor bad = Tensor::from_vector(idv, {N, L}, kGpu);
+  const std::string why = "id " + std::to_string(idv[pos]) + " at position " + std::to_string(pos) +
+                          " is outside [0, V) for V = " + std::to_string(V);
+  CHECK_THROWS_WITH_AS(embedding_forward(bad, gtable, gy), doctest::Contains(why.c_str()), lt::Error);
+  idv[pos] = -3;
+  Tensor negative = Tensor::from_vector(idv, {N, L}, kGpu);
+  CHECK_THROWS_WITH_AS(embedding_backward(negative, dy.to(kGpu), gdtable), doctest::Contains("id -3"), lt::Error);
+  embedding_forward(gids, gtable, gy);  // the device is still usable
+  CHECK(rel_error(gy, y) == 0);
+}
+
+TEST_CASE("cuda add and accumulate match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = rng.integer(1, 3 << 20);
+  Tensor a = rng.randn({n}), b = rng.randn({n}), y = Tensor::empty({n});
+  Tensor ga = a.to(kGpu), gb = b.to(kGpu), gy = Tensor::empty({n}, kGpu);
+  add(a, b, y);
+  add(ga, gb, gy);
+  CHECK(rel_error(gy, y) < 1e-5);
+  Tensor ga2 = a.to(kGpu);
+  add(ga2, gb, ga2);  // in place
+  CHECK(rel_error(ga2, y) < 1e-5);
+  accumulate(a, b);
+  accumulate(ga, gb);
+  CHECK(rel_error(ga, a) < 1e-5);
+}
+
+TEST_CASE("cuda dropout draws exactly the CPU's mask, forward and backward") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = rng.integer(1, 3 << 20);
+  const float p = float(rng.uniform(0, 0.9));
+  const uint64_t s = uint64_t(rng.integer(0, int64_t(1) << 62));
+  INFO("n " << n << " p " << p << " mask seed " << s);
+  Tensor x = rng.randn({n}), dy = rng.randn({n}), y = Tensor::empty({n}), dx = Tensor::empty({n});
+  Tensor gy = Tensor::empty({n}, kGpu), gdx = Tensor::empty({n}, kGpu);
+  dropout_forward(x, p, s, y);
+  dropout_forward(x.to(kGpu), p, s, gy);
+  CHECK(gy.to_vector() == y.to_vector());
+  dropout_backward(dy, p, s, dx);
+  dropout_backward(dy.to(kGpu), p, s, gdx);
+  CHECK(gdx.to_vector() == dx.to_vector());
+}
+
+TEST_CASE("cuda position code and its concatenation match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t N = rng.integer(1, 5), L = rng.integer(1, 2000), C = rng.integer(1, 100), D = 2 * rng.integer(1, 64);
+  const int64_t offset = rng.integer(0, 100000);
+  INFO("offset " << offset << " L " << L << " D " << D);
+  Tensor pe = Tensor::empty({L, D}), gpe = Tensor::empty({L, D}, kGpu);
+  position_code(offset, pe);
+  position_code(offset, gpe);
+  CHECK(rel_error(gpe, pe) < 1e-5);
+
+  Tensor x = rng.randn({N, L, C}), y = Tensor::empty({N, L, C + D}), gy = Tensor::empty({N, L, C + D}, kGpu);
+  concat_position_forward(x, pe, y);
+  concat_position_forward(x.to(kGpu), pe.to(kGpu), gy);
+  CHECK(rel_error(gy, y) == 0);
+
+  Tensor dy = rng.randn({N, L, C + D}), dx = Tensor::empty({N, L, C}), gdx = Tensor::empty({N, L, C}, kGpu);
+  concat_position_backward(dy, dx);
+  concat_position_backward(dy.to(kGpu), gdx);
+  CHECK(rel_error(gdx, dx) == 0);
+}
