@@ -1,6 +1,7 @@
 // Every layer op of lt/ops.h (but linear, in test_linear_cuda.cpp): the GPU
 // against the CPU on fresh random inputs, forward and backward, with row
 // counts above 65535 for the row-wise kernels.
+#include <algorithm>
 #include <cmath>
 
 #include "lt/ops.h"
@@ -27,7 +28,8 @@ TEST_CASE("cuda layernorm forward and backward match the CPU") {
   struct Size {
     int64_t rows, C;
   };
-  for (Size s : {Size{rng.integer(1, 300), rng.integer(1, 1000)}, Size{rng.integer(65536, 80000), rng.integer(1, 40)}}) {
+  // C >= 3: below, dx is ~0 (xhat = +-1 whatever x is) and only rounding noise is left to compare.
+  for (Size s : {Size{rng.integer(1, 300), rng.integer(3, 1000)}, Size{rng.integer(65536, 80000), rng.integer(3, 40)}}) {
     const int64_t rows = s.rows, C = s.C;
     INFO("rows " << rows << " C " << C);
     Tensor x = rng.randn({rows, C}, 2.0), g = rng.randn({C}), b = rng.randn({C}), dy = rng.randn({rows, C});
@@ -109,7 +111,9 @@ TEST_CASE("cuda embedding matches the CPU and rejects a bad id without faulting"
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  const int64_t N = rng.integer(1, 8), L = rng.integer(1, 3000), V = rng.integer(1, 500), C = rng.integer(1, 300);
+  // At most ~100 repeats per id: float sums of more drift apart by ~1e-5 in any two orders.
+  const int64_t N = rng.integer(1, 8), L = rng.integer(1, 3000), C = rng.integer(1, 300);
+  const int64_t V = rng.integer(std::max<int64_t>(1, N * L / 100), 500);
   std::vector<int32_t> idv = random_ids(rng, N * L, V);
   Tensor ids = Tensor::from_vector(idv, {N, L}), table = rng.randn({V, C}), dy = rng.randn({N, L, C});
   Tensor gids = ids.to(kGpu), gtable = table.to(kGpu);

@@ -74,7 +74,8 @@ TEST_CASE("layernorm backward on many rows matches a float64 analytic reference 
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  const int64_t rows = rng.integer(200, 3000), C = rng.integer(2, 130);
+  // C >= 3: at C = 2 the exact dx is ~eps-sized, a cancellation float cannot resolve.
+  const int64_t rows = rng.integer(200, 3000), C = rng.integer(3, 130);
   INFO("rows " << rows << " C " << C);
   Tensor x = rng.randn({rows, C}), g = rng.randn({C}), b = rng.randn({C}), dy = rng.randn({rows, C});
   Tensor y = Tensor::empty({rows, C}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});

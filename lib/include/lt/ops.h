@@ -17,8 +17,9 @@ void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
                      Tensor& db);
 
-// LayerNorm over the last axis, eps 1e-5 as torch.nn.LayerNorm. mean and rstd
-// [rows] are saved for the backward pass.
+// LayerNorm over the last axis, eps 1e-5 as torch.nn.LayerNorm (biased
+// variance). mean and rstd hold one value per row (any shape of that size) and
+// are saved for the backward pass.
 constexpr float kLayerNormEps = 1e-5f;
 void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                        Tensor& mean, Tensor& rstd);
@@ -39,7 +40,8 @@ void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 
 // y[i] = table[ids[i]].  ids int32 [...], table [V, C], y [..., C].
-// An id outside [0, V) throws lt::Error naming it.
+// An id outside [0, V) throws lt::Error naming it and V, in both passes and on
+// both devices (the CUDA path checks on the device and waits for the answer).
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y);
 void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable);
 
@@ -48,15 +50,17 @@ void add(const Tensor& a, const Tensor& b, Tensor& y);
 // dst += src (same shapes): the backward of a residual add and of a fan-out.
 void accumulate(Tensor& dst, const Tensor& src);
 
-// Inverted dropout with probability p: y = x * mask / (1 - p). The mask is a
-// pure function of (seed, element index), so CPU and CUDA draw the same mask;
-// it is recomputed in backward rather than stored.
+// Inverted dropout with probability p in [0, 1) (p = 0 is the identity):
+// y = x * mask / (1 - p). The mask is a pure function of (seed, flat element
+// index) through a SplitMix64 hash, so CPU and CUDA draw the same mask bit for
+// bit; backward recomputes it from the same (p, seed) rather than storing it.
 void dropout_forward(const Tensor& x, float p, uint64_t seed, Tensor& y);
 void dropout_backward(const Tensor& dy, float p, uint64_t seed, Tensor& dx);
 
 // Sinusoidal position code of the reference (Vaswani et al.):
 // pe[pos, 2i] = sin(pos / 10000^(2i/D)), pe[pos, 2i+1] = cos(pos / 10000^(2i/D)).
-// position_code fills pe [L, D] for positions offset .. offset+L-1.
+// position_code fills pe [L, D] for positions offset .. offset+L-1; D must be
+// even (an odd D throws).
 void position_code(int64_t offset, Tensor& pe);
 // y [N, L, C + D] = concat(x [N, L, C], pe [L, D]) along the last axis.
 void concat_position_forward(const Tensor& x, const Tensor& pe, Tensor& y);
