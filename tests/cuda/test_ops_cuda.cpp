@@ -159,7 +159,7 @@ TEST_CASE("cuda add and accumulate match the CPU") {
   CHECK(rel_error(ga, a) < 1e-5);
 }
 
-TEST_CASE("cuda dropout draws exactly the CPU's mask, forward and backward") {
+TEST_CASE("cuda dropout draws exactly the CPU's mask in forward and backward") {
   if (!cuda_or_skip()) return;
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);

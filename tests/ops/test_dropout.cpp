@@ -6,7 +6,7 @@
 using namespace lt;
 using namespace lt::test;
 
-TEST_CASE("dropout keeps about 1 - p of a large tensor, scaled by 1 / (1 - p)") {
+TEST_CASE("dropout keeps about 1 - p of a large tensor scaled by 1 / (1 - p)") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -31,7 +31,7 @@ TEST_CASE("dropout keeps about 1 - p of a large tensor, scaled by 1 / (1 - p)") 
   CHECK(std::fabs(mean - 1) < 6 * sd / (1 - p));  // inverted dropout keeps the expectation
 }
 
-TEST_CASE("dropout masks are a pure function of (seed, index)") {
+TEST_CASE("dropout masks are a pure function of the seed and the element index") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -84,7 +84,7 @@ TEST_CASE("dropout backward applies the forward's mask and matches finite differ
   CHECK(wrong == 0);
 }
 
-TEST_CASE("dropout with p = 0 is the identity; p outside [0, 1) throws") {
+TEST_CASE("dropout with p = 0 is the identity and p outside 0 <= p < 1 throws") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

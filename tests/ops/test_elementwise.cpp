@@ -4,7 +4,7 @@
 using namespace lt;
 using namespace lt::test;
 
-TEST_CASE("add and accumulate match a float64 reference, add also in place") {
+TEST_CASE("add and accumulate match a float64 reference and add works in place") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

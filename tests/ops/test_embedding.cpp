@@ -31,7 +31,7 @@ TEST_CASE("embedding forward gathers table rows") {
   }
 }
 
-TEST_CASE("embedding backward accumulates rows of dy into dtable, repeated ids adding up") {
+TEST_CASE("embedding backward accumulates rows of dy into dtable and repeated ids add up") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -64,7 +64,7 @@ TEST_CASE("embedding backward matches finite differences") {
   CHECK(rel_error(dtable, numeric_grad(table, loss)) < 1e-3);
 }
 
-TEST_CASE("embedding rejects out-of-range ids, float ids and mismatched shapes") {
+TEST_CASE("embedding rejects out-of-range ids and float ids and mismatched shapes") {
   Tensor table = Tensor::zeros({5, 3}), y = Tensor::zeros({4, 3}), dtable = Tensor::zeros({5, 3});
   Tensor high = Tensor::from_vector(std::vector<int32_t>{0, 4, 5, 1}, {4});
   CHECK_THROWS_WITH_AS(embedding_forward(high, table, y), doctest::Contains("id 5 at position 2 is outside [0, V) for V = 5"),

@@ -19,7 +19,7 @@ std::vector<double> position_code_ref(int64_t offset, int64_t L, int64_t D) {
 }
 }  // namespace
 
-TEST_CASE("position code matches the formula in float64, at small and large offsets") {
+TEST_CASE("position code matches the formula in float64 at small and large offsets") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -37,7 +37,7 @@ TEST_CASE("position code matches the formula in float64, at small and large offs
   }
 }
 
-TEST_CASE("position code at position 0 is sin 0 = 0, cos 0 = 1; offsets shift rows") {
+TEST_CASE("position code at position 0 is sin 0 = 0 and cos 0 = 1 and offsets shift rows") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -57,7 +57,7 @@ TEST_CASE("position code rejects an odd width") {
   CHECK_THROWS_WITH_AS(position_code(0, pe), doctest::Contains("D must be even"), lt::Error);
 }
 
-TEST_CASE("concat_position forward appends pe to every sequence, backward keeps the first C channels") {
+TEST_CASE("concat_position forward appends pe to every sequence and backward keeps the first C channels") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

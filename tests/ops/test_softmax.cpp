@@ -19,7 +19,7 @@ std::vector<double> softmax_ref(const std::vector<double>& x, int64_t rows, int6
 }
 }  // namespace
 
-TEST_CASE("softmax forward matches a float64 reference, with large and masked inputs") {
+TEST_CASE("softmax forward matches a float64 reference on large and masked inputs") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
