@@ -20,6 +20,11 @@
 //   dQ = B K + G S'^T,   dK = B^T Q + V' R'^T,   dV = A^T G + K R'.
 // Scratch is O(C^2 + F M) per thread; only 1/den and the denominator's
 // gradient (two floats per position) pass from the first loop to the second.
+//
+// Every product is row-major A B or A^T B: OpenBLAS runs those through its
+// small-matrix kernels, but A B^T through the packed general path, 2-5x
+// slower at these sizes. Where a B^T would appear, a transposed copy
+// (O(C F) per chunk, against O(C^2 F) flops) is staged instead.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -73,17 +78,30 @@ Sequence sequence(const CausalDims& d, const Tensor& fq, const Tensor& fk, const
 // Per-thread scratch, allocated once per call (never per chunk).
 struct Workspace {
   std::vector<float> buf;
-  float *A, *B, *V1, *G, *P, *state;
+  float *A, *B;          // [C, C] tril(Q K^T), tril(G V'^T)
+  float *Kt;             // [F, C] K^T of the chunk
+  float *V1, *V1t;       // [C, M+1] v' = [v, 1] and its transpose [M+1, C]
+  float *G, *P;          // [C, M+1] gradient of num', num'
+  float *state, *state_t;  // [F, M+1] S' or R', and its transpose [M+1, F]
   explicit Workspace(const CausalDims& d)
-      : buf(2 * kChunk * kChunk + 3 * kChunk * d.M1() + d.F * d.M1()) {
+      : buf(2 * kChunk * kChunk + kChunk * d.F + 4 * kChunk * d.M1() + 2 * d.F * d.M1()) {
     A = buf.data();
     B = A + kChunk * kChunk;
-    V1 = B + kChunk * kChunk;  // [C, M+1] augmented values v'
-    G = V1 + kChunk * d.M1();  // [C, M+1] gradient of num'
-    P = G + kChunk * d.M1();   // [C, M+1] num'
-    state = P + kChunk * d.M1();  // [F, M+1] S' or R'
+    Kt = B + kChunk * kChunk;
+    V1 = Kt + kChunk * d.F;
+    V1t = V1 + kChunk * d.M1();
+    G = V1t + kChunk * d.M1();
+    P = G + kChunk * d.M1();
+    state = P + kChunk * d.M1();
+    state_t = state + d.F * d.M1();
   }
 };
+
+// dst[j, i] = src[i, j] for a rows x cols block.
+void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * ld_dst + i] = src[i * ld_src + j];
+}
 
 // V1[i] = [v_{t0+i}, 1] for the c rows of a chunk.
 void load_augmented_values(const float* v, int64_t ldv, int64_t M, int64_t c, float* V1) {
@@ -98,10 +116,18 @@ void causal_mask(float* X, int64_t c) {
   for (int64_t i = 0; i < c; ++i) std::fill(X + i * kChunk + i + 1, X + i * kChunk + c, 0.f);
 }
 
-// A = tril(Q K^T) for the chunk's c rows starting at q and k.
-void chunk_scores(const float* q, const float* k, int64_t ld, int64_t F, int64_t c, float* A) {
-  cpu::sgemm(false, true, c, c, F, 1.f, q, ld, k, ld, 0.f, A, kChunk);
+// A = tril(Q K^T) for the chunk's c rows of q; stages Kt = K^T on the way.
+void chunk_scores(const float* q, const float* k, int64_t ld, int64_t F, int64_t c, float* Kt, float* A) {
+  transpose(k, ld, c, F, Kt, kChunk);
+  cpu::sgemm(false, false, c, c, F, 1.f, q, ld, Kt, kChunk, 0.f, A, kChunk);
   causal_mask(A, c);
+}
+
+// B = tril(G V'^T); stages V1t = V'^T on the way.
+void chunk_gradient_scores(const float* G, const float* V1, int64_t M1, int64_t c, float* V1t, float* B) {
+  transpose(V1, M1, c, M1, V1t, kChunk);
+  cpu::sgemm(false, false, c, c, M1, 1.f, G, M1, V1t, kChunk, 0.f, B, kChunk);
+  causal_mask(B, c);
 }
 
 // P = num' of the chunk = A V1 + Q S' (S' the state before the chunk).
@@ -136,7 +162,7 @@ void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const T
         const int64_t c = std::min(kChunk, d.L - t0);
         const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
         load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
-        chunk_scores(q, k, ld, d.F, c, w.A);
+        chunk_scores(q, k, ld, d.F, c, w.Kt, w.A);
         chunk_numerator(q, ld, d, c, t0 > 0, w.A, w.V1, w.state, w.P);
         // S' += K^T V' (eq. 10-11, summed over the chunk)
         cpu::sgemm(true, false, d.F, M1, c, 1.f, k, ld, w.V1, M1, t0 > 0 ? 1.f : 0.f, w.state, M1);
@@ -185,12 +211,13 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
         const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
         const bool has_state = t0 > 0;
         load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
-        chunk_scores(q, k, ld, F, c, w.A);
+        chunk_scores(q, k, ld, F, c, w.Kt, w.A);
         chunk_numerator(q, ld, d, c, has_state, w.A, w.V1, w.state, w.P);
         for (int64_t i = 0; i < c; ++i) {
           const float *p = w.P + i * M1, *gi = g + (t0 + i) * ldv;
           const float inv = 1.f / (p[M] + kLinearAttentionEps);
           float g_dot_num = 0.f;
+#pragma omp simd reduction(+ : g_dot_num)
           for (int64_t m = 0; m < M; ++m) g_dot_num += gi[m] * p[m];
           const float dden = -g_dot_num * inv * inv;
           float* Gi = w.G + i * M1;
@@ -199,11 +226,13 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
           inv_dden[(t0 + i) * 2] = inv;
           inv_dden[(t0 + i) * 2 + 1] = dden;
         }
-        cpu::sgemm(false, true, c, c, M1, 1.f, w.G, M1, w.V1, M1, 0.f, w.B, kChunk);
-        causal_mask(w.B, c);
+        chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
         float* dqc = dq + t0 * ld;
         cpu::sgemm(false, false, c, F, c, 1.f, w.B, kChunk, k, ld, 0.f, dqc, ld);
-        if (has_state) cpu::sgemm(false, true, c, F, M1, 1.f, w.G, M1, w.state, M1, 1.f, dqc, ld);
+        if (has_state) {
+          transpose(w.state, M1, F, M1, w.state_t, F);
+          cpu::sgemm(false, false, c, F, M1, 1.f, w.G, M1, w.state_t, F, 1.f, dqc, ld);
+        }
         cpu::sgemm(true, false, F, M1, c, 1.f, k, ld, w.V1, M1, has_state ? 1.f : 0.f, w.state, M1);
       }
 
@@ -222,14 +251,14 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
           for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
           Gi[M] = inv_dden[(t0 + i) * 2 + 1];
         }
-        chunk_scores(q, k, ld, F, c, w.A);
-        cpu::sgemm(false, true, c, c, M1, 1.f, w.G, M1, w.V1, M1, 0.f, w.B, kChunk);
-        causal_mask(w.B, c);
+        chunk_scores(q, k, ld, F, c, w.Kt, w.A);
+        chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
         float *dkc = dk + t0 * ld, *dvc = dvp + t0 * ldv;
         cpu::sgemm(true, false, c, F, c, 1.f, w.B, kChunk, q, ld, 0.f, dkc, ld);
         cpu::sgemm(true, false, c, M, c, 1.f, w.A, kChunk, w.G, M1, 0.f, dvc, ldv);
         if (has_state) {
-          cpu::sgemm(false, true, c, F, M1, 1.f, w.V1, M1, w.state, M1, 1.f, dkc, ld);
+          transpose(w.state, M1, F, M1, w.state_t, F);
+          cpu::sgemm(false, false, c, F, M1, 1.f, w.V1, M1, w.state_t, F, 1.f, dkc, ld);
           cpu::sgemm(false, false, c, M, F, 1.f, k, ld, w.state, M1, 1.f, dvc, ldv);
         }
         cpu::sgemm(true, false, F, M1, c, 1.f, q, ld, w.G, M1, has_state ? 1.f : 0.f, w.state, M1);
