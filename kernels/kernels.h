@@ -46,3 +46,5 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "optim.h"
 #include "position_code.h"
 #include "softmax.h"
+#include "softmax_attention.h"
+#include "linear_attention.h"

@@ -1,0 +1,103 @@
+#include "lt/attention.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+Tensor gpu(const Tensor& t) { return t.to(Device::cuda); }
+
+Tensor positive(Rng& rng, const Shape& shape) {
+  std::vector<float> x(shape_numel(shape));
+  for (float& v : x) v = float(rng.uniform(0.05, 1.5));
+  return Tensor::from_vector(x, shape);
+}
+
+}  // namespace
+
+TEST_CASE("cuda softmax attention forward and backward match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (bool causal : {false, true}) {
+    const int64_t N = rng.integer(1, 3), L = rng.integer(1, 200), H = rng.integer(1, 4), E = rng.integer(1, 65),
+                  M = rng.integer(1, 65), S = causal ? L : rng.integer(1, 200);
+    INFO("N " << N << " L " << L << " S " << S << " H " << H << " E " << E << " M " << M << std::string(causal ? " causal" : ""));
+    Tensor q = rng.randn({N, L, H, E}), k = rng.randn({N, S, H, E}), v = rng.randn({N, S, H, M});
+    Tensor dout = rng.randn({N, L, H, M});
+    Tensor probs = Tensor::empty({N, H, L, S}), out = Tensor::empty({N, L, H, M});
+    Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+    softmax_attention_forward(q, k, v, causal, probs, out);
+    softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+
+    Tensor gq = gpu(q), gk = gpu(k), gv = gpu(v);
+    Tensor gprobs = Tensor::empty(probs.shape(), Device::cuda), gout = Tensor::empty(out.shape(), Device::cuda);
+    Tensor gdq = Tensor::empty(q.shape(), Device::cuda), gdk = Tensor::empty(k.shape(), Device::cuda),
+           gdv = Tensor::empty(v.shape(), Device::cuda);
+    softmax_attention_forward(gq, gk, gv, causal, gprobs, gout);
+    softmax_attention_backward(gq, gk, gv, gprobs, gpu(dout), gdq, gdk, gdv);
+    CHECK(rel_error(gprobs, probs) < 1e-5);
+    CHECK(rel_error(gout, out) < 1e-5);
+    CHECK(rel_error(gdq, dq) < 1e-5);
+    CHECK(rel_error(gdk, dk) < 1e-5);
+    CHECK(rel_error(gdv, dv) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda softmax attention step matches the CPU at every position") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t N = rng.integer(1, 3), T = rng.integer(1, 300), H = rng.integer(1, 4), E = rng.integer(1, 65),
+                M = rng.integer(1, 65);
+  INFO("N " << N << " T " << T << " H " << H << " E " << E << " M " << M);
+  Tensor k_cache = rng.randn({N, T, H, E}), v_cache = rng.randn({N, T, H, M});
+  Tensor gk_cache = gpu(k_cache), gv_cache = gpu(v_cache);
+  Tensor out = Tensor::empty({N, H, M}), gout = Tensor::empty({N, H, M}, Device::cuda);
+  for (int64_t t = 0; t < T; ++t) {
+    CAPTURE(t);
+    Tensor q = rng.randn({N, H, E}), k = rng.randn({N, H, E}), v = rng.randn({N, H, M});
+    softmax_attention_step(q, k, v, t, k_cache, v_cache, out);
+    softmax_attention_step(gpu(q), gpu(k), gpu(v), t, gk_cache, gv_cache, gout);
+    REQUIRE(rel_error(gout, out) < 1e-5);
+  }
+  CHECK(gk_cache.to_vector() == k_cache.to_vector());
+  CHECK(gv_cache.to_vector() == v_cache.to_vector());
+}
+
+TEST_CASE("cuda linear attention forward and backward match the CPU with and without a key mask") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (bool masked : {false, true}) {
+    const int64_t N = rng.integer(1, 4), L = rng.integer(1, 300), S = rng.integer(1, 300), H = rng.integer(1, 4),
+                  F = rng.integer(1, 65), M = rng.integer(1, 65);
+    INFO("N " << N << " L " << L << " S " << S << " H " << H << " F " << F << " M " << M << std::string(masked ? " masked" : ""));
+    Tensor fq = positive(rng, {N, L, H, F}), fk = positive(rng, {N, S, H, F}), v = rng.randn({N, S, H, M});
+    Tensor dout = rng.randn({N, L, H, M}), key_lengths;
+    if (masked) {
+      std::vector<int32_t> lengths(N);
+      for (auto& len : lengths) len = int32_t(rng.integer(0, S));
+      key_lengths = Tensor::from_vector(lengths, {N});
+    }
+    Tensor out = Tensor::empty({N, L, H, M});
+    Tensor dfq = Tensor::empty(fq.shape()), dfk = Tensor::empty(fk.shape()), dv = Tensor::empty(v.shape());
+    linear_attention_forward(fq, fk, v, key_lengths, out);
+    linear_attention_backward(fq, fk, v, key_lengths, dout, dfq, dfk, dv);
+
+    Tensor gfq = gpu(fq), gfk = gpu(fk), gv = gpu(v), glen = masked ? gpu(key_lengths) : Tensor();
+    Tensor gout = Tensor::empty(out.shape(), Device::cuda);
+    Tensor gdfq = Tensor::empty(fq.shape(), Device::cuda), gdfk = Tensor::empty(fk.shape(), Device::cuda),
+           gdv = Tensor::empty(v.shape(), Device::cuda);
+    linear_attention_forward(gfq, gfk, gv, glen, gout);
+    linear_attention_backward(gfq, gfk, gv, glen, gpu(dout), gdfq, gdfk, gdv);
+    CHECK(rel_error(gout, out) < 1e-5);
+    CHECK(rel_error(gdfq, dfq) < 1e-5);
+    CHECK(rel_error(gdfk, dfk) < 1e-5);
+    CHECK(rel_error(gdv, dv) < 1e-5);
+  }
+}
