@@ -16,7 +16,8 @@ constexpr float kLinearAttentionEps = 1e-6f;
 
 // ---- Softmax attention (eq. 2), temperature 1/sqrt(E) -------------------------
 // probs [N, H, L, S] is written by forward and read by backward (the quadratic
-// memory the paper compares against). causal masks keys s > l (needs L == S).
+// memory the paper compares against). causal masks keys s > l (needs L == S);
+// backward needs no flag, the mask is in probs as exact zeros.
 void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                Tensor& probs, Tensor& out);
 void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -24,13 +25,17 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
                                 Tensor& dv);
 // One decoding step with a KV cache: writes k, v [N, H, E|M] into row t of
 // k_cache [N, T, H, E] and v_cache [N, T, H, M], then attends q [N, H, E] to
-// rows 0..t. out [N, H, M].
+// rows 0..t (0 <= t < T; rows after t are neither read nor written). out [N, H, M].
 void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, int64_t t,
                             Tensor& k_cache, Tensor& v_cache, Tensor& out);
 
 // ---- Linear attention, non-causal (eq. 4-6) -------------------------------------
 // out_l = phi(q_l)^T sum_s phi(k_s) v_s^T / (phi(q_l)^T sum_s phi(k_s) + eps).
-// key_lengths: int32 [N] or undefined; keys s >= key_lengths[n] contribute nothing.
+// key_lengths: int32 [N] on the tensors' device, or undefined for all S keys;
+// keys s >= key_lengths[n] contribute nothing and get zero gradients. The
+// lengths are read on the host (a length outside [0, S] throws). The feature
+// width F = fq.dim(3) may differ from the values' M. Backward recomputes the
+// key sums instead of saving them (memory O(L + S)).
 void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
                               const Tensor& key_lengths, Tensor& out);
 void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
