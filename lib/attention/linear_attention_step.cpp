@@ -10,20 +10,29 @@
 
 namespace lt {
 
+namespace {
+// The step runs once per token and layer: error messages are built only on failure.
+void expect_shape(const Tensor& t, const Shape& expected, const char* what) {
+  if (t.shape() != expected) check_shape(t, expected, what);
+}
+}  // namespace
+
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z,
                            Tensor& out) {
   const char* what = "linear_attention_step";
-  check(fq.ndim() == 3, std::string(what) + ": queries must be [N, H, F], got " + shape_str(fq.shape()));
+  if (fq.ndim() != 3)
+    throw Error(std::string(what) + ": queries must be [N, H, F], got " + shape_str(fq.shape()));
   const int64_t N = fq.dim(0), H = fq.dim(1), F = fq.dim(2);
-  check(fk.shape() == fq.shape(), std::string(what) + ": keys " + shape_str(fk.shape()) +
-                                      " must have the queries' shape " + shape_str(fq.shape()));
-  check(v.ndim() == 3 && v.dim(0) == N && v.dim(1) == H,
-        std::string(what) + ": values " + shape_str(v.shape()) + " do not match queries " +
-            shape_str(fq.shape()) + " (expected [N, H, M])");
+  if (fk.shape() != fq.shape())
+    throw Error(std::string(what) + ": keys " + shape_str(fk.shape()) + " must have the queries' shape " +
+                shape_str(fq.shape()));
+  if (v.ndim() != 3 || v.dim(0) != N || v.dim(1) != H)
+    throw Error(std::string(what) + ": values " + shape_str(v.shape()) + " do not match queries " +
+                shape_str(fq.shape()) + " (expected [N, H, M])");
   const int64_t M = v.dim(2);
-  check_shape(S, {N, H, F, M}, "linear_attention_step state S");
-  check_shape(Z, {N, H, F}, "linear_attention_step normaliser Z");
-  check_shape(out, v.shape(), "linear_attention_step out");
+  expect_shape(S, {N, H, F, M}, "linear_attention_step state S");
+  expect_shape(Z, {N, H, F}, "linear_attention_step normaliser Z");
+  expect_shape(out, v.shape(), "linear_attention_step out");
   Device dev = common_device({&fq, &fk, &v, &S, &Z, &out}, what);
   if (out.numel() == 0) return;
   if (dev == Device::cuda)
