@@ -21,9 +21,6 @@ void synchronize();
 // Scratch buffer that only grows; valid until the next call (not thread safe).
 float* scratch(size_t floats);
 
-// Each op family declares its launchers in kernels/<family>.h, included here.
-// (linear.cu's are below; new families add one #include line.)
-
 // --- linear.cu ---
 // y[rows,out] = x[rows,in] W[out,in]^T (+ b); cuBLAS sgemm.
 void linear_forward(const float* x, const float* W, const float* b, float* y,
@@ -34,7 +31,8 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 
 }  // namespace lt::cuda
 
-// Op families (outside the namespace: each header opens lt::cuda itself).
+// Op families: each declares its launchers in kernels/<family>.h, which opens
+// lt::cuda itself (linear.cu's are above).
 #include "activations.h"
 #include "causal_linear_attention.h"
 #include "dropout.h"
@@ -42,9 +40,10 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "embedding.h"
 #include "heads.h"
 #include "layernorm.h"
+#include "linear_attention.h"
+#include "linear_attention_state.h"
 #include "linear_attention_step.h"
 #include "optim.h"
 #include "position_code.h"
 #include "softmax.h"
 #include "softmax_attention.h"
-#include "linear_attention.h"

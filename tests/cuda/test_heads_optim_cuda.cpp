@@ -46,7 +46,7 @@ int64_t mismatches(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-TEST_CASE("cuda mixture of logistics loss, gradient and samples match the CPU") {
+TEST_CASE("cuda mixture of logistics loss and gradient and samples match the CPU") {
   if (!cuda_or_skip()) return;
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -86,7 +86,7 @@ TEST_CASE("cuda mixture of logistics loss, gradient and samples match the CPU") 
   CHECK_THROWS_WITH_AS(mol_loss_backward(gparams, bad, 1.f, ggrad), doctest::Contains("is not a byte"), lt::Error);
 }
 
-TEST_CASE("cuda categorical loss, gradient and samples match the CPU") {
+TEST_CASE("cuda categorical loss and gradient and samples match the CPU") {
   if (!cuda_or_skip()) return;
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -149,7 +149,7 @@ TEST_CASE("cuda radam and adam follow the CPU over 20 steps") {
   }
 }
 
-TEST_CASE("cuda gradient clipping matches the CPU, per segment and global") {
+TEST_CASE("cuda gradient clipping matches the CPU per segment and global") {
   if (!cuda_or_skip()) return;
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);

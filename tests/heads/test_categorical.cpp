@@ -92,7 +92,7 @@ TEST_CASE("categorical samples follow softmax(logits)") {
   CHECK(chi2 < dof + 6 * std::sqrt(2 * dof) + 10);
 }
 
-TEST_CASE("categorical sampling is a function of seed, step and row") {
+TEST_CASE("categorical sampling is a function of seed and step and row") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

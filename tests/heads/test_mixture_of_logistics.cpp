@@ -198,7 +198,7 @@ TEST_CASE("mixture of logistics samples follow the loss's own distribution") {
   CHECK(tv < 0.01);
 }
 
-TEST_CASE("mixture of logistics sampling is a function of seed, step and row") {
+TEST_CASE("mixture of logistics sampling is a function of seed and step and row") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

@@ -10,7 +10,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
-TEST_CASE("read_cifar10_batches turns planar records into interleaved RGB, file after file") {
+TEST_CASE("read_cifar10_batches turns planar records into interleaved RGB file after file") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

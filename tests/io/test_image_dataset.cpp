@@ -47,7 +47,7 @@ const char* const kCifarFiles[] = {"data_batch_1.bin", "data_batch_2.bin", "data
 
 }  // namespace
 
-TEST_CASE("load_image_dataset detects MNIST-style IDX, plain with labels or gzip without") {
+TEST_CASE("load_image_dataset detects MNIST-style IDX plain with labels or gzip without") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -74,7 +74,7 @@ TEST_CASE("load_image_dataset detects MNIST-style IDX, plain with labels or gzip
   CHECK(data.test.labels.size() == (with_labels ? n_test : 0));
 }
 
-TEST_CASE("load_image_dataset detects CIFAR-10 binary batches, here or in cifar-10-batches-bin/") {
+TEST_CASE("load_image_dataset detects CIFAR-10 binary batches here or in cifar-10-batches-bin/") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -103,7 +103,7 @@ TEST_CASE("load_image_dataset detects CIFAR-10 binary batches, here or in cifar-
   }
 }
 
-TEST_CASE("load_image_dataset detects PNG folders, split or flat") {
+TEST_CASE("load_image_dataset detects PNG folders split or flat") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

@@ -86,7 +86,7 @@ TEST_CASE("write_png round-trips and writes the header fields it is given") {
   }
 }
 
-TEST_CASE("write_png rejects bad images and unwritable paths, leaving no file") {
+TEST_CASE("write_png rejects bad images and unwritable paths leaving no file") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

@@ -46,7 +46,7 @@ std::vector<uint8_t> write_folder(Rng& rng, TempDir& tmp, const std::string& fol
 
 }  // namespace
 
-TEST_CASE("load_png_folder reads train/ and test/ in name order, skipping other files") {
+TEST_CASE("load_png_folder reads train/ and test/ in name order skipping other files") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -74,7 +74,7 @@ TEST_CASE("load_png_folder reads train/ and test/ in name order, skipping other 
   CHECK(data.test.pixels == test);
 }
 
-TEST_CASE("load_png_folder splits a flat folder: the last tenth by name, at least one, is test") {
+TEST_CASE("load_png_folder splits a flat folder: the last tenth by name (at least one) is test") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

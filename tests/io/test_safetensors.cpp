@@ -168,7 +168,7 @@ TEST_CASE("safetensors round trip is bitwise exact and follows the format") {
   CHECK(bytes.size() == 8 + header_bytes + offset);
 }
 
-TEST_CASE("safetensors reads every F16 and BF16 value exactly, beside F32, in offset order") {
+TEST_CASE("safetensors reads every F16 and BF16 value exactly beside F32 in offset order") {
   TempDir tmp;
   const std::string path = tmp.file("halves.safetensors");
   std::vector<uint16_t> all(65536);
@@ -286,7 +286,7 @@ TEST_CASE("safetensors rejects malformed files with one line naming the file and
   }
 }
 
-TEST_CASE("safetensors accepts the spec's edge cases: padding, no tensors, empty tensors") {
+TEST_CASE("safetensors accepts the spec's edge cases: padding and no tensors and empty tensors") {
   TempDir tmp;
   const std::string path = tmp.file("edge.safetensors");
   write_safetensors(path, R"({"__metadata__":{"k":""},"e":{"dtype":"BF16","shape":[2,0],"data_offsets":[0,0]}})" "   ", "");
@@ -340,7 +340,7 @@ TEST_CASE("safetensors save is atomic and refuses what it cannot write") {
   CHECK(ck.get("v", {5}).to_vector() == v.to_vector());
 }
 
-TEST_CASE("Checkpoint lookups name the file, the tensor or key, and the shapes") {
+TEST_CASE("Checkpoint lookups name the file and the tensor or key and the shapes") {
   TempDir tmp;
   const std::string path = tmp.file("lookups.safetensors");
   save_safetensors(path, {{"transformer.norm.weight", Tensor::zeros({8})}},

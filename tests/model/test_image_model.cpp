@@ -39,7 +39,7 @@ Tensor random_images(Rng& rng, int64_t B, int64_t S) {
 
 }  // namespace
 
-TEST_CASE("image model gradients match finite differences (causal-linear and softmax, with dropout)") {
+TEST_CASE("image model gradients match finite differences (causal-linear and softmax with dropout)") {
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << attention_name(kind));
@@ -116,7 +116,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
   }
 }
 
-TEST_CASE("prefill then step continues exactly like stepping from the start; forked states agree") {
+TEST_CASE("prefill then step continues exactly like stepping from the start and forked states agree") {
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << attention_name(kind));
