@@ -4,7 +4,7 @@
 # package: when nvcc is installed (e.g. /usr/local/cuda) the build uses it.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
-          libopenblas-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
+          libopenblas-openmp-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
           nlohmann-json3-dev zlib1g-dev "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -23,10 +23,13 @@ std::map<std::string, std::string> ImageModel::metadata() const {
           {"dropout", std::to_string(t.dropout)}};
 }
 
-void ImageModel::save(const std::string& path, const std::map<std::string, std::string>& extra) const {
+void ImageModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
+                      const std::map<std::string, Tensor>& extra_tensors) const {
   std::map<std::string, std::string> meta = metadata();
   for (const auto& [k, v] : extra) meta[k] = v;
-  save_safetensors(path, params_.named_values(), meta);
+  std::map<std::string, Tensor> tensors = params_.named_values();
+  for (const auto& [k, v] : extra_tensors) tensors[k] = v;
+  save_safetensors(path, tensors, meta);
 }
 
 std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device device) {
@@ -95,7 +98,7 @@ std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device dev
     used.insert(name);
   }
   for (const auto& [name, tensor] : ck.tensors)
-    check(used.count(name) || name == "pos_embedding.pe",
+    check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0,
           path + ": unexpected tensor '" + name + "' for an image model with " + std::to_string(layers) + " layers");
   return model;
 }

@@ -1,7 +1,10 @@
 // Linear layer y = x W^T + b with W stored [out, in] like torch.nn.Linear, so
 // both passes are single sgemm calls over all rows at once.
+#include <vector>
+
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
+
 #include "lt/ops.h"
 
 namespace lt {
@@ -56,12 +59,11 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
   if (dxp) cpu::sgemm(false, false, d.rows, d.in, d.out, 1.f, dyp, d.out, W.data(), d.in, 0.f, dxp, d.in);
   cpu::sgemm(true, false, d.out, d.in, d.rows, 1.f, dyp, d.out, x.data(), d.in, 1.f, dW.data(), d.in);
   if (dbp) {
-#pragma omp parallel for schedule(static)
-    for (int64_t o = 0; o < d.out; ++o) {
-      float s = 0.f;
-      for (int64_t r = 0; r < d.rows; ++r) s += dyp[r * d.out + o];
-      dbp[o] += s;
-    }
+    // db += dy^T 1 as a BLAS gemv: a column-sum loop strides through dy
+    // once per output and ran at a tenth of this speed.
+    static thread_local std::vector<float> ones;
+    if (int64_t(ones.size()) < d.rows) ones.assign(d.rows, 1.f);
+    cblas_sgemv(CblasRowMajor, CblasTrans, int(d.rows), int(d.out), 1.f, dyp, int(d.out), ones.data(), 1, 1.f, dbp, 1);
   }
 }
 

@@ -46,8 +46,10 @@ class ImageModel {
   // the file and the tensor or key.
   static std::unique_ptr<ImageModel> load(const std::string& path, Device device);
   // The model's tensors under the reference's names plus its config as
-  // metadata (and extra entries), written atomically.
-  void save(const std::string& path, const std::map<std::string, std::string>& extra = {}) const;
+  // metadata, with extra entries and tensors (a trainer's "optimizer.*",
+  // which load() skips), written atomically.
+  void save(const std::string& path, const std::map<std::string, std::string>& extra = {},
+            const std::map<std::string, Tensor>& extra_tensors = {}) const;
   std::map<std::string, std::string> metadata() const;
 
   const ImageModelConfig& config() const { return config_; }

@@ -1,0 +1,227 @@
+// lt-train's image task: train, evaluate (--eval) and export (--export) the
+// pixel-by-pixel image model on an image dataset folder.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "lt/backend.h"
+#include "lt/error.h"
+#include "lt/image_training.h"
+#include "lt/safetensors.h"
+#include "metrics_log.h"
+#include "progress.h"
+#include "train_tasks.h"
+
+namespace lt::app {
+
+Schedule TrainArgs::make_schedule(float base_lr, int64_t total_steps) const {
+  Schedule s;
+  s.kind = parse_schedule_kind(schedule);
+  s.lr = lr > 0 ? lr : base_lr;
+  s.warmup_steps = warmup;
+  s.milestones = milestones;
+  s.gamma = gamma;
+  s.total_steps = total_steps;
+  s.min_lr = min_lr;
+  return s;
+}
+
+static bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+static std::string folder_name(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  size_t slash = d.find_last_of('/');
+  return slash == std::string::npos ? d : d.substr(slash + 1);
+}
+
+static ImageDataset load_data(const std::string& dir) {
+  check(!dir.empty(), "--data DIR is required (a folder with MNIST IDX, CIFAR-10 binary or PNG files)");
+  return load_image_dataset(dir);
+}
+
+// The preset for the data's image size, then the flags that override it.
+static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) {
+  std::string preset = a.preset;
+  if (preset.empty()) preset = train.channels == 3 ? "cifar10" : "mnist";
+  ImageModelConfig c = ImageModelConfig::preset(preset);
+  c.height = train.height;
+  c.width = train.width;
+  c.channels = train.channels;
+  TransformerConfig& t = c.transformer;
+  if (a.layers > 0) t.layers = a.layers;
+  if (a.heads > 0) t.heads = a.heads;
+  if (a.d_model > 0) {
+    t.d_model = a.d_model;
+    t.ff_dim = 4 * a.d_model;
+  }
+  check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
+                                      std::to_string(t.heads));
+  t.head_dim = t.d_model / t.heads;
+  if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
+  if (a.mixtures > 0) c.mixtures = a.mixtures;
+  t.attention = parse_attention(a.attention);
+  t.feature_map = a.feature_map;
+  if (a.dropout >= 0) t.dropout = a.dropout;
+  check(a.output_head == "mol" || a.output_head == "categorical",
+        "--output-head must be mol or categorical, got '" + a.output_head + "'");
+  c.head = a.output_head == "categorical" ? OutputHead::categorical : OutputHead::mixture_of_logistics;
+  c.validate();
+  return c;
+}
+
+int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+  const Device device = parse_device(a.device);
+  require_device(device);
+  ImageDataset data = load_data(a.data);
+  const bool resuming = a.resume && file_exists(a.output);
+  check(a.resume || !file_exists(a.output),
+        a.output + ": already exists; pass --resume to continue training it, or choose another --output");
+
+  std::unique_ptr<ImageModel> model;
+  if (resuming) {
+    model = ImageModel::load(a.output, device);
+  } else {
+    model = std::make_unique<ImageModel>(image_config(a, data.train), device);
+    model->init_parameters(a.seed);
+  }
+  const ImageModelConfig& c = model->config();
+  const bool cifar_like = c.channels == 3;
+  const int64_t batch = a.batch > 0 ? a.batch : (cifar_like ? 10 : 16);
+  const int64_t per_epoch = (data.train.count + batch - 1) / batch;
+  const int64_t steps = a.steps > 0 ? a.steps : a.epochs * per_epoch;
+  check(steps > 0, "nothing to train: give --steps or --epochs");
+
+  TrainOptions opt;
+  opt.optimizer = a.optimizer;
+  opt.schedule = a.make_schedule(cifar_like ? 2e-4f : 1e-4f, steps);
+  opt.clip = a.clip;
+  opt.seed = a.seed;
+  Trainer trainer(model->params(), opt);
+  if (resuming) trainer.restore(load_safetensors(a.output));
+
+  ImageTrainSettings s;
+  s.batch = batch;
+  s.steps = steps;
+  s.checkpoint_every = a.checkpoint_every;
+  s.checkpoint = a.output;
+  s.eval_every = a.eval_every;
+  s.eval_images = a.eval_images;
+  s.metadata = {{"dataset", folder_name(a.data)},
+                {"lt.train.batch", std::to_string(batch)},
+                {"lt.train.steps", std::to_string(steps)},
+                {"lt.train.lr", std::to_string(opt.schedule.lr)},
+                {"lt.train.schedule", a.schedule},
+                {"lt.train.command", a.command}};
+
+  const TransformerConfig& t = c.transformer;
+  if (!a.quiet)
+    std::fprintf(stderr,
+                 "lt-train: %s %lldx%lldx%lld, %lld train / %lld test images; %lld layers, d %lld, %lld heads, %s, "
+                 "%lld params; batch %lld, %s lr %g; %s step %lld of %lld, seed %llu, %s, %d threads\n",
+                 data.format.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
+                 (long long)data.train.count, (long long)data.test.count, (long long)t.layers, (long long)t.d_model,
+                 (long long)t.heads, attention_name(t.attention), (long long)model->params().numel(),
+                 (long long)batch, a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from",
+                 (long long)trainer.step(), (long long)steps, (unsigned long long)a.seed,
+                 device_description(device).c_str(), num_threads());
+
+  MetricsLog log(a.log);
+  Progress progress(steps, a.quiet);
+  double loss_avg = 0;
+  int64_t seen = 0;
+  auto on_event = [&](const TrainEvent& e) {
+    nlohmann::json j = {{"step", e.step_index}, {"epoch", e.epoch}};
+    if (e.kind == TrainEvent::step) {
+      loss_avg = seen == 0 ? e.loss : 0.98 * loss_avg + 0.02 * e.loss;
+      ++seen;
+      j.update({{"event", "train"}, {"loss", e.loss}, {"bits_per_dim", e.bits_per_dim}, {"lr", e.lr},
+                {"examples_per_s", e.examples_per_s}});
+      char text[160];
+      std::snprintf(text, sizeof text, "loss %.4f bpd %.4f lr %.2g %.1f img/s epoch %.2f", loss_avg,
+                    loss_avg / std::log(2.0), e.lr, e.examples_per_s, e.epoch);
+      progress.update(e.step_index, text);
+    } else if (e.kind == TrainEvent::eval) {
+      j.update({{"event", "eval"}, {"test_bits_per_dim", e.bits_per_dim}});
+      progress.finish();
+      if (!a.quiet) std::fprintf(stderr, "step %lld: test %.4f bits/dim\n", (long long)e.step_index, e.bits_per_dim);
+    } else {
+      j.update({{"event", "checkpoint"}, {"path", e.path}});
+    }
+    log.write(j);
+  };
+  TrainResult r = train_image_model(*model, trainer, opt, data, s, on_event, &stop);
+  progress.finish();
+  if (r.status == TrainStatus::diverged) {
+    std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
+    return 1;
+  }
+  if (r.status == TrainStatus::interrupted) {
+    std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
+                 (long long)r.step, a.output.c_str());
+    return 130;
+  }
+  ImageEvaluation ev = evaluate_images(*model, data.test, batch, a.eval_images);
+  log.write({{"event", "eval"}, {"step", r.step}, {"test_bits_per_dim", ev.bits_per_dim}});
+  std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)r.step,
+              ev.bits_per_dim, (long long)ev.images);
+  return 0;
+}
+
+static std::string checkpoint_kind(const std::string& path) {
+  Checkpoint ck = load_safetensors(path);
+  return ck.meta("lt.model", "image");
+}
+
+int run_copy_eval(const TrainArgs& a);
+
+int run_eval(const TrainArgs& a) {
+  check(!a.model.empty(), "--eval needs -m CHECKPOINT");
+  if (checkpoint_kind(a.model) == "copy") return run_copy_eval(a);
+  const Device device = parse_device(a.device);
+  require_device(device);
+  auto model = ImageModel::load(a.model, device);
+  ImageDataset data = load_data(a.data);
+  const auto t0 = std::chrono::steady_clock::now();
+  ImageEvaluation ev = evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.format == "json") {
+    nlohmann::json j = {{"bits_per_dim", ev.bits_per_dim}, {"nats_per_dim", ev.nats_per_dim},
+                        {"images", ev.images}, {"model", a.model}, {"data", a.data},
+                        {"attention", attention_name(model->config().transformer.attention)},
+                        {"device", a.device}, {"seconds", secs}};
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("%.4f bits/dim (%.4f nats/dim) on %lld test images of %s (%.1f s)\n", ev.bits_per_dim,
+                ev.nats_per_dim, (long long)ev.images, a.data.c_str(), secs);
+  }
+  return 0;
+}
+
+int run_export(const TrainArgs& a) {
+  check(!a.model.empty(), "--export needs -m CHECKPOINT");
+  check(a.output != a.model, "--export: -o must differ from -m");
+  Checkpoint ck = load_safetensors(a.model);
+  auto model = ImageModel::load(a.model, parse_device(a.device));
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : ck.metadata)
+    if (!model->metadata().count(k)) meta[k] = v;
+  if (!a.data.empty()) {
+    ImageDataset data = load_data(a.data);
+    ImageEvaluation ev = evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);
+    meta["test_bits_per_dim"] = std::to_string(ev.bits_per_dim);
+    meta["test_images"] = std::to_string(ev.images);
+    std::printf("%s: %.4f bits/dim on %lld test images\n", a.output.c_str(), ev.bits_per_dim, (long long)ev.images);
+  }
+  model->save(a.output, meta);
+  return 0;
+}
+
+}  // namespace lt::app

@@ -1,0 +1,85 @@
+// lt-train: trains the paper's models (pixel-by-pixel image models, the copy
+// task), evaluates checkpoints (--eval) and exports weights without the
+// optimizer state (--export). Results on stdout, progress on stderr.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "blas_cores.h"
+#include "lt/backend.h"
+#include "lt/error.h"
+#include "train_tasks.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  lt::app::use_fast_blas_kernels(argv);
+  lt::app::TrainArgs a;
+  CLI::App app{"lt-train: train linear-transformer models (image generation, copy task) and evaluate them"};
+  app.set_help_flag("-h,--help", "show every option with its default");
+
+  auto* modes = app.add_option_group("mode", "what to do (default: train)");
+  modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (or copy accuracy)");
+  modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim");
+
+  app.add_option("--task", a.task, "image or copy")->capture_default_str()->check(CLI::IsMember({"image", "copy"}));
+  app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
+  app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
+  app.add_option("-o,--output", a.output, "checkpoint written during training (and by --export)")->capture_default_str();
+  app.add_flag("--resume", a.resume, "continue training from --output (its config, optimizer state and step)");
+
+  auto* model = app.add_option_group("model", "model (0 or empty: the preset's value)");
+  model->add_option("--preset", a.preset, "mnist or cifar10 (default: from the image size); copy: the paper's copy model")->capture_default_str();
+  model->add_option("--layers", a.layers, "transformer layers")->capture_default_str();
+  model->add_option("--d-model", a.d_model, "model width = heads x head dim")->capture_default_str();
+  model->add_option("--heads", a.heads, "attention heads")->capture_default_str();
+  model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
+  model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
+  model->add_option("--attention", a.attention, "causal-linear or softmax")->capture_default_str();
+  model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1) or relu")->capture_default_str();
+  model->add_option("--output-head", a.output_head, "mol (mixture of logistics) or categorical")->capture_default_str();
+  model->add_option("--dropout", a.dropout, "dropout while training (negative: the preset's 0.1)")->capture_default_str();
+
+  auto* optim = app.add_option_group("optimization");
+  optim->add_option("--optimizer", a.optimizer, "radam or adam")->capture_default_str();
+  optim->add_option("--lr", a.lr, "learning rate (0: the preset's)")->capture_default_str();
+  optim->add_option("--schedule", a.schedule, "constant, step or cosine")->capture_default_str();
+  optim->add_option("--milestones", a.milestones, "step schedule: steps where lr is multiplied by --gamma");
+  optim->add_option("--gamma", a.gamma, "step schedule factor")->capture_default_str();
+  optim->add_option("--warmup", a.warmup, "linear warm-up steps")->capture_default_str();
+  optim->add_option("--min-lr", a.min_lr, "cosine schedule floor")->capture_default_str();
+  optim->add_option("--clip", a.clip, "per-parameter gradient norm clip (0: off)")->capture_default_str();
+  optim->add_option("-b,--batch", a.batch, "batch size (0: the preset's)")->capture_default_str();
+  optim->add_option("--steps", a.steps, "total optimizer steps (0: from --epochs)")->capture_default_str();
+  optim->add_option("--epochs", a.epochs, "epochs, when --steps is 0")->capture_default_str();
+  optim->add_option("-s,--seed", a.seed, "seed of initialisation, data order and dropout")->capture_default_str();
+
+  app.add_option("--checkpoint-every", a.checkpoint_every, "steps between checkpoints")->capture_default_str();
+  app.add_option("--eval-every", a.eval_every, "steps between test evaluations (0: at the end only)")->capture_default_str();
+  app.add_option("--eval-images", a.eval_images, "test images per evaluation (0: all)")->capture_default_str();
+  app.add_option("--log", a.log, "append metrics as JSON lines to this file");
+  app.add_option("-f,--format", a.format, "--eval output: text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
+  app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
+  app.add_flag("-q,--quiet", a.quiet, "no progress on stderr");
+
+  CLI11_PARSE(app, argc, argv);
+  for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
+  try {
+    lt::set_num_threads(a.threads);
+    if (a.eval) return lt::app::run_eval(a);
+    if (a.export_) return lt::app::run_export(a);
+    std::signal(SIGINT, on_sigint);
+    std::signal(SIGTERM, on_sigint);
+    return a.task == "copy" ? lt::app::run_copy_training(a, g_stop) : lt::app::run_image_training(a, g_stop);
+  } catch (const std::exception& e) {
+    std::cerr << "lt-train: " << e.what() << "\n";
+    return 1;
+  }
+}

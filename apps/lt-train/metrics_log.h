@@ -1,0 +1,35 @@
+// Metrics appended to a JSON-lines file (--log): one object per event, flushed
+// at once so a crash or Ctrl-C keeps everything logged so far.
+#pragma once
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lt/error.h"
+
+namespace lt::app {
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) {
+    if (path.empty()) return;
+    f_ = std::fopen(path.c_str(), "a");
+    check(f_ != nullptr, path + ": cannot open the metrics log for appending");
+  }
+  ~MetricsLog() {
+    if (f_) std::fclose(f_);
+  }
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const nlohmann::json& j) {
+    if (!f_) return;
+    std::string line = j.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), f_);
+    std::fflush(f_);
+  }
+
+ private:
+  std::FILE* f_ = nullptr;
+};
+
+}  // namespace lt::app

@@ -1,0 +1,38 @@
+// lt-train's options and its modes, one file per task.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lt/optim.h"
+
+namespace lt::app {
+
+struct TrainArgs {
+  bool eval = false, export_ = false, resume = false, quiet = false;
+  std::string task = "image", data, model, output = "model.safetensors";
+  std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
+  int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0;
+  float dropout = -1;
+  std::string optimizer = "radam", schedule = "constant";
+  float lr = 0, gamma = 0.1f, min_lr = 0, clip = 1.0f;
+  std::vector<int64_t> milestones;
+  int64_t warmup = 0, batch = 0, steps = 0, epochs = 1;
+  uint64_t seed = 1;
+  int64_t checkpoint_every = 500, eval_every = 0, eval_images = 0;
+  std::string log, format = "text", device = "cpu";
+  int threads = 0;
+
+  // The learning-rate schedule from the flags, with base_lr where --lr is 0.
+  Schedule make_schedule(float base_lr, int64_t total_steps) const;
+  // The command line, stored in checkpoints so weights say how they were made.
+  std::string command;
+};
+
+int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop);
+int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop);
+int run_eval(const TrainArgs& a);    // image or copy, from the checkpoint's lt.model
+int run_export(const TrainArgs& a);  // image models
+
+}  // namespace lt::app

@@ -1,0 +1,71 @@
+// Training and evaluating the image model on an ImageSet: the loop behind
+// lt-train's image task (checkpoints, interruption, divergence), and
+// bits/dim on a test split.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "lt/dataset.h"
+#include "lt/image_model.h"
+#include "lt/train.h"
+
+namespace lt {
+
+struct ImageEvaluation {
+  double nats_per_dim = 0;  // mean negative log-likelihood per predicted subpixel
+  double bits_per_dim = 0;  // nats_per_dim / ln 2
+  int64_t images = 0;
+};
+
+// Teacher-forced, no dropout, the first `limit` images (0 = all) in batches.
+ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit = 0);
+
+// Copies images `indices` of set into tokens int32 [indices.size(), subpixels].
+void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Tensor& tokens);
+
+struct ImageTrainSettings {
+  int64_t batch = 16;
+  int64_t steps = 1000;             // train until the trainer's step reaches this
+  int64_t checkpoint_every = 500;   // steps between checkpoints (0: only at the end)
+  std::string checkpoint;           // path; "" writes none
+  int64_t eval_every = 0;           // steps between test evaluations (0: never during training)
+  int64_t eval_images = 1000;       // test images per evaluation (0: all)
+  std::map<std::string, std::string> metadata;  // extra metadata for checkpoints (dataset, ...)
+};
+
+struct TrainEvent {
+  enum Kind { step, eval, checkpoint } kind = step;
+  int64_t step_index = 0;   // updates done
+  double loss = 0;          // step: the batch's mean nats per subpixel; eval: test nats per subpixel
+  double bits_per_dim = 0;  // loss / ln 2
+  double lr = 0;
+  double examples_per_s = 0;  // step: since the start of this run
+  double epoch = 0;
+  std::string path;  // checkpoint
+};
+
+enum class TrainStatus { finished, interrupted, diverged };
+
+struct TrainResult {
+  TrainStatus status = TrainStatus::finished;
+  int64_t step = 0;
+  std::string message;  // diverged: which step and what was kept
+};
+
+// Trains from trainer.step() to settings.steps. Checkpoints (model, optimizer,
+// step) are written atomically every checkpoint_every steps, at the end and
+// when *stop becomes true (checked between steps). A NaN or Inf loss stops
+// before the update, leaving the last checkpoint as it was.
+TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOptions& options,
+                              const ImageDataset& data, const ImageTrainSettings& settings,
+                              const std::function<void(const TrainEvent&)>& on_event,
+                              const std::atomic<bool>* stop = nullptr);
+
+// Writes model + trainer state + settings.metadata to path (atomic).
+void save_training_checkpoint(const std::string& path, const ImageModel& model, const Trainer& trainer,
+                              const std::map<std::string, std::string>& metadata);
+
+}  // namespace lt
