@@ -1,0 +1,60 @@
+// Running the built command-line tools from tests: exit code, stdout and
+// stderr of one invocation, and a tiny image model checkpoint to feed them.
+#pragma once
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "io/temp_dir.h"
+#include "lt/image_model.h"
+
+namespace lt::test {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs LT_BIN_DIR/<tool> with args (a shell fragment, quote paths yourself)
+// and env (e.g. "NO_COLOR=1 "), capturing both streams through files in dir.
+inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const std::string& args,
+                              const std::string& env = "") {
+  const std::string out = dir.file(".cmd.out"), err = dir.file(".cmd.err");
+  const std::string cmd = env + "'" + std::string(LT_BIN_DIR) + "/" + tool + "' " + args + " >'" + out + "' 2>'" +
+                          err + "' </dev/null";
+  int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto slurp = [](const std::string& path) {
+    std::vector<uint8_t> b = read_bytes(path);
+    return std::string(b.begin(), b.end());
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  INFO("command: ", cmd);
+  return r;
+}
+
+// A randomly initialised image model small enough for tests to run in
+// milliseconds: height x width x channels, 2 layers, d 16, 2 heads.
+inline std::string tiny_image_checkpoint(const TempDir& dir, const std::string& name, int64_t height = 6,
+                                         int64_t width = 5, int64_t channels = 1,
+                                         AttentionKind attention = AttentionKind::causal_linear,
+                                         uint64_t seed = 7) {
+  ImageModelConfig c;
+  c.height = height;
+  c.width = width;
+  c.channels = channels;
+  c.mixtures = 3;
+  c.transformer = TransformerConfig{2, 2, 8, 16, 32, attention, "elu", 0.1f};
+  ImageModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  const std::string path = dir.file(name);
+  model.save(path);
+  return path;
+}
+
+}  // namespace lt::test
