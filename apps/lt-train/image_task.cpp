@@ -89,7 +89,10 @@ int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
   if (resuming) {
     model = ImageModel::load(a.output, device);
   } else {
-    model = std::make_unique<ImageModel>(image_config(a, data.train), device);
+    ImageModelConfig config = image_config(a, data.train);
+    config.first_subpixel_histogram.assign(256, 0.0);
+    for (int64_t i = 0; i < data.train.count; ++i) config.first_subpixel_histogram[data.train.pixels[i * data.train.image_bytes()]] += 1;
+    model = std::make_unique<ImageModel>(config, device);
     model->init_parameters(a.seed);
   }
   const ImageModelConfig& c = model->config();

@@ -25,6 +25,8 @@ void ImageModelConfig::validate() const {
             std::to_string(width) + "x" + std::to_string(channels));
   check(subpixels() >= 2, "an image model needs at least 2 subpixels");
   check(mixtures >= 1, "mixtures must be >= 1");
+  check(first_subpixel_histogram.empty() || first_subpixel_histogram.size() == 256,
+        "first_subpixel_histogram needs 256 counts or none");
   transformer.validate();
   check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
                                           " must be a multiple of 4 (embedding and position code are d/2 each, "

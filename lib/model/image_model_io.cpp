@@ -1,6 +1,7 @@
 // ImageModel checkpoints: safetensors with the reference's tensor names; the
 // shapes give layers, width, feed-forward size and mixtures, the metadata
 // what shapes cannot (heads, attention, image size). docs/checkpoint-format.md.
+#include <cstdlib>
 #include <regex>
 #include <set>
 
@@ -11,7 +12,7 @@ namespace lt {
 
 std::map<std::string, std::string> ImageModel::metadata() const {
   const TransformerConfig& t = config_.transformer;
-  return {{"lt.format_version", "1"},
+  std::map<std::string, std::string> m = {{"lt.format_version", "1"},
           {"lt.model", "image"},
           {"attention", attention_name(t.attention)},
           {"heads", std::to_string(t.heads)},
@@ -21,6 +22,12 @@ std::map<std::string, std::string> ImageModel::metadata() const {
           {"image_width", std::to_string(config_.width)},
           {"image_channels", std::to_string(config_.channels)},
           {"dropout", std::to_string(t.dropout)}};
+  if (!config_.first_subpixel_histogram.empty()) {
+    std::string h;
+    for (double v : config_.first_subpixel_histogram) h += (h.empty() ? "" : ",") + std::to_string(int64_t(v));
+    m["first_subpixel_histogram"] = h;
+  }
+  return m;
 }
 
 void ImageModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
@@ -83,6 +90,23 @@ std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device dev
     else if (S == 3072) c.height = c.width = 32, c.channels = 3;
     else throw Error(path + ": cannot infer the image size from a sequence of " + std::to_string(S) +
                      " subpixels: add image_height, image_width, image_channels metadata");
+  }
+  if (ck.metadata.count("first_subpixel_histogram")) {
+    const std::string h = ck.meta("first_subpixel_histogram");
+    size_t pos = 0;
+    while (pos <= h.size()) {
+      size_t comma = std::min(h.find(',', pos), h.size());
+      char* end = nullptr;
+      std::string item = h.substr(pos, comma - pos);
+      double v = std::strtod(item.c_str(), &end);
+      check(!item.empty() && end == item.c_str() + item.size() && v >= 0,
+            path + ": metadata first_subpixel_histogram has a bad count '" + item + "'");
+      c.first_subpixel_histogram.push_back(v);
+      pos = comma + 1;
+    }
+    check(c.first_subpixel_histogram.size() == 256,
+          path + ": metadata first_subpixel_histogram needs 256 counts, has " +
+              std::to_string(c.first_subpixel_histogram.size()));
   }
   try {
     c.validate();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lt/parameters.h"
 #include "lt/tensor.h"
@@ -27,6 +28,9 @@ struct ImageModelConfig {
   int64_t mixtures = 10;
   OutputHead head = OutputHead::mixture_of_logistics;
   TransformerConfig transformer;
+  // Counts of the first subpixel's values in the training set (256 or empty):
+  // the model never predicts subpixel 0, so generation draws it from these.
+  std::vector<double> first_subpixel_histogram;
 
   int64_t subpixels() const { return height * width * channels; }
   int64_t sequence_length() const { return subpixels() - 1; }  // the model reads x[:-1]

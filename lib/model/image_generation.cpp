@@ -1,0 +1,107 @@
+// ImageGenerator: the sampling loop over ImageModel::step, with prefill and
+// fork for completions.
+#include "lt/image_generation.h"
+
+#include "lt/error.h"
+#include "lt/heads.h"
+
+namespace lt {
+
+int64_t ImageConstraint::known_prefix() const {
+  int64_t t = 0;
+  while (t < int64_t(known.size()) && known[t]) ++t;
+  return t;
+}
+
+ImageGenerator::ImageGenerator(ImageModel& model, int64_t batch) : model_(model), batch_(batch) {
+  check(batch >= 1, "generation batch must be >= 1, got " + std::to_string(batch));
+  const Device d = model.device();
+  state_ = model.new_state(batch);
+  head_ = Tensor::empty({batch, model.config().head_width()}, d);
+  tokens_ = Tensor::empty({batch}, d, DType::i32);
+  next_ = Tensor::empty({batch}, d, DType::i32);
+  nll_ = Tensor::empty({batch}, d);
+}
+
+// Inverse CDF of the histogram at a uniform draw; 0 when there is none.
+static int32_t first_subpixel(const std::vector<double>& histogram, uint64_t seed, int64_t row) {
+  double total = 0;
+  for (double h : histogram) total += h;
+  if (total <= 0) return 0;
+  double u = sample_uniform(seed, -1, row, 0) * total, acc = 0;
+  for (size_t v = 0; v < histogram.size(); ++v) {
+    acc += histogram[v];
+    if (u < acc) return int32_t(v);
+  }
+  return int32_t(histogram.size() - 1);
+}
+
+void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const ImageConstraint* c,
+                              const SubpixelCallback& on_subpixel, std::vector<double>* nll_nats) {
+  const ImageModelConfig& cfg = model_.config();
+  const int64_t S = cfg.subpixels(), B = batch_;
+  if (c)
+    check(int64_t(c->values.size()) == S && int64_t(c->known.size()) == S,
+          "constraint has " + std::to_string(c->values.size()) + " subpixels, the model " + std::to_string(S));
+  check(!(c && nll_nats), "log-likelihoods are reported for unconditional samples only");
+  pixels.assign(B * S, 0);
+  std::vector<int32_t> host(B);
+  auto publish = [&](int64_t t, const std::vector<int32_t>& v) {
+    for (int64_t b = 0; b < B; ++b) pixels[b * S + t] = uint8_t(v[b]);
+    if (on_subpixel) on_subpixel(t, pixels);
+  };
+  if (nll_nats) nll_nats->assign(B, 0.0);
+
+  // start: the first subpixel still to decide; tokens_ then holds subpixel
+  // start-1 and the state everything before it.
+  int64_t start = 0;
+  state_.zero();
+  if (c && c->known_prefix() > 0) {
+    const int64_t T = std::min(c->known_prefix(), S);
+    for (int64_t t = 0; t < T; ++t) {
+      host.assign(B, c->values[t]);
+      publish(t, host);
+    }
+    if (T == S) return;
+    // One parallel pass over the prefix for one image, then its state forked into every row.
+    std::vector<int32_t> prefix(c->values.begin(), c->values.begin() + T);
+    Tensor one_state = model_.new_state(1), one_head = Tensor::empty({1, cfg.head_width()}, model_.device());
+    model_.prefill(Tensor::from_vector(prefix, {1, T}, model_.device()), one_state, one_head);
+    for (int64_t b = 0; b < B; ++b) {
+      model_.copy_state_element(one_state, 1, 0, state_, B, b);
+      head_.rows(b, b + 1).copy_from(one_head);
+    }
+    model_.sample(head_, seed, T, next_);  // subpixel T is unknown by definition of the prefix
+    host = next_.to_vector_i32();
+    publish(T, host);
+    tokens_.copy_from(next_);
+    start = T + 1;
+  } else {
+    for (int64_t b = 0; b < B; ++b)
+      host[b] = c && c->known[0] ? c->values[0] : first_subpixel(cfg.first_subpixel_histogram, seed, b);
+    publish(0, host);
+    tokens_.copy_from(Tensor::from_vector(host, {B}, model_.device()));
+    start = 1;
+  }
+
+  std::vector<float> nll;
+  for (int64_t t = start; t < S; ++t) {
+    model_.step(state_, tokens_, t - 1, head_);  // reads subpixel t-1, predicts subpixel t
+    if (c && c->known[t]) {
+      host.assign(B, c->values[t]);
+      next_.copy_from(Tensor::from_vector(host, {B}, model_.device()));
+    } else {
+      model_.sample(head_, seed, t, next_);
+      host = next_.to_vector_i32();
+    }
+    if (nll_nats) {
+      model_.log_loss(head_, next_, nll_);
+      nll = nll_.to_vector();
+      for (int64_t b = 0; b < B; ++b) (*nll_nats)[b] += nll[b];
+    }
+    publish(t, host);
+    std::swap(tokens_, next_);
+  }
+}
+
+}  // namespace lt
