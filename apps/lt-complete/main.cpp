@@ -16,6 +16,7 @@
 #include "lt/heads.h"
 #include "lt/image_generation.h"
 #include "lt/png.h"
+#include "output_path.h"
 #include "progress.h"
 #include "shipped_model.h"
 #include "terminal_grid.h"
@@ -90,6 +91,7 @@ int run(const Args& a) {
   lt::check(!a.output.empty() || !a.out_dir.empty(), "nothing to write: give -o OUT.png or --out-dir DIR");
   lt::check(a.output.empty() || (a.inputs.size() == 1 && a.completions == 1),
             "-o writes one completion of one input; use --out-dir DIR for several inputs or -n > 1");
+  if (!a.output.empty()) lt::app::check_output_file(a.output);
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;

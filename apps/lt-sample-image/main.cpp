@@ -14,6 +14,7 @@
 #include "lt/error.h"
 #include "lt/heads.h"
 #include "lt/image_generation.h"
+#include "output_path.h"
 #include "progress.h"
 #include "shipped_model.h"
 #include "terminal_grid.h"
@@ -33,6 +34,7 @@ int run(const Args& a) {
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
+  if (!a.output.empty()) lt::app::check_output_file(a.output);
   if (!a.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.out_dir, ec);
