@@ -47,7 +47,8 @@ void save_copy_checkpoint(const std::string& path, const CopyModel& model, const
 }
 }  // namespace
 
-int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
+  TrainArgs a = args;
   const Device device = parse_device(a.device);
   require_device(device);
   struct stat st;
@@ -56,6 +57,7 @@ int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop) {
         a.output + ": already exists; pass --resume to continue training it, or choose another --output");
   std::unique_ptr<CopyModel> model;
   if (a.resume && exists) {
+    a.adopt_recipe(load_safetensors(a.output));
     model = CopyModel::load(a.output, device);
   } else {
     CopyTaskConfig c;
@@ -63,7 +65,8 @@ int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop) {
     if (a.layers > 0) t.layers = a.layers;
     if (a.heads > 0) t.heads = a.heads;
     if (a.d_model > 0) t.d_model = a.d_model, t.ff_dim = 4 * a.d_model;
-    check(t.d_model % t.heads == 0, "--d-model is not a multiple of --heads");
+    check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
+                                        std::to_string(t.heads));
     t.head_dim = t.d_model / t.heads;
     if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
     t.attention = parse_attention(a.attention);
@@ -83,9 +86,7 @@ int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop) {
   opt.seed = a.seed;
   Trainer trainer(model->params(), opt);
   if (a.resume && exists) trainer.restore(load_safetensors(a.output));
-  const std::map<std::string, std::string> meta = {{"lt.train.batch", std::to_string(batch)},
-                                                   {"lt.train.steps", std::to_string(steps)},
-                                                   {"lt.train.command", a.command}};
+  const std::map<std::string, std::string> meta = recipe_metadata(a, opt.schedule, batch, steps);
   const TransformerConfig& t = model->config().transformer;
   if (!a.quiet)
     std::fprintf(stderr, "lt-train: copy task L=%lld; %lld layers, %lld heads x %lld, %s; batch %lld, %s lr %g; step %lld of %lld\n",
@@ -160,6 +161,22 @@ int run_copy_eval(const TrainArgs& a) {
   else
     std::printf("copy task: loss %.4f, accuracy %.4f on %lld test sequences\n", s.loss, s.accuracy,
                 (long long)kEvalBatches * (a.batch > 0 ? a.batch : 64));
+  return 0;
+}
+
+// The model without the optimizer state, with its test accuracy.
+int run_copy_export(const TrainArgs& a, const Checkpoint& ck) {
+  auto model = CopyModel::load(a.model, parse_device(a.device));
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : ck.metadata)
+    if (!model->metadata().count(k)) meta[k] = v;
+  const int64_t batch = a.batch > 0 ? a.batch : 64;
+  CopyScore s = evaluate_copy(*model, a.seed, batch);
+  meta["test_accuracy"] = std::to_string(s.accuracy);
+  meta["test_loss"] = std::to_string(s.loss);
+  std::printf("%s: test loss %.4f, accuracy %.4f on %lld test sequences\n", a.output.c_str(), s.loss, s.accuracy,
+              (long long)kEvalBatches * batch);
+  model->save(a.output, meta);
   return 0;
 }
 

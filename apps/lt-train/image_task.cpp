@@ -77,7 +77,8 @@ static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) 
   return c;
 }
 
-int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
+  TrainArgs a = args;
   const Device device = parse_device(a.device);
   require_device(device);
   ImageDataset data = load_data(a.data);
@@ -87,6 +88,7 @@ int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
 
   std::unique_ptr<ImageModel> model;
   if (resuming) {
+    a.adopt_recipe(load_safetensors(a.output));
     model = ImageModel::load(a.output, device);
   } else {
     ImageModelConfig config = image_config(a, data.train);
@@ -96,6 +98,7 @@ int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
     model->init_parameters(a.seed);
   }
   const ImageModelConfig& c = model->config();
+  check_image_size(*model, data.train);  // a resumed model meets its data before anything is printed
   const bool cifar_like = c.channels == 3;
   const int64_t batch = a.batch > 0 ? a.batch : (cifar_like ? 10 : 16);
   const int64_t per_epoch = (data.train.count + batch - 1) / batch;
@@ -117,12 +120,8 @@ int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
   s.checkpoint = a.output;
   s.eval_every = a.eval_every;
   s.eval_images = a.eval_images;
-  s.metadata = {{"dataset", folder_name(a.data)},
-                {"lt.train.batch", std::to_string(batch)},
-                {"lt.train.steps", std::to_string(steps)},
-                {"lt.train.lr", std::to_string(opt.schedule.lr)},
-                {"lt.train.schedule", a.schedule},
-                {"lt.train.command", a.command}};
+  s.metadata = recipe_metadata(a, opt.schedule, batch, steps);
+  s.metadata["dataset"] = folder_name(a.data);
 
   const TransformerConfig& t = c.transformer;
   if (!a.quiet)
@@ -184,6 +183,7 @@ static std::string checkpoint_kind(const std::string& path) {
 }
 
 int run_copy_eval(const TrainArgs& a);
+int run_copy_export(const TrainArgs& a, const Checkpoint& ck);
 
 int run_eval(const TrainArgs& a) {
   check(!a.model.empty(), "--eval needs -m CHECKPOINT");
@@ -212,6 +212,7 @@ int run_export(const TrainArgs& a) {
   check(!a.model.empty(), "--export needs -m CHECKPOINT");
   check(a.output != a.model, "--export: -o must differ from -m");
   Checkpoint ck = load_safetensors(a.model);
+  if (ck.meta("lt.model", "image") == "copy") return run_copy_export(a, ck);
   auto model = ImageModel::load(a.model, parse_device(a.device));
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
   app.add_option("-o,--output", a.output, "checkpoint written during training (and by --export)")->capture_default_str();
-  app.add_flag("--resume", a.resume, "continue training from --output (its config, optimizer state and step)");
+  app.add_flag("--resume", a.resume, "continue training --output: its model, optimizer state and step, and its seed, batch, steps and schedule unless given");
 
   auto* model = app.add_option_group("model", "model (0 or empty: the preset's value)");
   model->add_option("--preset", a.preset, "mnist or cifar10 (default: from the image size); copy: the paper's copy model")->capture_default_str();
@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
+  for (const char* name : {"--seed", "--batch", "--steps", "--epochs", "--optimizer", "--lr", "--schedule", "--warmup",
+                           "--gamma", "--min-lr", "--clip", "--milestones"})
+    if (app.count(name)) a.given.insert(name);
   try {
     lt::set_num_threads(a.threads);
     if (a.eval) return lt::app::run_eval(a);

@@ -2,10 +2,13 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "lt/optim.h"
+#include "lt/safetensors.h"
 
 namespace lt::app {
 
@@ -28,11 +31,24 @@ struct TrainArgs {
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
   // The command line, stored in checkpoints so weights say how they were made.
   std::string command;
+  // The options given on the command line, by long name ("--seed").
+  std::set<std::string> given;
+
+  // --resume: every training option not given again (seed, batch, steps,
+  // optimizer, lr and schedule, clip) from the checkpoint's lt.train.* entries,
+  // so that `lt-train --resume -o CKPT` sees the batches, dropout masks and
+  // learning rates the uninterrupted run would have.
+  void adopt_recipe(const Checkpoint& ck);
 };
+
+// The resolved recipe as the lt.train.* metadata adopt_recipe reads (the
+// optimizer and seed come from Trainer::save_state).
+std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Schedule& s, int64_t batch,
+                                                   int64_t steps);
 
 int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop);
 int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop);
 int run_eval(const TrainArgs& a);    // image or copy, from the checkpoint's lt.model
-int run_export(const TrainArgs& a);  // image models
+int run_export(const TrainArgs& a);  // image or copy, from the checkpoint's lt.model
 
 }  // namespace lt::app

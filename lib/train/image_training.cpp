@@ -8,7 +8,7 @@
 
 namespace lt {
 
-static void check_matches(const ImageModel& model, const ImageSet& set) {
+void check_image_size(const ImageModel& model, const ImageSet& set) {
   const ImageModelConfig& c = model.config();
   check(set.height == c.height && set.width == c.width && set.channels == c.channels,
         set.source + ": images are " + std::to_string(set.height) + "x" + std::to_string(set.width) + "x" +
@@ -27,7 +27,7 @@ void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Ten
 }
 
 ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
-  check_matches(model, set);
+  check_image_size(model, set);
   check(batch >= 1, "evaluation batch must be >= 1");
   const int64_t n = limit > 0 ? std::min(limit, set.count) : set.count;
   check(n > 0, set.source + ": no images to evaluate");
@@ -60,7 +60,7 @@ TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOp
                               const ImageDataset& data, const ImageTrainSettings& s,
                               const std::function<void(const TrainEvent&)>& on_event,
                               const std::atomic<bool>* stop) {
-  check_matches(model, data.train);
+  check_image_size(model, data.train);
   check(s.batch >= 1, "batch must be >= 1");
   BatchOrder order(data.train.count, options.seed);
   std::vector<int64_t> idx;

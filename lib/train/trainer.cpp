@@ -40,6 +40,9 @@ void Trainer::save_state(std::map<std::string, Tensor>& tensors, std::map<std::s
 }
 
 void Trainer::restore(const Checkpoint& ck) {
+  check(ck.metadata.count("lt.train.optimizer") != 0,
+        ck.path + ": has no optimizer state (no metadata lt.train.optimizer): a model-only checkpoint, as "
+                  "lt-train --export writes, cannot resume training");
   const std::string opt = ck.meta("lt.train.optimizer");
   check(opt == optimizer_->name(), ck.path + ": was trained with optimizer " + opt + ", not " + optimizer_->name());
   for (auto& [name, t] : optimizer_->state()) {

@@ -23,6 +23,9 @@ struct ImageEvaluation {
 // Teacher-forced, no dropout, the first `limit` images (0 = all) in batches.
 ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit = 0);
 
+// Throws, naming set.source and both sizes, unless the set's images have the model's size.
+void check_image_size(const ImageModel& model, const ImageSet& set);
+
 // Copies images `indices` of set into tokens int32 [indices.size(), subpixels].
 void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Tensor& tokens);
 

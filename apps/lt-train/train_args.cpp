@@ -1,0 +1,70 @@
+// lt-train's training recipe in checkpoints: written as lt.train.* metadata,
+// read back by --resume for every option the command line leaves out.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "lt/error.h"
+#include "train_tasks.h"
+
+namespace lt::app {
+
+namespace {
+// Floats as text that reads back to the same float.
+std::string exact(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+float parse_float(const Checkpoint& ck, const std::string& key) {
+  const std::string v = ck.meta(key);
+  char* end = nullptr;
+  float f = std::strtof(v.c_str(), &end);
+  check(!v.empty() && end == v.c_str() + v.size(), ck.path + ": metadata '" + key + "' is '" + v + "', not a number");
+  return f;
+}
+}  // namespace
+
+std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Schedule& s, int64_t batch,
+                                                   int64_t steps) {
+  std::string milestones;
+  for (int64_t m : s.milestones) milestones += (milestones.empty() ? "" : ",") + std::to_string(m);
+  return {{"lt.train.batch", std::to_string(batch)},
+          {"lt.train.steps", std::to_string(steps)},
+          {"lt.train.lr", exact(s.lr)},
+          {"lt.train.schedule", a.schedule},
+          {"lt.train.warmup", std::to_string(s.warmup_steps)},
+          {"lt.train.milestones", milestones},
+          {"lt.train.gamma", exact(s.gamma)},
+          {"lt.train.min_lr", exact(s.min_lr)},
+          {"lt.train.clip", exact(a.clip)},
+          {"lt.train.command", a.command}};
+}
+
+void TrainArgs::adopt_recipe(const Checkpoint& ck) {
+  auto adopt = [&](const char* option, const char* key) {
+    return !given.count(option) && ck.metadata.count(std::string("lt.train.") + key);
+  };
+  if (adopt("--seed", "seed")) seed = std::stoull(ck.meta("lt.train.seed"));
+  if (adopt("--batch", "batch")) batch = ck.meta_int("lt.train.batch");
+  if (!given.count("--epochs") && adopt("--steps", "steps")) steps = ck.meta_int("lt.train.steps");
+  if (adopt("--optimizer", "optimizer")) optimizer = ck.meta("lt.train.optimizer");
+  if (adopt("--lr", "lr")) lr = parse_float(ck, "lt.train.lr");
+  if (adopt("--schedule", "schedule")) schedule = ck.meta("lt.train.schedule");
+  if (adopt("--warmup", "warmup")) warmup = ck.meta_int("lt.train.warmup");
+  if (adopt("--gamma", "gamma")) gamma = parse_float(ck, "lt.train.gamma");
+  if (adopt("--min-lr", "min_lr")) min_lr = parse_float(ck, "lt.train.min_lr");
+  if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
+  if (adopt("--milestones", "milestones")) {
+    milestones.clear();
+    const std::string m = ck.meta("lt.train.milestones");
+    for (size_t pos = 0; pos < m.size();) {
+      size_t comma = std::min(m.find(',', pos), m.size());
+      milestones.push_back(std::stoll(m.substr(pos, comma - pos)));
+      pos = comma + 1;
+    }
+  }
+}
+
+}  // namespace lt::app

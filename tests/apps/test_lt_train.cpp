@@ -1,0 +1,337 @@
+// lt-train end to end on a tiny IDX dataset written here: training writes a
+// checkpoint and prints test bits/dim, --eval agrees with the library,
+// --resume continues where training stopped, --export drops the optimizer,
+// the copy task trains and evaluates, and bad input fails with one line.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/cli.h"
+#include "lt/copy_task.h"
+#include "lt/dataset.h"
+#include "lt/image_training.h"
+#include "lt/safetensors.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+std::string q(const std::string& path) { return "'" + path + "'"; }
+
+// dir/data: 5x4 grey images, 24 to train on and 6 to test, as MNIST's IDX files.
+std::string tiny_idx_dataset(const TempDir& dir, uint64_t seed, int64_t height = 5, int64_t width = 4) {
+  Rng rng(seed);
+  const std::string data = dir.file("data/.keep");
+  for (const char* split : {"train", "t10k"}) {
+    ImageSet s;
+    s.count = std::string(split) == "train" ? 24 : 6;
+    s.height = height, s.width = width, s.channels = 1;
+    s.pixels = random_bytes(rng, s.count * s.image_bytes());
+    write_idx_images(dir.file(std::string("data/") + split + "-images-idx3-ubyte"), s);
+  }
+  std::filesystem::remove(data);
+  return dir.file("data");
+}
+
+// lt-train on one thread: at these sizes OpenMP's fork and join cost more
+// than they save, and far more when ctest runs tests side by side.
+CommandResult lt_train(const TempDir& dir, const std::string& args) { return run_tool(dir, "lt-train", args + " -t 1"); }
+
+// A tiny model's flags: training these takes milliseconds a step.
+const std::string kTiny = " --layers 1 --d-model 16 --heads 2 --mixtures 2 -b 4 ";
+
+// stderr is exactly one line, "lt-train: ...", containing every word of what.
+void check_one_line_error(const CommandResult& r, std::initializer_list<std::string> what) {
+  INFO("stderr: " << r.err);
+  INFO("stdout: " << r.out);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.rfind("lt-train: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.back() == '\n');
+  for (const std::string& w : what) CHECK_MESSAGE(r.err.find(w) != std::string::npos, "missing '" << w << "'");
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::vector<uint8_t> b = read_bytes(path);
+  std::istringstream in(std::string(b.begin(), b.end()));
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Tensors by name with their float values; metadata apart.
+std::map<std::string, std::vector<float>> tensor_values(const std::string& path) {
+  std::map<std::string, std::vector<float>> m;
+  for (const auto& [name, t] : load_safetensors(path).tensors) m[name] = t.to_vector();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("lt-train --help lists every option with its default") {
+  TempDir dir;
+  CommandResult r = lt_train(dir, "--help");
+  REQUIRE(r.exit_code == 0);
+  for (const char* s : {"--task TEXT:{image,copy}=image", "-o,--output TEXT=model.safetensors", "--resume",
+                        "--eval", "--export", "--attention TEXT=causal-linear", "--optimizer TEXT=radam",
+                        "--schedule TEXT=constant", "--milestones", "--gamma FLOAT=0.1", "--warmup INT=0",
+                        "--clip FLOAT=1", "--epochs INT=1", "-s,--seed UINT=1", "--checkpoint-every INT=500",
+                        "-f,--format TEXT:{text,json}=text", "-d,--device TEXT=cpu", "--log"})
+    CHECK_MESSAGE(r.out.find(s) != std::string::npos, "--help lacks " << s);
+}
+
+TEST_CASE("lt-train trains a tiny image model and --eval agrees with evaluate_images") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), ckpt = dir.file("m.safetensors"), log = dir.file("log.jsonl");
+  CommandResult r = lt_train(dir, "--data " + q(data) + kTiny + "--steps 5 --checkpoint-every 2 -o " +
+                                                  q(ckpt) + " --log " + q(log));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  // stdout: "<ckpt>: step 5, test X bits/dim on 6 images"
+  CHECK(r.out.find(ckpt + ": step 5, test ") == 0);
+  CHECK(r.out.find(" bits/dim on 6 images\n") != std::string::npos);
+  Checkpoint ck = load_safetensors(ckpt);
+  CHECK(ck.meta_int("lt.train.step") == 5);
+  CHECK(ck.meta("lt.model") == "image");
+  CHECK(ck.meta("dataset") == "data");
+  CHECK(ck.has("optimizer.exp_avg"));
+
+  // The log: one train line per step, checkpoints at 2, 4 and the end, a final eval.
+  std::vector<nlohmann::json> lines = json_lines(log);
+  int64_t train = 0;
+  std::vector<int64_t> checkpoints;
+  for (const auto& j : lines) {
+    if (j["event"] == "train") {
+      ++train;
+      for (const char* k : {"step", "epoch", "loss", "bits_per_dim", "lr", "examples_per_s"})
+        CHECK_MESSAGE(j.contains(k), "train line lacks " << k);
+    }
+    if (j["event"] == "checkpoint") checkpoints.push_back(j["step"].get<int64_t>());
+  }
+  CHECK(train == 5);
+  CHECK(checkpoints == std::vector<int64_t>{2, 4, 5});
+  REQUIRE(!lines.empty());
+  CHECK(lines.back()["event"] == "eval");
+  const double printed_bpd = lines.back()["test_bits_per_dim"].get<double>();
+
+  r = lt_train(dir, "--eval -m " + q(ckpt) + " --data " + q(data) + " --format json");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j.is_object());
+  CHECK(j["images"] == 6);
+  auto model = ImageModel::load(ckpt, Device::cpu);
+  ImageEvaluation ev = evaluate_images(*model, load_image_dataset(data).test, 16);
+  CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(ev.bits_per_dim).epsilon(1e-6));
+  CHECK(j["nats_per_dim"].get<double>() == doctest::Approx(ev.nats_per_dim).epsilon(1e-6));
+  CHECK(printed_bpd == doctest::Approx(ev.bits_per_dim).epsilon(1e-6));
+
+  r = lt_train(dir, "--eval -m " + q(ckpt) + " --data " + q(data));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(" bits/dim (") != std::string::npos);
+  CHECK(r.out.find("on 6 test images") != std::string::npos);
+}
+
+TEST_CASE("lt-train --resume continues bitwise where training stopped and refuses to overwrite without it") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), straight = dir.file("straight.safetensors"),
+                    resumed = dir.file("resumed.safetensors");
+  const std::string common =
+      "--data " + q(data) + " --layers 1 --d-model 16 --heads 2 --mixtures 2 -s 5 -b 5 --optimizer adam --lr 3e-3 -q ";
+  REQUIRE(lt_train(dir, common + "--steps 8 -o " + q(straight)).exit_code == 0);
+  REQUIRE(lt_train(dir, common + "--steps 3 -o " + q(resumed)).exit_code == 0);
+
+  // Without --resume an existing checkpoint is never overwritten.
+  const std::vector<uint8_t> before = read_bytes(resumed);
+  CommandResult r = lt_train(dir, common + "--steps 8 -o " + q(resumed));
+  check_one_line_error(r, {resumed, "already exists", "--resume"});
+  CHECK(read_bytes(resumed) == before);
+
+  // --resume takes the seed and the batch size from the checkpoint: a resumed
+  // run sees the batches the straight one saw.
+  r = lt_train(dir, "--data " + q(data) + " --optimizer adam --lr 3e-3 -q --steps 8 --resume -o " +
+                                    q(resumed));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(resumed + ": step 8,") == 0);
+  CHECK(load_safetensors(resumed).meta_int("lt.train.step") == 8);
+  CHECK(tensor_values(resumed) == tensor_values(straight));
+}
+
+TEST_CASE("lt-train on SIGINT writes a checkpoint at the current step that --resume continues") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), ckpt = dir.file("m.safetensors"), log = dir.file("log.jsonl");
+  // std::system's shell starts background jobs with SIGINT ignored; lt-train
+  // installs its own handler, so the signal reaches it anyway. The loops are
+  // bounded: a lt-train that ignored the signal is killed after 30 s.
+  const std::string train = q(std::string(LT_BIN_DIR) + "/lt-train") + " --data " + q(data) + kTiny +
+                            "--steps 1000000 --checkpoint-every 0 -t 1 -o " + q(ckpt) + " --log " + q(log) +
+                            " >/dev/null 2>" + q(dir.file("err.txt")) + " </dev/null";
+  const std::string script = train + " & p=$!; i=0; while [ ! -s " + q(log) +
+                             " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $p; i=0; "
+                             "while kill -0 $p 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+                             "kill -KILL $p 2>/dev/null; wait $p; echo $? > " + q(dir.file("rc.txt"));
+  REQUIRE(std::system(script.c_str()) == 0);
+  std::vector<uint8_t> rc = read_bytes(dir.file("rc.txt"));
+  CHECK(std::string(rc.begin(), rc.end()) == "130\n");
+  std::vector<uint8_t> err = read_bytes(dir.file("err.txt"));
+  const std::string err_text(err.begin(), err.end());
+  INFO("stderr: " << err_text);
+  CHECK(err_text.find("interrupted at step ") != std::string::npos);
+  CHECK(err_text.find("--resume") != std::string::npos);
+  const int64_t step = load_safetensors(ckpt).meta_int("lt.train.step");
+  CHECK(step >= 1);
+  CHECK(step < 1000000);
+  CommandResult r = lt_train(dir, "--data " + q(data) + " -q --resume --steps " + std::to_string(step + 2) +
+                                                  " -o " + q(ckpt));
+  INFO("resume stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(load_safetensors(ckpt).meta_int("lt.train.step") == step + 2);
+}
+
+TEST_CASE("lt-train --export writes a model-only checkpoint that --eval accepts") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), ckpt = dir.file("m.safetensors"),
+                    exported = dir.file("exported.safetensors");
+  REQUIRE(lt_train(dir, "--data " + q(data) + kTiny + "--steps 2 -q -o " + q(ckpt)).exit_code == 0);
+  CommandResult r = lt_train(dir, "--export -m " + q(ckpt) + " -o " + q(exported) + " --data " + q(data));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(exported + ": ") == 0);
+  Checkpoint ck = load_safetensors(exported);
+  for (const auto& [name, t] : ck.tensors) CHECK_MESSAGE(name.rfind("optimizer.", 0) != 0, name);
+  CHECK(ck.meta("lt.model") == "image");
+  CHECK(ck.metadata.count("test_bits_per_dim") == 1);
+  // The weights are the trained ones.
+  std::map<std::string, std::vector<float>> trained = tensor_values(ckpt), model_only = tensor_values(exported);
+  for (const auto& [name, v] : model_only) CHECK(trained.at(name) == v);
+  CHECK(trained.size() == model_only.size() + 2);  // exp_avg and exp_avg_sq
+
+  CommandResult a = lt_train(dir, "--eval -m " + q(ckpt) + " --data " + q(data) + " -f json");
+  CommandResult b = lt_train(dir, "--eval -m " + q(exported) + " --data " + q(data) + " -f json");
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(nlohmann::json::parse(a.out)["bits_per_dim"] == nlohmann::json::parse(b.out)["bits_per_dim"]);
+  // -o must not be -m.
+  check_one_line_error(lt_train(dir, "--export -m " + q(ckpt) + " -o " + q(ckpt)), {"-o", "-m"});
+}
+
+TEST_CASE("lt-train refuses bad input with one line naming the problem") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), out = " -o " + q(dir.file("never.safetensors"));
+
+  SUBCASE("missing data folder") {
+    const std::string missing = dir.file("no-such-folder");
+    check_one_line_error(lt_train(dir, "--data " + q(missing) + kTiny + "--steps 1" + out), {missing});
+  }
+  SUBCASE("no --data") {
+    check_one_line_error(lt_train(dir, kTiny + "--steps 1" + out), {"--data"});
+  }
+  SUBCASE("a folder with no dataset") {
+    std::filesystem::create_directories(dir.file("empty/x"));
+    const std::string empty = dir.file("empty");
+    check_one_line_error(lt_train(dir, "--data " + q(empty) + kTiny + "--steps 1" + out),
+                         {empty, "train-images-idx3-ubyte"});
+  }
+  SUBCASE("unknown --attention") {
+    check_one_line_error(
+        lt_train(dir, "--data " + q(data) + kTiny + "--attention reformer --steps 1" + out),
+        {"reformer", "causal-linear", "softmax"});
+    check_one_line_error(
+        lt_train(dir, "--task copy --layers 1 --d-model 16 --heads 2 --attention reformer --steps 1" + out),
+        {"reformer"});
+  }
+  SUBCASE("--heads not dividing --d-model") {
+    check_one_line_error(lt_train(dir, "--data " + q(data) + " --layers 1 --d-model 16 --heads 3 --steps 1" + out),
+                         {"--d-model 16", "--heads 3"});
+    check_one_line_error(lt_train(dir, "--task copy --layers 1 --d-model 16 --heads 3 --steps 1" + out),
+                         {"--d-model 16", "--heads 3"});
+  }
+  SUBCASE("a corrupt checkpoint for --eval") {
+    const std::string bad = dir.file("corrupt.safetensors");
+    write_bytes(bad, {0x10, 0, 0, 0, 0, 0, 0, 0, '{', '"', 'a'});
+    check_one_line_error(lt_train(dir, "--eval -m " + q(bad) + " --data " + q(data)), {bad});
+    check_one_line_error(lt_train(dir, "--eval -m " + q(dir.file("absent.safetensors")) + " --data " + q(data)),
+                         {"absent.safetensors"});
+  }
+  SUBCASE("image size of checkpoint and data differ") {
+    const std::string ckpt = tiny_image_checkpoint(dir, "six-by-five.safetensors", 6, 5, 1);
+    check_one_line_error(lt_train(dir, "--eval -m " + q(ckpt) + " --data " + q(data)),
+                         {"5x4x1", "6x5x1"});
+    // Resuming training of a checkpoint on data of another size.
+    const std::string other = dir.file("other-size.safetensors");
+    REQUIRE(lt_train(dir, "--data " + q(tiny_idx_dataset(dir, seed, 6, 5)) + kTiny + "--steps 1 -q -o " +
+                                          q(other)).exit_code == 0);
+    const std::string data54 = tiny_idx_dataset(dir, seed);
+    check_one_line_error(lt_train(dir, "--data " + q(data54) + " --resume --steps 2 -o " + q(other)),
+                         {"5x4x1", "6x5x1"});
+    // A model-only checkpoint has no optimizer state to resume.
+    const std::string model_only = tiny_image_checkpoint(dir, "resume.safetensors", 5, 4, 1);
+    check_one_line_error(lt_train(dir, "--data " + q(data54) + " --resume --steps 2 -o " + q(model_only)),
+                         {model_only, "no optimizer state"});
+  }
+  SUBCASE("--eval without -m") {
+    check_one_line_error(lt_train(dir, "--eval --data " + q(data)), {"-m"});
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
+}
+
+TEST_CASE("lt-train --task copy trains a tiny model and --eval reports its accuracy") {
+  TempDir dir;
+  const std::string ckpt = dir.file("copy.safetensors");
+  CommandResult r = lt_train(dir, "--task copy --layers 1 --d-model 16 --heads 2 -b 4 --steps 3 -q "
+                                              "--schedule step -o " + q(ckpt));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(ckpt + ": step 3, test loss ") == 0);
+  CHECK(r.out.find("accuracy ") != std::string::npos);
+  Checkpoint ck = load_safetensors(ckpt);
+  CHECK(ck.meta("lt.model") == "copy");
+  CHECK(ck.meta_int("lt.train.step") == 3);
+
+  r = lt_train(dir, "--eval -m " + q(ckpt) + " -b 4");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("accuracy") != std::string::npos);
+  r = lt_train(dir, "--eval -m " + q(ckpt) + " -b 4 -f json");
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["accuracy"].get<double>() >= 0);
+  CHECK(j["accuracy"].get<double>() <= 1);
+  CHECK(j["sequences"] == 80);
+  CHECK(std::isfinite(j["loss"].get<double>()));
+
+  // --export drops the optimizer state of copy models too.
+  const std::string exported = dir.file("copy-model.safetensors");
+  r = lt_train(dir, "--export -m " + q(ckpt) + " -o " + q(exported) + " -b 4");
+  INFO("export stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("accuracy") != std::string::npos);
+  Checkpoint model_only = load_safetensors(exported);
+  CHECK(model_only.meta("lt.model") == "copy");
+  CHECK_FALSE(model_only.has("optimizer.exp_avg"));
+  CHECK(lt_train(dir, "--eval -m " + q(exported) + " -b 4").exit_code == 0);
+
+  // Resuming continues at step 3.
+  r = lt_train(dir, "--task copy -q --steps 5 --resume --schedule step -o " + q(ckpt));
+  INFO("resume stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(load_safetensors(ckpt).meta_int("lt.train.step") == 5);
+}
