@@ -14,8 +14,10 @@ inline bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
 
 class Progress {
  public:
-  Progress(int64_t total, bool quiet, double plain_interval_s = 10.0)
-      : total_(total), quiet_(quiet), tty_(stderr_is_terminal()), interval_(plain_interval_s),
+  // first: units already done before this run (a resumed training), so the
+  // ETA extrapolates from this run's pace only.
+  Progress(int64_t total, bool quiet, double plain_interval_s = 10.0, int64_t first = 0)
+      : total_(total), first_(first), quiet_(quiet), tty_(stderr_is_terminal()), interval_(plain_interval_s),
         start_(clock::now()), last_(start_) {}
 
   // done of total units; text is appended (e.g. "loss 0.91 bpd 1.31 12.3 img/s").
@@ -27,7 +29,9 @@ class Progress {
     last_ = now;
     double elapsed = std::chrono::duration<double>(now - start_).count();
     double frac = total_ > 0 ? double(done) / double(total_) : 0.0;
-    std::string eta = done > 0 && frac < 1 ? format_seconds(elapsed / frac * (1 - frac)) : "--";
+    std::string eta = done > first_ && frac < 1
+                          ? format_seconds(elapsed / double(done - first_) * double(total_ - done))
+                          : "--";
     if (tty_) {
       const int width = 24;
       int fill = int(frac * width + 0.5);
@@ -57,7 +61,7 @@ class Progress {
 
  private:
   using clock = std::chrono::steady_clock;
-  int64_t total_;
+  int64_t total_, first_;
   bool quiet_, tty_;
   double interval_;
   clock::time_point start_, last_;

@@ -95,7 +95,7 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
                  opt.schedule.lr, (long long)trainer.step(), (long long)steps);
 
   MetricsLog log(a.log);
-  Progress progress(steps, a.quiet);
+  Progress progress(steps, a.quiet, 10.0, trainer.step());
   CopyBatch b;
   const auto start = std::chrono::steady_clock::now();
   const int64_t first = trainer.step();

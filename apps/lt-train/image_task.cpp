@@ -136,7 +136,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
                  device_description(device).c_str(), num_threads());
 
   MetricsLog log(a.log);
-  Progress progress(steps, a.quiet);
+  Progress progress(steps, a.quiet, 10.0, trainer.step());
   double loss_avg = 0;
   int64_t seen = 0;
   auto on_event = [&](const TrainEvent& e) {
