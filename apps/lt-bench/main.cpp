@@ -10,10 +10,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
+  app.fallthrough();  // -f, -t, -q may follow the subcommand too
   std::string format = "md";
   int threads = 0;
   bool quiet = false;
-  app.add_option("-o,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
+  app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
   app.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
 

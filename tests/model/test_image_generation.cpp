@@ -31,7 +31,7 @@ TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sa
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax})
     for (int64_t channels : {1, 3}) {
       const uint64_t seed = fresh_seed();
-      INFO("seed " << seed << " " << attention_name(kind) << " channels " << channels);
+      INFO("seed " << seed << " " << std::string(attention_name(kind)) << " channels " << channels);
       ImageModel model(small_config(kind, channels), Device::cpu);
       model.init_parameters(seed);
       const int64_t B = 3, S = model.config().subpixels();
@@ -85,7 +85,7 @@ TEST_CASE("the first subpixel is drawn from the model's histogram") {
 TEST_CASE("completions keep every known subpixel for prefix and scattered masks") {
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     const uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " " << attention_name(kind));
+    INFO("seed " << seed << " " << std::string(attention_name(kind)));
     Rng rng(seed);
     ImageModel model(small_config(kind, 3), Device::cpu);
     model.init_parameters(seed);

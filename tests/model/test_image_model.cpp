@@ -42,7 +42,7 @@ Tensor random_images(Rng& rng, int64_t B, int64_t S) {
 TEST_CASE("image model gradients match finite differences (causal-linear and softmax with dropout)") {
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " attention " << attention_name(kind));
+    INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
     ImageModelConfig c = tiny_config(kind);
     c.transformer.dropout = 0.2f;  // a fixed dropout seed makes the loss a deterministic function
@@ -84,7 +84,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     for (OutputHead head : {OutputHead::mixture_of_logistics, OutputHead::categorical}) {
       uint64_t seed = fresh_seed();
-      INFO("seed " << seed << " attention " << attention_name(kind));
+      INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
       Rng rng(seed);
       ImageModelConfig c = tiny_config(kind, head);
       c.transformer.dropout = 0.1f;  // must be off in eval and in the step
@@ -119,7 +119,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
 TEST_CASE("prefill then step continues exactly like stepping from the start and forked states agree") {
   for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " attention " << attention_name(kind));
+    INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
     ImageModelConfig c = tiny_config(kind);
     ImageModel model(c, Device::cpu);

@@ -1,0 +1,174 @@
+// The whole image model on the GPU against the CPU: the training loss and
+// every gradient (dropout on), optimizer steps through the Trainer, and the
+// recurrent form (prefill, step, fork, sample) used by generation.
+#include <algorithm>
+#include <cmath>
+
+#include "lt/image_generation.h"
+#include "lt/image_model.h"
+#include "lt/train.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+constexpr Device kGpu = Device::cuda;
+
+// Head dims that are not multiples of 32 and a length past one causal chunk.
+ImageModelConfig small_config(Rng& rng, AttentionKind attention, OutputHead head) {
+  ImageModelConfig c;
+  c.height = rng.integer(5, 9);
+  c.width = rng.integer(5, 9);
+  c.channels = rng.integer(0, 1) ? 3 : 1;
+  c.mixtures = rng.integer(1, 10);
+  c.head = head;
+  c.transformer.layers = 2;
+  c.transformer.heads = rng.integer(1, 3);
+  c.transformer.head_dim = 4 * rng.integer(2, 10);  // d/2 codes need d % 4 == 0
+  c.transformer.d_model = c.transformer.heads * c.transformer.head_dim;
+  c.transformer.ff_dim = 4 * c.transformer.d_model;
+  c.transformer.attention = attention;
+  c.transformer.dropout = 0.1f;
+  return c;
+}
+
+Tensor random_images(Rng& rng, int64_t B, int64_t S) {
+  std::vector<int32_t> v(B * S);
+  for (auto& x : v) x = int32_t(rng.integer(0, 255));
+  v[0] = 0;
+  v[S - 1] = 255;
+  return Tensor::from_vector(v, {B, S});
+}
+
+double norm(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += double(x) * x;
+  return std::sqrt(s);
+}
+
+struct Pair {
+  ImageModel cpu, gpu;
+  Pair(const ImageModelConfig& c, uint64_t seed) : cpu(c, Device::cpu), gpu(c, kGpu) {
+    cpu.init_parameters(seed);
+    Tensor values = gpu.params().values();  // a view: copying into it sets the GPU parameters
+    values.copy_from(cpu.params().values());
+  }
+};
+}  // namespace
+
+TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, both heads, dropout on)") {
+  if (!cuda_or_skip()) return;
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    for (OutputHead head : {OutputHead::mixture_of_logistics, OutputHead::categorical}) {
+      uint64_t seed = fresh_seed();
+      INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
+      Rng rng(seed);
+      ImageModelConfig c = small_config(rng, kind, head);
+      Pair m(c, seed);
+      const int64_t B = rng.integer(1, 4), L = c.sequence_length();
+      Tensor images = random_images(rng, B, c.subpixels());
+      Tensor nll_cpu = Tensor::empty({B * L}), nll_gpu = Tensor::empty({B * L}, kGpu);
+      double loss_cpu = m.cpu.forward(images, true, 91, &nll_cpu);
+      double loss_gpu = m.gpu.forward(images.to(kGpu), true, 91, &nll_gpu);
+      CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
+      CHECK(rel_error(nll_gpu, nll_cpu) < 1e-4);
+      m.cpu.params().zero_grad();
+      m.gpu.params().zero_grad();
+      m.cpu.backward();
+      m.gpu.backward();
+      // Errors relative to each gradient, floored at a small part of the whole
+      // gradient: softmax is blind to the key bias, whose gradient is rounding noise.
+      const double floor = 1e-3 * norm(m.cpu.params().grads().to_vector());
+      for (size_t p = 0; p < m.cpu.params().size(); ++p) {
+        INFO("parameter " << m.cpu.params().name(p));
+        std::vector<float> g = m.gpu.params().grad(p).to_vector(), want = m.cpu.params().grad(p).to_vector();
+        std::vector<float> diff(g.size());
+        for (size_t i = 0; i < g.size(); ++i) diff[i] = g[i] - want[i];
+        CHECK(norm(diff) < 1e-3 * std::max(norm(want), floor));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda training steps follow the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  Pair m(c, seed);
+  TrainOptions options;
+  options.schedule.lr = 1e-3f;
+  Trainer tc(m.cpu.params(), options), tg(m.gpu.params(), options);
+  for (int s = 0; s < 5; ++s) {
+    Tensor images = random_images(rng, 2, c.subpixels());
+    m.cpu.forward(images, true, tc.dropout_seed());
+    m.gpu.forward(images.to(kGpu), true, tg.dropout_seed());
+    m.cpu.backward();
+    m.gpu.backward();
+    tc.update();
+    tg.update();
+  }
+  CHECK(rel_error(m.gpu.params().values(), m.cpu.params().values()) < 1e-4);
+}
+
+TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
+  if (!cuda_or_skip()) return;
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
+    Rng rng(seed);
+    ImageModelConfig c = small_config(rng, kind, OutputHead::mixture_of_logistics);
+    Pair m(c, seed);
+    const int64_t B = 3, S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 2);
+    std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
+    std::vector<int32_t> prefix;
+    for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
+    Tensor tokens = Tensor::from_vector(prefix, {B, T});
+
+    Tensor sc = m.cpu.new_state(B), sg = m.gpu.new_state(B);
+    Tensor hc = Tensor::empty({B, c.head_width()}), hg = Tensor::empty({B, c.head_width()}, kGpu);
+    m.cpu.prefill(tokens, sc, hc);
+    m.gpu.prefill(tokens.to(kGpu), sg, hg);
+    CHECK(rel_error(hg, hc) < 1e-4);
+    CHECK(rel_error(sg, sc) < 1e-4);
+
+    // Fork element 1 into a fresh batch of 2 at slot 0 and step on both devices.
+    Tensor fc = m.cpu.new_state(2), fg = m.gpu.new_state(2);
+    m.cpu.copy_state_element(sc, B, 1, fc, 2, 0);
+    m.gpu.copy_state_element(sg, B, 1, fg, 2, 0);
+    Tensor hc2 = Tensor::empty({2, c.head_width()}), hg2 = Tensor::empty({2, c.head_width()}, kGpu);
+    for (int64_t t = T; t < c.sequence_length(); ++t) {
+      std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
+      Tensor tt = Tensor::from_vector(tok, {2});
+      m.cpu.step(fc, tt, t, hc2);
+      m.gpu.step(fg, tt.to(kGpu), t, hg2);
+    }
+    CHECK(rel_error(hg2, hc2) < 1e-4);
+  }
+}
+
+TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModel gpu(c, kGpu);
+  gpu.init_parameters(seed);
+  const int64_t B = 4, S = c.subpixels();
+  ImageGenerator gen(gpu, B);
+  std::vector<uint8_t> pixels;
+  std::vector<double> nll;
+  gen.generate(seed, pixels, nullptr, nullptr, &nll);
+  std::vector<int32_t> px(pixels.begin(), pixels.end());
+  Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
+  gpu.forward(Tensor::from_vector(px, {B, S}).to(kGpu), false, 0, &per);
+  std::vector<float> pv = per.to_vector();
+  for (int64_t b = 0; b < B; ++b) {
+    double sum = 0;
+    for (int64_t t = 0; t < c.sequence_length(); ++t) sum += pv[b * c.sequence_length() + t];
+    CHECK(std::abs(nll[b] - sum) < 1e-4 * std::abs(sum));
+  }
+}
