@@ -19,4 +19,28 @@ struct AttentionBenchOptions {
 };
 void run_attention_bench(const AttentionBenchOptions& o, Writer& out);
 
+struct GenerateBenchOptions {
+  std::vector<std::string> shapes{"mnist"};  // mnist (8 layers, 784 steps) or cifar (16 layers, 3072 steps)
+  std::vector<std::string> attentions{"linear", "softmax"};
+  std::vector<std::string> devices{"cpu"};
+  std::vector<int64_t> batches{1, 16, 64, 256};
+  int64_t steps = 0;  // positions timed per image (0: all of them)
+  int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
+  int repetitions = 1;
+  double max_memory_gb = 16;
+  bool verbose = true;
+};
+void run_generate_bench(const GenerateBenchOptions& o, Writer& out);
+
+struct TrainBenchOptions {
+  std::vector<std::string> shapes{"mnist"};
+  std::vector<std::string> devices{"cpu"};
+  std::string attention = "causal-linear";
+  int64_t batch = 0;   // 0: the paper's (16 for mnist, 10 for cifar)
+  int64_t layers = 0;  // 0: the shape's own
+  int repetitions = 3;
+  bool verbose = true;
+};
+void run_train_bench(const TrainBenchOptions& o, Writer& out);
+
 }  // namespace lt::bench

@@ -30,6 +30,28 @@ int main(int argc, char** argv) {
   attention->add_option("-r,--repetitions", att.repetitions, "timed repetitions after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
   attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str();
 
+  lt::bench::GenerateBenchOptions gen;
+  CLI::App* generate = app.add_subcommand("generate", "images/s and memory of recurrent (linear) vs KV-cache (softmax) sampling vs batch size");
+  generate->add_option("--shape", gen.shapes, "mnist (8 layers, 784 steps) and/or cifar (16 layers, 3072 steps)")->capture_default_str();
+  generate->add_option("-a,--attention", gen.attentions, "linear and/or softmax")->capture_default_str();
+  generate->add_option("-b,--batch", gen.batches, "batch sizes")->capture_default_str();
+  generate->add_option("-d,--device", gen.devices, "cpu and/or cuda")->capture_default_str();
+  generate->add_option("--steps", gen.steps, "time this many positions spread over the image and extrapolate (0: every step)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  generate->add_option("--layers", gen.layers, "override the shape's layers")->capture_default_str()->check(CLI::NonNegativeNumber);
+  generate->add_option("--d-model", gen.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  generate->add_option("--heads", gen.heads, "override the number of heads")->capture_default_str()->check(CLI::NonNegativeNumber);
+  generate->add_option("-r,--repetitions", gen.repetitions, "timed runs after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
+  generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();
+
+  lt::bench::TrainBenchOptions tr;
+  CLI::App* train = app.add_subcommand("train", "training examples/s and dense-layer GFLOP/s against the sgemm rate");
+  train->add_option("--shape", tr.shapes, "mnist and/or cifar")->capture_default_str();
+  train->add_option("-a,--attention", tr.attention, "causal-linear or softmax")->capture_default_str();
+  train->add_option("-b,--batch", tr.batch, "batch size (0: the paper's, 16 mnist / 10 cifar)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--layers", tr.layers, "override the shape's layers")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("-d,--device", tr.devices, "cpu and/or cuda")->capture_default_str();
+  train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
   try {
     lt::set_num_threads(threads);
@@ -37,6 +59,12 @@ int main(int argc, char** argv) {
     if (*attention) {
       att.verbose = !quiet;
       lt::bench::run_attention_bench(att, writer);
+    } else if (*generate) {
+      gen.verbose = !quiet;
+      lt::bench::run_generate_bench(gen, writer);
+    } else if (*train) {
+      tr.verbose = !quiet;
+      lt::bench::run_train_bench(tr, writer);
     }
     writer.finish();
   } catch (const std::exception& e) {

@@ -1,0 +1,111 @@
+// lt-bench train: training throughput of the paper's image models (forward,
+// backward and a RAdam update on random images), and how close the dense
+// layers come to the machine's own matrix-product rate, measured in the same
+// run on the shape of the feed-forward layer.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <random>
+
+#include "benchmarks.h"
+#include "lt/error.h"
+#include "lt/image_model.h"
+#include "lt/ops.h"
+#include "lt/train.h"
+
+namespace lt::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(shape_numel(s));
+  for (auto& x : v) x = dist(gen);
+  return Tensor::from_vector(v, s, d);
+}
+
+// FLOPs of the matrix products of one training step (forward once, backward
+// twice: input and weight gradients): the projections, the feed-forward
+// layers and the predictor. Attention's own arithmetic is left out.
+double dense_flops(const ImageModelConfig& c, int64_t B) {
+  const double tokens = double(B) * double(c.sequence_length());
+  const double d = double(c.transformer.d_model), ff = double(c.transformer.ff_dim);
+  const double macs = double(c.transformer.layers) * (4 * d * d + 2 * d * ff) + d * double(c.head_width());
+  return 2 * 3 * tokens * macs;
+}
+
+// Rate of one matrix product of the feed-forward shape [B*L, d] x [d, ff],
+// through the library's linear op (sgemm or cuBLAS plus the bias).
+double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repetitions) {
+  std::mt19937 gen(3);
+  const int64_t M = B * c.sequence_length(), K = c.transformer.d_model, N = c.transformer.ff_dim;
+  Tensor x = random_tensor({M, K}, dev, gen), W = random_tensor({N, K}, dev, gen), b = random_tensor({N}, dev, gen);
+  Tensor y = Tensor::empty({M, N}, dev);
+  linear_forward(x, W, b, y);  // warm-up
+  synchronize(dev);
+  double best = 0;
+  for (int r = 0; r < std::max(3, repetitions); ++r) {
+    auto t0 = Clock::now();
+    linear_forward(x, W, b, y);
+    synchronize(dev);
+    best = std::max(best, 2.0 * double(M) * double(K) * double(N) / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+void run_train_bench(const TrainBenchOptions& o, Writer& out) {
+  for (const std::string& dname : o.devices) {
+    Device dev = parse_device(dname);
+    require_device(dev);
+    for (const std::string& shape : o.shapes) {
+      check(shape == "mnist" || shape == "cifar", "unknown shape '" + shape + "' (expected mnist or cifar)");
+      ImageModelConfig c = ImageModelConfig::preset(shape == "cifar" ? "cifar10" : shape);
+      c.transformer.attention = o.attention == "softmax" ? AttentionKind::softmax : AttentionKind::causal_linear;
+      check(o.attention == "softmax" || o.attention == "causal-linear" || o.attention == "linear",
+            "unknown attention '" + o.attention + "' (expected causal-linear or softmax)");
+      if (o.layers > 0) c.transformer.layers = o.layers;
+      const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
+      ImageModel model(c, dev);
+      model.init_parameters(5);
+      TrainOptions topt;
+      topt.schedule.lr = 1e-4f;
+      Trainer trainer(model.params(), topt);
+      std::mt19937 gen(9);
+      std::vector<int32_t> px(B * c.subpixels());
+      for (auto& x : px) x = int32_t(gen() % 256);
+      Tensor images = Tensor::from_vector(px, {B, c.subpixels()}).to(dev);
+
+      std::vector<double> step_s;
+      for (int r = 0; r < o.repetitions + 1; ++r) {  // the first step plans buffers
+        synchronize(dev);
+        auto t0 = Clock::now();
+        model.forward(images, true, trainer.dropout_seed());
+        model.backward();
+        trainer.update();
+        synchronize(dev);
+        if (r > 0) step_s.push_back(seconds_since(t0));
+        if (o.verbose) std::cerr << "train " << shape << " step " << r << ": " << seconds_since(t0) << " s\n";
+      }
+      Stats s = Stats::of(step_s);
+      const double gemm = sgemm_gflops(c, B, dev, o.repetitions);
+      const double dense = dense_flops(c, B) / s.mean / 1e9;
+      Row row = environment_row(dname, num_threads());
+      row.set("shape", shape).set("attention", attention_name(c.transformer.attention));
+      row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
+      row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
+      row.set("examples_per_s", double(B) / s.mean);
+      row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);
+      row.set("repetitions", o.repetitions);
+      out.add(row);
+      if (o.verbose)
+        std::cerr << "train " << shape << ": " << double(B) / s.mean << " examples/s, dense "
+                  << dense << " GFLOP/s = " << 100 * dense / gemm << "% of sgemm " << gemm << " GFLOP/s\n";
+    }
+  }
+}
+
+}  // namespace lt::bench
