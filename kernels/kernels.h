@@ -20,6 +20,7 @@ void memset_zero(void* p, size_t bytes);
 void synchronize();
 // Scratch buffer that only grows; valid until the next call (not thread safe).
 float* scratch(size_t floats);
+void set_tf32(bool on);  // cuBLAS products in TF32 on the tensor cores (or full fp32)
 
 // --- linear.cu ---
 // y[rows,out] = x[rows,in] W[out,in]^T (+ b); cuBLAS sgemm.

@@ -1,6 +1,8 @@
 // Linear layer on the GPU: cuBLAS sgemm for the products, small kernels for
 // the bias. cuBLAS is column-major; a row-major [r, c] matrix is its [c, r]
 // transpose, so y^T = W x^T becomes gemm(op(W)=T, x) with swapped roles.
+#include <algorithm>
+
 #include "cuda_check.cuh"
 #include "kernels.h"
 
@@ -12,19 +14,33 @@ __global__ void broadcast_rows_kernel(const float* b, float* y, long long rows, 
   if (i < rows * out) y[i] = b[i % out];
 }
 
-// db[o] += sum_r dy[r, o]: one block per 32 columns, threads stride over rows.
-__global__ void bias_grad_kernel(const float* dy, float* db, long long rows, int out) {
-  __shared__ float partial[8][33];
-  int col = blockIdx.x * 32 + threadIdx.x;
+// db[o] += sum_r dy[r, o] in two deterministic passes: blocks of 32 columns x
+// a chunk of rows write partial sums, then one thread per column adds the
+// chunks in order. (One block per column tile left the GPU nearly idle: a
+// training step spent most of its time here.)
+constexpr int kBiasChunkRows = 256, kBiasMaxChunks = 1024;
+
+__global__ void bias_partial_kernel(const float* dy, float* partial, long long rows, int out, long long chunk) {
+  __shared__ float part[8][33];
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  const long long r0 = blockIdx.y * chunk, r1 = min(rows, r0 + chunk);
   float s = 0.f;
   if (col < out)
-    for (long long r = threadIdx.y; r < rows; r += blockDim.y) s += dy[r * out + col];
-  partial[threadIdx.y][threadIdx.x] = s;
+    for (long long r = r0 + threadIdx.y; r < r1; r += blockDim.y) s += dy[r * out + col];
+  part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && col < out) {
-    for (int j = 1; j < (int)blockDim.y; ++j) s += partial[j][threadIdx.x];
-    db[col] += s;
+    for (int j = 1; j < (int)blockDim.y; ++j) s += part[j][threadIdx.x];
+    partial[(long long)blockIdx.y * out + col] = s;
   }
+}
+
+__global__ void bias_sum_kernel(const float* partial, float* db, int chunks, int out) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= out) return;
+  float s = 0.f;
+  for (int c = 0; c < chunks; ++c) s += partial[(long long)c * out + col];
+  db[col] += s;
 }
 
 }  // namespace
@@ -53,8 +69,13 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
   LT_CUBLAS_CHECK(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_T, (int)in, (int)out, (int)rows, &one, x,
                               (int)in, dy, (int)out, &one, dW, (int)in));
   if (db) {
-    dim3 block(32, 8);
-    bias_grad_kernel<<<blocks_for(out, 32), block>>>(dy, db, rows, (int)out);
+    long long chunk = kBiasChunkRows;
+    while ((rows + chunk - 1) / chunk > kBiasMaxChunks) chunk *= 2;
+    const int chunks = (int)std::max(1LL, (rows + chunk - 1) / chunk);
+    float* partial = scratch((size_t)chunks * out);
+    bias_partial_kernel<<<dim3(blocks_for(out, 32), chunks), dim3(32, 8)>>>(dy, partial, rows, (int)out, chunk);
+    LT_CUDA_LAUNCH_CHECK();
+    bias_sum_kernel<<<blocks_for(out, 128), 128>>>(partial, db, chunks, (int)out);
     LT_CUDA_LAUNCH_CHECK();
   }
 }

@@ -1,7 +1,9 @@
 // One recurrent step of causal linear attention (eq. 16-20) on the GPU: one
-// block per (n, h). Threads (tx, ty) own value column m0 + tx and feature rows
-// ty, ty + 8, ...: each reads and writes its S entries once (coalesced along
-// M), and the block sums the per-row-group partials of phi(q)^T S.
+// warp per (n, h). Lane l owns value columns l, l + 32, ...: it reads and
+// writes its column of S once (each row of S one coalesced 128-byte access),
+// and phi(q)[f], phi(k)[f] come from the lane holding them by shuffle, so no
+// block-wide reduction or barrier is needed. The step is bound by reading and
+// writing S, so loads are issued a group at a time to keep several in flight.
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
@@ -9,55 +11,59 @@
 namespace lt::cuda {
 namespace {
 
-constexpr int kCols = 32, kRowGroups = 8;
+constexpr int kWarps = 4, kGroup = 8;
 
 __device__ float warp_sum(float x) {
   for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
   return x;
 }
 
-__global__ void linear_attention_step_kernel(const float* fq, const float* fk, const float* v, float* S, float* Z,
-                                             float* out, int F, int M) {
-  __shared__ float partial[kRowGroups][kCols];
-  __shared__ float den_parts[kRowGroups];
-  const long long p = blockIdx.x;
+__global__ void linear_attention_step_kernel(const float* __restrict__ fq, const float* __restrict__ fk,
+                                             const float* __restrict__ v, float* __restrict__ S,
+                                             float* __restrict__ Z, float* __restrict__ out, long long pairs,
+                                             int F, int M) {
+  const long long p = blockIdx.x * (long long)kWarps + threadIdx.y;
+  if (p >= pairs) return;  // a whole warp leaves together
+  const int lane = threadIdx.x;
   const float *q = fq + p * F, *k = fk + p * F, *val = v + p * M;
   float *s = S + p * F * M, *z = Z + p * F, *o = out + p * M;
-  const int tx = threadIdx.x, ty = threadIdx.y;
 
   // Z += phi(k) (eq. 19) and the denominator phi(q)^T Z.
   float d = 0.f;
-  for (int f = ty * kCols + tx; f < F; f += kCols * kRowGroups) {
+  for (int f = lane; f < F; f += 32) {
     const float zf = z[f] + k[f];
     z[f] = zf;
     d += q[f] * zf;
   }
-  d = warp_sum(d);  // a warp is one row of the block: fixed ty
-  if (tx == 0) den_parts[ty] = d;
-  __syncthreads();
-  float den = kLinearAttentionEps;
-  for (int g = 0; g < kRowGroups; ++g) den += den_parts[g];
+  const float den = warp_sum(d) + kLinearAttentionEps;
 
-  // S += phi(k) v^T (eq. 18) and out = phi(q)^T S / den (eq. 20), 32 columns at a time.
-  for (int m0 = 0; m0 < M; m0 += kCols) {
-    const int m = m0 + tx;
+  // S += phi(k) v^T (eq. 18) and out = phi(q)^T S / den (eq. 20).
+  for (int m0 = 0; m0 < M; m0 += 32) {
+    const int m = m0 + lane;
+    const bool mine = m < M;
+    const float vm = mine ? val[m] : 0.f;
     float acc = 0.f;
-    if (m < M) {
-      const float vm = val[m];
-      for (int f = ty; f < F; f += kRowGroups) {
-        const float sf = s[(long long)f * M + m] + k[f] * vm;
-        s[(long long)f * M + m] = sf;
-        acc += q[f] * sf;
+    for (int f0 = 0; f0 < F; f0 += 32) {
+      const int nf = min(32, F - f0);
+      const float q_lane = lane < nf ? q[f0 + lane] : 0.f, k_lane = lane < nf ? k[f0 + lane] : 0.f;
+      float* col = s + (long long)f0 * M + m;
+      for (int j0 = 0; j0 < nf; j0 += kGroup) {
+        float sf[kGroup];
+#pragma unroll
+        for (int j = 0; j < kGroup; ++j) sf[j] = (mine && j0 + j < nf) ? col[(long long)(j0 + j) * M] : 0.f;
+#pragma unroll
+        for (int j = 0; j < kGroup; ++j) {
+          const float qf = __shfl_sync(0xffffffffu, q_lane, (j0 + j) & 31);
+          const float kf = __shfl_sync(0xffffffffu, k_lane, (j0 + j) & 31);
+          if (mine && j0 + j < nf) {
+            sf[j] += kf * vm;
+            col[(long long)(j0 + j) * M] = sf[j];
+            acc += qf * sf[j];
+          }
+        }
       }
     }
-    partial[ty][tx] = acc;
-    __syncthreads();
-    if (ty == 0 && m < M) {
-      float num = 0.f;
-      for (int g = 0; g < kRowGroups; ++g) num += partial[g][tx];
-      o[m] = num / den;
-    }
-    __syncthreads();  // partial is reused by the next column tile
+    if (mine) o[m] = acc / den;
   }
 }
 
@@ -66,9 +72,10 @@ __global__ void linear_attention_step_kernel(const float* fq, const float* fk, c
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
                            int64_t pairs, int64_t F, int64_t M) {
   if (pairs == 0) return;
-  if (pairs > 0x7fffffffLL)
-    throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid (2^31 - 1)");
-  linear_attention_step_kernel<<<(unsigned)pairs, dim3(kCols, kRowGroups)>>>(fq, fk, v, S, Z, out, (int)F, (int)M);
+  if ((pairs + kWarps - 1) / kWarps > 0x7fffffffLL)
+    throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid");
+  linear_attention_step_kernel<<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(fq, fk, v, S, Z, out, pairs, (int)F,
+                                                                                (int)M);
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -72,11 +72,15 @@ cublasHandle_t cublas() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
     LT_CUBLAS_CHECK(cublasCreate(&h));
-    // Tests compare with float64 references at 1e-5: keep full fp32 (no TF32).
+    // Full fp32 unless set_tf32 asks for the tensor cores' TF32 mode.
     LT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     return h;
   }();
   return handle;
+}
+
+void set_tf32(bool on) {
+  LT_CUBLAS_CHECK(cublasSetMathMode(cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 }  // namespace lt::cuda

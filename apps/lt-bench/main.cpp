@@ -13,10 +13,11 @@ int main(int argc, char** argv) {
   app.fallthrough();  // -f, -t, -q may follow the subcommand too
   std::string format = "md";
   int threads = 0;
-  bool quiet = false;
+  bool quiet = false, tf32 = false;
   app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
   app.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
+  app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
 
   lt::bench::AttentionBenchOptions att;
   CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     lt::set_num_threads(threads);
+    lt::set_cuda_tf32(tf32);
     lt::bench::Writer writer(format);
     if (*attention) {
       att.verbose = !quiet;

@@ -56,6 +56,20 @@ std::string cuda_unavailable_reason() {
 #endif
 }
 
+namespace {
+bool g_tf32 = false;
+}
+
+void set_cuda_tf32(bool on) {
+  if (on == g_tf32) return;  // the default needs no cuBLAS handle
+#ifdef LT_WITH_CUDA
+  if (cuda_available()) cuda::set_tf32(on);
+#endif
+  g_tf32 = on;
+}
+
+bool cuda_tf32() { return g_tf32; }
+
 void require_device(Device d) {
   if (d == Device::cuda) {
     std::string why = cuda_unavailable_reason();

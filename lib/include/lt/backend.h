@@ -22,6 +22,11 @@ std::string cuda_unavailable_reason();
 inline bool cuda_available() { return cuda_unavailable_reason().empty(); }
 // Throws lt::Error with cuda_unavailable_reason() when d is cuda and unusable.
 void require_device(Device d);
+// Lets cuBLAS run fp32 matrix products as TF32 on the tensor cores (about
+// 3e-4 relative error, several times faster); off by default, as in PyTorch.
+// A no-op on the CPU and in builds without CUDA.
+void set_cuda_tf32(bool on);
+bool cuda_tf32();
 // Waits for queued GPU work (no-op on CPU); benchmarks time around this.
 void synchronize(Device d);
 // Name of the CPU model or GPU, for benchmark rows.
