@@ -11,7 +11,7 @@
 namespace lt::cuda {
 namespace {
 
-constexpr int kWarps = 4, kGroup = 8;
+constexpr int kWarps = 4, kGroup = 32;
 
 __device__ float warp_sum(float x) {
   for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);

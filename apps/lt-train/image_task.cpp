@@ -90,6 +90,11 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   if (resuming) {
     a.adopt_recipe(load_safetensors(a.output));
     model = ImageModel::load(a.output, device);
+  } else if (!a.init.empty()) {
+    for (const char* flag : {"--preset", "--layers", "--d-model", "--heads", "--ff-dim", "--mixtures", "--attention",
+                             "--feature-map", "--output-head"})
+      check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
+    model = ImageModel::load(a.init, device);  // its architecture and histogram; a fresh optimizer
   } else {
     ImageModelConfig config = image_config(a, data.train);
     config.first_subpixel_histogram.assign(256, 0.0);
@@ -122,6 +127,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   s.eval_images = a.eval_images;
   s.metadata = recipe_metadata(a, opt.schedule, batch, steps);
   s.metadata["dataset"] = folder_name(a.data);
+  if (!a.init.empty()) s.metadata["lt.train.init"] = a.init;
 
   const TransformerConfig& t = c.transformer;
   if (!a.quiet)

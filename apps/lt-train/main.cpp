@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
   app.add_option("-o,--output", a.output, "checkpoint written during training (and by --export)")->capture_default_str();
+  app.add_option("--init", a.init, "start from this model's parameters and architecture with a fresh optimizer at step 0 (ignored when --resume finds --output)")->check(CLI::ExistingFile);
   app.add_flag("--resume", a.resume, "continue training --output: its model, optimizer state and step, and its seed, batch, steps and schedule unless given");
 
   auto* model = app.add_option_group("model", "model (0 or empty: the preset's value)");
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
   for (const char* name : {"--seed", "--batch", "--steps", "--epochs", "--optimizer", "--lr", "--schedule", "--warmup",
-                           "--gamma", "--min-lr", "--clip", "--milestones"})
+                           "--gamma", "--min-lr", "--clip", "--milestones", "--preset", "--layers", "--d-model",
+                           "--heads", "--ff-dim", "--mixtures", "--attention", "--feature-map", "--output-head"})
     if (app.count(name)) a.given.insert(name);
   try {
     lt::set_num_threads(a.threads);

@@ -14,7 +14,7 @@ namespace lt::app {
 
 struct TrainArgs {
   bool eval = false, export_ = false, resume = false, quiet = false;
-  std::string task = "image", data, model, output = "model.safetensors";
+  std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0;
   float dropout = -1;

@@ -231,6 +231,30 @@ TEST_CASE("lt-train --export writes a model-only checkpoint that --eval accepts"
   check_one_line_error(lt_train(dir, "--export -m " + q(ckpt) + " -o " + q(ckpt)), {"-o", "-m"});
 }
 
+TEST_CASE("lt-train --init starts from a model's parameters with a fresh optimizer") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), first = dir.file("first.safetensors"),
+                    init1 = dir.file("init1.safetensors");
+  REQUIRE(lt_train(dir, "--data " + q(data) + kTiny + "--steps 3 -q -o " + q(first)).exit_code == 0);
+  REQUIRE(lt_train(dir, "--data " + q(data) + " --init " + q(first) + " -b 4 --steps 2 -q -o " + q(init1)).exit_code == 0);
+  Checkpoint ck = load_safetensors(init1);
+  CHECK(ck.meta("lt.train.step") == "2");  // counted from 0, not from the initial model's 3
+  CHECK(ck.meta("lt.train.init") == first);
+  std::map<std::string, std::vector<float>> a = tensor_values(first), b = tensor_values(init1);
+  for (const auto& [name, v] : b) {
+    if (name.rfind("optimizer.", 0) == 0) continue;
+    REQUIRE(a.count(name) == 1);
+    CHECK(a.at(name).size() == v.size());
+  }
+  CHECK(a.at("predictor.bias") != b.at("predictor.bias"));  // it trained
+  check_one_line_error(lt_train(dir, "--data " + q(data) + " --init " + q(first) + " --layers 2 --steps 1 -o " +
+                                         q(dir.file("x.safetensors"))),
+                       {"--layers", "--init"});
+  CHECK(!std::filesystem::exists(dir.file("x.safetensors")));
+}
+
 TEST_CASE("lt-train refuses bad input with one line naming the problem") {
   TempDir dir;
   const uint64_t seed = fresh_seed();
