@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "blas_cores.h"
 #include "benchmarks.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 
 int main(int argc, char** argv) {
+  lt::app::use_fast_blas_kernels(argv);
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
   app.fallthrough();  // -f, -t, -q may follow the subcommand too

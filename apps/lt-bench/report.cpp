@@ -6,6 +6,8 @@
 #include "lt/backend.h"
 #include "lt/error.h"
 
+extern "C" char* openblas_get_corename(void);
+
 namespace lt::bench {
 
 Row environment_row(const std::string& device, int threads) {
@@ -13,6 +15,7 @@ Row environment_row(const std::string& device, int threads) {
   r.set("device", device);
   r.set("threads", threads);
   r.set("cpu", device_description(Device::cpu));
+  r.set("blas", std::string("OpenBLAS ") + openblas_get_corename());
   r.set("gpu", device == "cuda" ? device_description(Device::cuda) : std::string("none"));
   r.set("commit", build_commit());
   r.set("cuda_build", built_with_cuda());
@@ -84,7 +87,7 @@ void Writer::finish() {
     std::cout << arr.dump(2) << std::endl;
   } else if (format_ == "md" && !rows_.empty()) {
     // Machine columns are the same in every row: print them once above the table.
-    const std::vector<std::string> machine{"cpu", "gpu", "commit", "cuda_build"};
+    const std::vector<std::string> machine{"cpu", "blas", "gpu", "commit", "cuda_build"};
     auto is_machine = [&](const std::string& k) {
       for (auto& m : machine)
         if (m == k) return true;

@@ -10,6 +10,7 @@
 
 #include "backend/device_memory.h"
 #include "lt/error.h"
+#include "lt_build_commit.h"  // generated at build time: LT_GIT_COMMIT
 #ifdef LT_WITH_CUDA
 #include "kernels.h"
 #endif
