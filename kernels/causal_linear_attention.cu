@@ -7,6 +7,12 @@
 // reduces its share of out_t over the feature rows. Feature tiles beyond the
 // first add into out atomically, so any F and M work.
 //
+// When batch x heads x tiles cannot fill the GPU (long sequences, small
+// batches), the sequence is also cut into S segments run in parallel: a first
+// pass sums each segment's state, an exclusive scan over the segments gives
+// the state each segment starts from, and a second pass runs the segments
+// from those states. Memory: S x F x M per (sequence, head), S ~ SMs / pairs.
+//
 // With v' = [v, 1] (a column of ones read on the fly) the product with
 // a = fq, b = fk, c = v' gives num' = [num, den - eps] in one pass. With G the
 // gradient of num' (G_l = [g_l / den_l, -(g_l . out_l) / den_l]) the backward
@@ -42,30 +48,43 @@ struct Operand {
   }
 };
 
-// grid (N*H, value-column tiles, feature-row tiles), block (kCols, kRowGroups).
-// row = (n * L + t) * H + h indexes the [N, L, H] positions.
+// grid (N*H*S, value-column tiles, feature-row tiles), block (kCols, kRowGroups).
+// row = (n * L + t) * H + h indexes the [N, L, H] positions. Block x = pair *
+// S + segment runs chunks [segment * per, (segment + 1) * per) in processing
+// order (from the end when reverse). With sum_only it writes its segment's
+// state sum to seg instead of outputs; otherwise, when S > 1, it starts from
+// the state seg holds for it.
+template <bool sum_only>
 __global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* out, int out_width, long long L,
-                                      long long H, bool reverse) {
+                                      long long H, bool reverse, int S, long long per, float* seg, int inner) {
   __shared__ float sa[kSteps][kRows], sb[kSteps][kRows], sc[kSteps][kCols];
   __shared__ float partial[kSteps][kRowGroups][kCols];
-  const long long n = blockIdx.x / H, h = blockIdx.x % H;
+  const long long pair = blockIdx.x / S, segment = blockIdx.x % S;
+  const long long n = pair / H, h = pair % H;
   const int col0 = blockIdx.y * kCols, row0 = blockIdx.z * kRows;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kCols + tx;
   const bool accumulate = gridDim.z > 1;
+  // This thread's state entries: rows row0 + ty + r * kRowGroups, column col0 + tx.
+  float* my_seg = seg ? seg + (long long)blockIdx.x * inner * out_width : nullptr;
+  const int col = col0 + tx;
 
   float state[kRowsPerThread];
 #pragma unroll
-  for (int r = 0; r < kRowsPerThread; ++r) state[r] = 0.f;
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const int f = row0 + ty + r * kRowGroups;
+    state[r] = !sum_only && my_seg && f < inner && col < out_width ? my_seg[(long long)f * out_width + col] : 0.f;
+  }
 
   const long long chunks = (L + kSteps - 1) / kSteps;
-  for (long long ci = 0; ci < chunks; ++ci) {
+  const long long c_begin = segment * per, c_end = min(chunks, c_begin + per);
+  for (long long ci = c_begin; ci < c_end; ++ci) {
     // First position of the chunk; in reverse the last chunk starts before 0.
     const long long t0 = reverse ? L - (ci + 1) * kSteps : ci * kSteps;
     for (int i = tid; i < kSteps * kRows; i += kThreads) {
       const int s = i / kRows, r = i % kRows, f = row0 + r;
       const long long t = t0 + s;
       const bool ok = t >= 0 && t < L;
-      sa[s][r] = ok ? a.at((n * L + t) * H + h, f) : 0.f;
+      if (!sum_only) sa[s][r] = ok ? a.at((n * L + t) * H + h, f) : 0.f;
       sb[s][r] = ok ? b.at((n * L + t) * H + h, f) : 0.f;
     }
     for (int i = tid; i < kSteps * kCols; i += kThreads) {
@@ -75,7 +94,6 @@ __global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* ou
     }
     __syncthreads();
 
-    // Each thread: state rows ty + r * kRowGroups, value column col0 + tx.
     // Padded positions have b = c = 0 and leave the state unchanged.
     for (int k = 0; k < kSteps; ++k) {
       const int s = reverse ? kSteps - 1 - k : k;
@@ -85,27 +103,78 @@ __global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* ou
       for (int r = 0; r < kRowsPerThread; ++r) {
         const int row = ty + r * kRowGroups;
         state[r] += sb[s][row] * cv;
-        p += sa[s][row] * state[r];
+        if (!sum_only) p += sa[s][row] * state[r];
       }
-      partial[s][ty][tx] = p;
+      if (!sum_only) partial[s][ty][tx] = p;
     }
     __syncthreads();
 
-    for (int i = tid; i < kSteps * kCols; i += kThreads) {
-      const int s = i / kCols, m = i % kCols, col = col0 + m;
-      const long long t = t0 + s;
-      if (t < 0 || t >= L || col >= out_width) continue;
-      float sum = 0.f;
+    if (!sum_only) {
+      for (int i = tid; i < kSteps * kCols; i += kThreads) {
+        const int s = i / kCols, m = i % kCols, oc = col0 + m;
+        const long long t = t0 + s;
+        if (t < 0 || t >= L || oc >= out_width) continue;
+        float sum = 0.f;
 #pragma unroll
-      for (int g = 0; g < kRowGroups; ++g) sum += partial[s][g][m];
-      float* dst = out + ((n * L + t) * H + h) * out_width + col;
-      if (accumulate)
-        atomicAdd(dst, sum);
-      else
-        *dst = sum;
+        for (int g = 0; g < kRowGroups; ++g) sum += partial[s][g][m];
+        float* dst = out + ((n * L + t) * H + h) * out_width + oc;
+        if (accumulate)
+          atomicAdd(dst, sum);
+        else
+          *dst = sum;
+      }
+      __syncthreads();  // the next chunk overwrites the staged operands and partials
     }
-    __syncthreads();  // the next chunk overwrites the staged operands and partials
   }
+  if (sum_only) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int f = row0 + ty + r * kRowGroups;
+      if (f < inner && col < out_width) my_seg[(long long)f * out_width + col] = state[r];
+    }
+  }
+}
+
+// In place over each pair's S segment sums [pair, S, FM]: the exclusive
+// prefix, the state each segment starts from (in processing order).
+__global__ void segment_scan_kernel(float* seg, long long pairs, int S, long long FM) {
+  const long long total = pairs * FM;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    float* x = seg + (i / FM) * S * FM + i % FM;
+    float run = 0.f;
+    for (int s = 0; s < S; ++s) {
+      const float v = x[s * FM];
+      x[s * FM] = run;
+      run += v;
+    }
+  }
+}
+
+unsigned grid_for(long long n, int threads) {
+  return static_cast<unsigned>(std::min<long long>(blocks_for(n, threads), 1 << 16));
+}
+
+int multiprocessors() {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    LT_CUDA_CHECK(cudaGetDevice(&dev));
+    LT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  return sms;
+}
+
+// Segment states live apart from scratch(), which holds the caller's P or G.
+float* segment_buffer(size_t floats) {
+  static float* buf = nullptr;
+  static size_t cap = 0;
+  if (floats > cap) {
+    if (buf) LT_CUDA_CHECK(cudaFree(buf));
+    buf = static_cast<float*>(malloc(floats * sizeof(float)));
+    cap = floats;
+  }
+  return buf;
 }
 
 // out[:, :out_width] of the causal (or reverse) product; a and b must have the same logical width.
@@ -118,8 +187,22 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
                     std::to_string(inner) + ", M = " + std::to_string(out_width) +
                     " exceed the CUDA grid (N*H < 2^31, F and M < 2^21)");
   if (row_tiles > 1) LT_CUDA_CHECK(cudaMemset(out, 0, sizeof(float) * N * L * H * out_width));
-  dim3 grid((unsigned)pairs, (unsigned)col_tiles, (unsigned)row_tiles);
-  causal_product_kernel<<<grid, dim3(kCols, kRowGroups)>>>(a, b, c, out, (int)out_width, L, H, reverse);
+  // Segments: enough blocks for two per SM, each segment at least 4 chunks.
+  const int64_t chunks = (L + kSteps - 1) / kSteps, blocks = pairs * col_tiles * row_tiles;
+  const int64_t want = (2 * multiprocessors() + blocks - 1) / blocks;
+  const int S = (int)std::max<int64_t>(1, std::min<int64_t>({want, chunks / 4, 0x7fffffffLL / pairs}));
+  const int64_t per = (chunks + S - 1) / S;
+  const dim3 grid((unsigned)(pairs * S), (unsigned)col_tiles, (unsigned)row_tiles), block(kCols, kRowGroups);
+  float* seg = nullptr;
+  if (S > 1) {
+    const int64_t FM = inner * out_width;
+    seg = segment_buffer((size_t)(pairs * S * FM));
+    causal_product_kernel<true><<<grid, block>>>(a, b, c, out, (int)out_width, L, H, reverse, S, per, seg, (int)inner);
+    LT_CUDA_LAUNCH_CHECK();
+    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256>>>(seg, pairs, S, FM);
+    LT_CUDA_LAUNCH_CHECK();
+  }
+  causal_product_kernel<false><<<grid, block>>>(a, b, c, out, (int)out_width, L, H, reverse, S, per, seg, (int)inner);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -152,10 +235,6 @@ __global__ void numerator_gradient_kernel(float* PG, const float* g, long long r
     if (lane == 0) p[M] = -dot * inv * inv;
     __syncwarp();
   }
-}
-
-unsigned grid_for(long long n, int threads) {
-  return static_cast<unsigned>(std::min<long long>(blocks_for(n, threads), 1 << 16));
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ TEST_CASE("cuda causal linear attention forward and backward match the CPU") {
   compare_with_cpu(rng, rng.integer(1, 3), rng.integer(2, 200), rng.integer(1, 3), rng.integer(2, 300),
                    rng.integer(1, 300));
   compare_with_cpu(rng, 40, 17, 8, 16, 16);  // many (n, h) pairs
+  // Long sequences of one pair: the sequence runs as parallel segments.
+  compare_with_cpu(rng, 1, rng.integer(3000, 9000), 1, rng.integer(20, 70), rng.integer(20, 70));
 }
 
 TEST_CASE("cuda linear attention step matches the CPU") {
