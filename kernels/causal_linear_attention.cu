@@ -165,18 +165,6 @@ int multiprocessors() {
   return sms;
 }
 
-// Segment states live apart from scratch(), which holds the caller's P or G.
-float* segment_buffer(size_t floats) {
-  static float* buf = nullptr;
-  static size_t cap = 0;
-  if (floats > cap) {
-    if (buf) LT_CUDA_CHECK(cudaFree(buf));
-    buf = static_cast<float*>(malloc(floats * sizeof(float)));
-    cap = floats;
-  }
-  return buf;
-}
-
 // out[:, :out_width] of the causal (or reverse) product; a and b must have the same logical width.
 void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_width, int64_t N, int64_t L,
                     int64_t H, bool reverse) {
@@ -196,7 +184,7 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
   float* seg = nullptr;
   if (S > 1) {
     const int64_t FM = inner * out_width;
-    seg = segment_buffer((size_t)(pairs * S * FM));
+    seg = scratch((size_t)(pairs * S * FM), 1);  // slot 0 holds the caller's P or G
     causal_product_kernel<true><<<grid, block>>>(a, b, c, out, (int)out_width, L, H, reverse, S, per, seg, (int)inner);
     LT_CUDA_LAUNCH_CHECK();
     segment_scan_kernel<<<grid_for(pairs * FM, 256), 256>>>(seg, pairs, S, FM);

@@ -18,8 +18,11 @@ void memcpy_d2h(void* dst, const void* src, size_t bytes);
 void memcpy_d2d(void* dst, const void* src, size_t bytes);
 void memset_zero(void* p, size_t bytes);
 void synchronize();
-// Scratch buffer that only grows; valid until the next call (not thread safe).
-float* scratch(size_t floats);
+// Scratch buffers that only grow; valid until the next call with the same
+// slot (not thread safe). Slot 1 serves the causal product's segment states,
+// which it needs while its caller holds slot 0.
+constexpr int kScratchSlots = 2;
+float* scratch(size_t floats, int slot = 0);
 void set_tf32(bool on);  // cuBLAS products in TF32 on the tensor cores (or full fp32)
 
 // --- linear.cu ---

@@ -57,15 +57,16 @@ void memcpy_d2d(void* dst, const void* src, size_t bytes) {
 void memset_zero(void* p, size_t bytes) { LT_CUDA_CHECK(cudaMemset(p, 0, bytes)); }
 void synchronize() { LT_CUDA_CHECK(cudaDeviceSynchronize()); }
 
-float* scratch(size_t floats) {
-  static float* buf = nullptr;
-  static size_t cap = 0;
-  if (floats > cap) {
-    if (buf) LT_CUDA_CHECK(cudaFree(buf));
-    buf = static_cast<float*>(malloc(floats * sizeof(float)));
-    cap = floats;
+float* scratch(size_t floats, int slot) {
+  static float* buf[kScratchSlots] = {};
+  static size_t cap[kScratchSlots] = {};
+  if (slot < 0 || slot >= kScratchSlots) throw lt::Error("scratch: no slot " + std::to_string(slot));
+  if (floats > cap[slot]) {
+    if (buf[slot]) LT_CUDA_CHECK(cudaFree(buf[slot]));
+    buf[slot] = static_cast<float*>(malloc(floats * sizeof(float)));
+    cap[slot] = floats;
   }
-  return buf;
+  return buf[slot];
 }
 
 cublasHandle_t cublas() {
