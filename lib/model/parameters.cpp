@@ -17,6 +17,13 @@ void Parameters::allocate(Device device) {
   grads_ = Tensor::zeros({total_}, device);
 }
 
+void Parameters::share_values(const Parameters& other) {
+  check(total_ == other.total_ && entries_.size() == other.entries_.size() && other.allocated(),
+        "share_values: the parameter sets differ in layout");
+  values_ = other.values_;
+  if (!grads_.defined() || grads_.device() != values_.device()) grads_ = Tensor::zeros({total_}, values_.device());
+}
+
 size_t Parameters::index(const std::string& name) const {
   auto it = index_.find(name);
   check(it != index_.end(), "no parameter named '" + name + "'");

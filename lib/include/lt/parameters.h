@@ -31,6 +31,9 @@ class Parameters {
   Tensor grad(size_t i) const;
   Tensor value(const std::string& name) const { return value(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
+  // Makes this set use other's values (same layout): a replica that reads the
+  // weights the optimizer updates and keeps its own gradients.
+  void share_values(const Parameters& other);
   const Tensor& values() const { return values_; }  // flat [numel]
   const Tensor& grads() const { return grads_; }    // flat [numel]
   void zero_grad() { grads_.zero(); }
