@@ -47,7 +47,12 @@ void set_num_threads(int n) {
   openblas_set_num_threads(g_threads);
 }
 
-int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+// OpenMP's own default (OMP_NUM_THREADS or every core), read once at start-up:
+// omp_get_max_threads() itself changes whenever OpenBLAS is told to use one
+// thread for a while (SingleThreadedBlas), and must not become our default.
+static const int g_default_threads = omp_get_max_threads();
+
+int num_threads() { return g_threads > 0 ? g_threads : g_default_threads; }
 
 std::string cuda_unavailable_reason() {
 #ifdef LT_WITH_CUDA
