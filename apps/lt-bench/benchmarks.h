@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/image_model.h"
 #include "report.h"
 
 namespace lt::bench {
@@ -18,6 +19,11 @@ struct AttentionBenchOptions {
   bool verbose = true;
 };
 void run_attention_bench(const AttentionBenchOptions& o, Writer& out);
+
+// The paper's MNIST ("mnist") or CIFAR-10 ("cifar") image model, with
+// layers, width (head dim = width / heads) and heads overridden where > 0.
+ImageModelConfig bench_model_config(const std::string& shape, AttentionKind attention, int64_t layers,
+                                    int64_t d_model, int64_t heads);
 
 struct GenerateBenchOptions {
   std::vector<std::string> shapes{"mnist"};  // mnist (8 layers, 784 steps) or cifar (16 layers, 3072 steps)
@@ -37,7 +43,7 @@ struct TrainBenchOptions {
   std::vector<std::string> devices{"cpu"};
   std::string attention = "causal-linear";
   int64_t batch = 0;   // 0: the paper's (16 for mnist, 10 for cifar)
-  int64_t layers = 0;  // 0: the shape's own
+  int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
   int repetitions = 3;
   bool verbose = true;
 };

@@ -15,23 +15,6 @@
 namespace lt::bench {
 namespace {
 
-ImageModelConfig shape_config(const GenerateBenchOptions& o, const std::string& shape, AttentionKind kind) {
-  ImageModelConfig c = ImageModelConfig::preset(shape == "cifar" ? "cifar10" : shape);
-  if (o.layers > 0) c.transformer.layers = o.layers;
-  if (o.heads > 0) c.transformer.heads = o.heads;
-  if (o.d_model > 0) c.transformer.d_model = o.d_model;
-  if (o.heads > 0 || o.d_model > 0) {
-    check(c.transformer.d_model % c.transformer.heads == 0,
-          "--d-model " + std::to_string(c.transformer.d_model) + " is not a multiple of --heads " +
-              std::to_string(c.transformer.heads));
-    c.transformer.head_dim = c.transformer.d_model / c.transformer.heads;
-    c.transformer.ff_dim = 4 * c.transformer.d_model;
-  }
-  c.transformer.attention = kind;
-  c.validate();
-  return c;
-}
-
 // Positions to time: all of 0..L-1, or `steps` of them spread evenly. A
 // step's cost depends only on its position (constant for the recurrent
 // state, growing with t for the KV cache), so the mean over evenly spread
@@ -49,8 +32,6 @@ std::vector<int64_t> timed_positions(int64_t L, int64_t steps) {
 }  // namespace
 
 void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
-  for (const std::string& shape : o.shapes)
-    check(shape == "mnist" || shape == "cifar", "unknown shape '" + shape + "' (expected mnist or cifar)");
   for (int64_t b : o.batches) check(b >= 1, "batch sizes must be >= 1, got " + std::to_string(b));
   std::vector<AttentionKind> kinds;
   for (const std::string& a : o.attentions) {
@@ -66,7 +47,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
     require_device(dev);
     for (const std::string& shape : o.shapes) {
       for (AttentionKind kind : kinds) {
-        const ImageModelConfig c = shape_config(o, shape, kind);
+        const ImageModelConfig c = bench_model_config(shape, kind, o.layers, o.d_model, o.heads);
         memory_reset_peak(dev);
         const size_t base = memory_in_use(dev);
         ImageModel model(c, dev);

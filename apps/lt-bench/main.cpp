@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   train->add_option("-a,--attention", tr.attention, "causal-linear or softmax")->capture_default_str();
   train->add_option("-b,--batch", tr.batch, "batch size (0: the paper's, 16 mnist / 10 cifar)")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--layers", tr.layers, "override the shape's layers")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--d-model", tr.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--heads", tr.heads, "override the number of heads")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("-d,--device", tr.devices, "cpu and/or cuda")->capture_default_str();
   train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
 

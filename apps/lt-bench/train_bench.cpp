@@ -1,5 +1,6 @@
 // lt-bench train: training throughput of the paper's image models (forward,
-// backward and a RAdam update on random images), and how close the dense
+// backward and a RAdam update on random images, the batch split over CPU
+// threads as lt-train does), and how close the dense
 // layers come to the machine's own matrix-product rate, measured in the same
 // run on the shape of the feed-forward layer.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "benchmarks.h"
 #include "lt/error.h"
 #include "lt/image_model.h"
+#include "lt/image_training.h"
 #include "lt/ops.h"
 #include "lt/train.h"
 
@@ -62,12 +64,11 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
     Device dev = parse_device(dname);
     require_device(dev);
     for (const std::string& shape : o.shapes) {
-      check(shape == "mnist" || shape == "cifar", "unknown shape '" + shape + "' (expected mnist or cifar)");
-      ImageModelConfig c = ImageModelConfig::preset(shape == "cifar" ? "cifar10" : shape);
-      c.transformer.attention = o.attention == "softmax" ? AttentionKind::softmax : AttentionKind::causal_linear;
       check(o.attention == "softmax" || o.attention == "causal-linear" || o.attention == "linear",
             "unknown attention '" + o.attention + "' (expected causal-linear or softmax)");
-      if (o.layers > 0) c.transformer.layers = o.layers;
+      const ImageModelConfig c =
+          bench_model_config(shape, o.attention == "softmax" ? AttentionKind::softmax : AttentionKind::causal_linear,
+                             o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
       ImageModel model(c, dev);
       model.init_parameters(5);
@@ -78,13 +79,13 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       std::vector<int32_t> px(B * c.subpixels());
       for (auto& x : px) x = int32_t(gen() % 256);
       Tensor images = Tensor::from_vector(px, {B, c.subpixels()}).to(dev);
+      ReplicaSet replicas(model, B);  // as lt-train: the batch split over CPU threads
 
       std::vector<double> step_s;
       for (int r = 0; r < o.repetitions + 1; ++r) {  // the first step plans buffers
         synchronize(dev);
         auto t0 = Clock::now();
-        model.forward(images, true, trainer.dropout_seed());
-        model.backward();
+        replicas.forward_backward(images, trainer.dropout_seed());
         trainer.update();
         synchronize(dev);
         if (r > 0) step_s.push_back(seconds_since(t0));
@@ -96,6 +97,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       Row row = environment_row(dname, num_threads());
       row.set("shape", shape).set("attention", attention_name(c.transformer.attention));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
+      row.set("replicas", replicas.replicas());
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);
       row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);

@@ -3,81 +3,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <memory>
-
-#include "backend/cpu_blas.h"
-#include "lt/backend.h"
 #include "lt/error.h"
 
 namespace lt {
-namespace {
-
-// Data parallelism on the CPU: thread r runs whole forward and backward
-// passes over its share of the batch on replica r, which reads the model's
-// weights and keeps its own gradients and activations (replica 0 is the model
-// itself). Every product inside runs single-threaded. For the small matrices
-// of a CPU-sized model this uses two cores far better than threading each
-// product (6 layers x 128 on 2 cores: 15 -> 22 images/s).
-// Gradients are summed in replica order, so a run is bitwise reproducible for
-// a given thread count; dropout masks depend on the split (replica r draws
-// from the step's seed mixed with r).
-class Replicas {
- public:
-  Replicas(ImageModel& model, int64_t batch) : model_(model) {
-    const int64_t n = model.device() == Device::cpu ? std::min<int64_t>(num_threads(), batch) : 1;
-    for (int64_t r = 1; r < n; ++r) {
-      auto m = std::make_unique<ImageModel>(model.config(), Device::cpu);
-      m->params().share_values(model.params());
-      extra_.push_back(std::move(m));
-    }
-  }
-
-  // Mean loss over the batch; leaves its gradient in the model's params().grads().
-  double forward_backward(const Tensor& tokens, uint64_t seed) {
-    const int64_t n = int64_t(extra_.size()) + 1, B = tokens.dim(0);
-    if (n == 1) {
-      double loss = model_.forward(tokens, true, seed);
-      if (std::isfinite(loss)) model_.backward();
-      return loss;
-    }
-    std::vector<double> loss(n);
-    {
-      cpu::SingleThreadedBlas single;
-#pragma omp parallel for schedule(static, 1) num_threads(int(n))
-      for (int64_t r = 0; r < n; ++r) {
-        ImageModel& m = r == 0 ? model_ : *extra_[r - 1];
-        if (r > 0) m.params().zero_grad();
-        loss[r] = m.forward(tokens.rows(B * r / n, B * (r + 1) / n), true, seed ^ (0xD1B54A32D192ED03ull * uint64_t(r)));
-        if (std::isfinite(loss[r])) m.backward();
-      }
-    }
-    // The batch mean: replica r's mean weighted by its share of the images.
-    double total = 0;
-    float* g = model_.params().grads().data();
-    const int64_t numel = model_.params().grads().numel();
-    std::vector<float> share(n);
-    std::vector<const float*> grads(n, g);
-    for (int64_t r = 0; r < n; ++r) {
-      share[r] = float(B * (r + 1) / n - B * r / n) / float(B);
-      total += loss[r] * share[r];
-      if (r > 0) grads[r] = extra_[r - 1]->params().grads().data();
-    }
-    if (!std::isfinite(total)) return total;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < numel; ++i) {
-      float sum = share[0] * g[i];
-      for (int64_t r = 1; r < n; ++r) sum += share[r] * grads[r][i];
-      g[i] = sum;
-    }
-    return total;
-  }
-
- private:
-  ImageModel& model_;
-  std::vector<std::unique_ptr<ImageModel>> extra_;
-};
-
-}  // namespace
 
 void check_image_size(const ImageModel& model, const ImageSet& set) {
   const ImageModelConfig& c = model.config();
@@ -136,7 +64,7 @@ TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOp
   BatchOrder order(data.train.count, options.seed);
   std::vector<int64_t> idx;
   Tensor tokens = Tensor::empty({s.batch, data.train.image_bytes()}, model.device(), DType::i32);
-  Replicas replicas(model, s.batch);
+  ReplicaSet replicas(model, s.batch);
   auto emit = [&](TrainEvent e) {
     if (on_event) on_event(e);
   };

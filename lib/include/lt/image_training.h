@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "lt/dataset.h"
 #include "lt/image_model.h"
@@ -28,6 +30,30 @@ void check_image_size(const ImageModel& model, const ImageSet& set);
 
 // Copies images `indices` of set into tokens int32 [indices.size(), subpixels].
 void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Tensor& tokens);
+
+// Data parallelism on the CPU for one training step: thread r runs whole
+// forward and backward passes over its share of the batch on replica r, which
+// reads the model's weights and keeps its own gradients and activations
+// (replica 0 is the model itself), every product inside single-threaded. For
+// the small matrices of a CPU-sized model this uses the cores far better than
+// threading each product (6 layers x 128 on 2 cores: 15 -> 22 images/s).
+// Gradients are summed in replica order: bitwise reproducible for a given
+// thread count. Dropout masks depend on the split (replica r mixes r into the
+// step's seed). One replica per thread, at most one per image; on CUDA, one.
+class ReplicaSet {
+ public:
+  ReplicaSet(ImageModel& model, int64_t batch);
+  ~ReplicaSet();
+  int64_t replicas() const { return int64_t(extra_.size()) + 1; }
+  // The batch's mean loss (nats per subpixel); leaves its gradient in the
+  // model's params().grads(), which must start at zero (as Trainer::update
+  // leaves them).
+  double forward_backward(const Tensor& images, uint64_t seed);
+
+ private:
+  ImageModel& model_;
+  std::vector<std::unique_ptr<ImageModel>> extra_;
+};
 
 struct ImageTrainSettings {
   int64_t batch = 16;

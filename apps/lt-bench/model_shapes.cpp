@@ -1,0 +1,27 @@
+// The image-model shapes the benchmarks run: the paper's presets with
+// optional overrides of depth, width and heads.
+#include "benchmarks.h"
+#include "lt/error.h"
+
+namespace lt::bench {
+
+ImageModelConfig bench_model_config(const std::string& shape, AttentionKind attention, int64_t layers,
+                                    int64_t d_model, int64_t heads) {
+  check(shape == "mnist" || shape == "cifar", "unknown shape '" + shape + "' (expected mnist or cifar)");
+  ImageModelConfig c = ImageModelConfig::preset(shape == "cifar" ? "cifar10" : shape);
+  if (layers > 0) c.transformer.layers = layers;
+  if (heads > 0) c.transformer.heads = heads;
+  if (d_model > 0) c.transformer.d_model = d_model;
+  if (heads > 0 || d_model > 0) {
+    check(c.transformer.d_model % c.transformer.heads == 0,
+          "--d-model " + std::to_string(c.transformer.d_model) + " is not a multiple of --heads " +
+              std::to_string(c.transformer.heads));
+    c.transformer.head_dim = c.transformer.d_model / c.transformer.heads;
+    c.transformer.ff_dim = 4 * c.transformer.d_model;
+  }
+  c.transformer.attention = attention;
+  c.validate();
+  return c;
+}
+
+}  // namespace lt::bench
