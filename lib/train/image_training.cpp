@@ -32,13 +32,14 @@ ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t 
   check(n > 0, set.source + ": no images to evaluate");
   double total = 0;
   std::vector<int64_t> idx;
+  ReplicaSet replicas(model, batch);
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t B = std::min(batch, n - start);
     idx.resize(B);
     for (int64_t i = 0; i < B; ++i) idx[i] = start + i;
     Tensor tokens = Tensor::empty({B, set.image_bytes()}, model.device(), DType::i32);
     gather_images(set, idx, tokens);
-    total += model.forward(tokens, false, 0) * double(B);
+    total += replicas.forward(tokens) * double(B);
   }
   ImageEvaluation e;
   e.images = n;

@@ -355,3 +355,21 @@ TEST_CASE("training on several CPU threads splits each batch over replicas: the 
   // With dropout: the same thread count gives the same bits.
   CHECK(bitwise_equal(one_step(2, 0.1f), one_step(2, 0.1f)));
 }
+
+TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  set_num_threads(2);
+  ImageModel model(tiny_model_config(), Device::cpu);
+  model.init_parameters(seed);
+  const int64_t B = 7, S = model.config().subpixels();
+  std::vector<int32_t> px(B * S);
+  for (auto& x : px) x = int32_t(rng.integer(0, 255));
+  Tensor images = Tensor::from_vector(px, {B, S});
+  ReplicaSet replicas(model, B);
+  CHECK(replicas.replicas() == 2);
+  const double split = replicas.forward(images), whole = model.forward(images, false, 0);
+  CHECK(std::abs(split - whole) < 1e-6 * std::abs(whole));
+  set_num_threads(0);
+}

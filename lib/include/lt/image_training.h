@@ -49,8 +49,13 @@ class ReplicaSet {
   // model's params().grads(), which must start at zero (as Trainer::update
   // leaves them).
   double forward_backward(const Tensor& images, uint64_t seed);
+  // The mean loss without dropout or gradients (evaluation), split the same way.
+  double forward(const Tensor& images);
 
  private:
+  template <class Pass>
+  std::vector<double> run(const Tensor& images, Pass&& pass);
+  double share(int64_t replica, int64_t batch) const;
   ImageModel& model_;
   std::vector<std::unique_ptr<ImageModel>> extra_;
 };
