@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <exception>
 
 #include "backend/cpu_blas.h"
 #include "lt/backend.h"
@@ -22,15 +23,26 @@ ReplicaSet::ReplicaSet(ImageModel& model, int64_t batch) : model_(model) {
 ReplicaSet::~ReplicaSet() = default;
 
 // Runs pass(model, images of its share, r) on every replica in parallel;
-// returns the replicas' losses.
+// returns the replicas' losses. An error in any replica (bad image bytes, say)
+// is rethrown here: one escaping an OpenMP region would end the process.
 template <class Pass>
 std::vector<double> ReplicaSet::run(const Tensor& images, Pass&& pass) {
   const int64_t n = replicas(), B = images.dim(0);
   std::vector<double> loss(n);
-  cpu::SingleThreadedBlas single;
+  std::vector<std::exception_ptr> error(n);
+  {
+    cpu::SingleThreadedBlas single;
 #pragma omp parallel for schedule(static, 1) num_threads(int(n))
-  for (int64_t r = 0; r < n; ++r)
-    loss[r] = pass(r == 0 ? model_ : *extra_[r - 1], images.rows(B * r / n, B * (r + 1) / n), r);
+    for (int64_t r = 0; r < n; ++r) {
+      try {
+        loss[r] = pass(r == 0 ? model_ : *extra_[r - 1], images.rows(B * r / n, B * (r + 1) / n), r);
+      } catch (...) {
+        error[r] = std::current_exception();
+      }
+    }
+  }
+  for (const std::exception_ptr& e : error)
+    if (e) std::rethrow_exception(e);
   return loss;
 }
 

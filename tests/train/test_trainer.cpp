@@ -371,5 +371,8 @@ TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   CHECK(replicas.replicas() == 2);
   const double split = replicas.forward(images), whole = model.forward(images, false, 0);
   CHECK(std::abs(split - whole) < 1e-6 * std::abs(whole));
+  // A bad byte in the second replica's share is an error, not the end of the process.
+  px[(B - 1) * S + 3] = 300;
+  CHECK_THROWS_WITH(replicas.forward(Tensor::from_vector(px, {B, S})), doctest::Contains("0..255"));
   set_num_threads(0);
 }
