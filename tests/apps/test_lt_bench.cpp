@@ -1,0 +1,104 @@
+// lt-bench end to end on sizes that run in a second: every output format
+// parses, rows carry the machine and the measured fields, the measured values
+// behave as the paper says (linear memory in N, a KV cache larger than the
+// recurrent state), and bad flags fail with one line.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/cli.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+CommandResult lt_bench(const TempDir& dir, const std::string& args) { return run_tool(dir, "lt-bench", args); }
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+void check_one_line_error(const CommandResult& r, const std::string& what) {
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(what) != std::string::npos);
+}
+
+const std::string kTinyModel = " --layers 1 --d-model 16 --heads 2 -t 1 ";
+
+}  // namespace
+
+TEST_CASE("lt-bench attention writes JSON rows whose peak memory grows linearly with N") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "attention -a causal-linear softmax --min-length 256 --max-length 1024 --tokens 2048 "
+                                  "-r 2 --heads 2 --head-dim 8 -t 1 -q -f json");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  REQUIRE(rows.size() == 6);  // 3 lengths x 2 kinds
+  std::map<std::pair<std::string, int64_t>, double> mb;
+  for (const auto& row : rows) {
+    for (const char* key : {"cpu", "blas", "commit", "threads", "ms_per_sample", "ms_per_sample_std", "us_per_token"})
+      CHECK_MESSAGE(row.contains(key), key);
+    CHECK(row["device"] == "cpu");
+    CHECK(row["ms_per_sample"].get<double>() > 0);
+    CHECK(row["batch"].get<int64_t>() * row["N"].get<int64_t>() == 2048);
+    mb[{row["attention"].get<std::string>(), row["N"].get<int64_t>()}] = row["peak_mb_per_sample"].get<double>();
+  }
+  // Per sample, causal-linear memory grows as N (x4 from 256 to 1024), softmax faster (its L x L part as N^2).
+  const double lin = mb[{"causal-linear", 1024}] / mb[{"causal-linear", 256}];
+  CHECK(lin > 3.5);
+  CHECK(lin < 4.5);
+  CHECK(mb[{"softmax", 1024}] / mb[{"softmax", 256}] > 6);
+}
+
+TEST_CASE("lt-bench generate writes jsonl rows with images_per_s; the KV cache outgrows the recurrent state") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 1 3 -a linear softmax --steps 8 -q -f jsonl");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<nlohmann::json> rows = json_lines(r.out);
+  REQUIRE(rows.size() == 4);
+  for (const auto& row : rows) {
+    CHECK(row["images_per_s"].get<double>() > 0);
+    CHECK(row["layers"] == 1);
+    CHECK(row["d_model"] == 16);
+    CHECK(row["timed_steps"] == 8);
+    CHECK(row["subpixels"] == 784);
+  }
+  CHECK(rows[0]["attention"] == "linear");
+  CHECK(rows[2]["attention"] == "softmax-kv");
+  // Per image: d state entries x E for linear, 2 x 783 x d for the cache.
+  CHECK(rows[2]["state_mb_per_image"].get<double>() > 10 * rows[0]["state_mb_per_image"].get<double>());
+}
+
+TEST_CASE("lt-bench train writes a csv header and a row per shape") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "train" + kTinyModel + "-b 2 -r 1 -q -f csv");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::string header, row, extra;
+  REQUIRE(std::getline(in, header));
+  REQUIRE(std::getline(in, row));
+  CHECK_FALSE(std::getline(in, extra));
+  for (const char* key : {"examples_per_s", "dense_gflops", "sgemm_gflops", "dense_fraction", "replicas"})
+    CHECK_MESSAGE(header.find(key) != std::string::npos, key);
+  CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+}
+
+TEST_CASE("lt-bench refuses bad flags with one line") {
+  TempDir dir;
+  check_one_line_error(lt_bench(dir, "generate --shape imagenet -q"), "imagenet");
+  check_one_line_error(lt_bench(dir, "generate -a linear -f xml -q"), "xml");
+  check_one_line_error(lt_bench(dir, "train --shape mnist --d-model 30 --heads 4 -q"), "--d-model");
+  check_one_line_error(lt_bench(dir, "attention -a quadratic -q"), "quadratic");
+  check_one_line_error(lt_bench(dir, "attention -d tpu -q"), "tpu");
+}
