@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the benchmarks behind docs/benchmarks.md and writes one Markdown table
+# per benchmark into OUT (default bench-results/). With --cuda it runs the
+# CUDA tests first and the GPU rows (fp32 and TF32); without, the CPU rows.
+# Run on a quiet machine: other work shows up in the numbers.
+#   scripts/bench.sh [--cuda] [OUT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+device=cpu
+if [ "${1:-}" = "--cuda" ]; then
+  device=cuda
+  shift
+fi
+out="${1:-bench-results}"
+mkdir -p "$out"
+bench=build/bin/lt-bench
+[ -x "$bench" ] || { echo "bench.sh: build first (scripts/build.sh)" >&2; exit 1; }
+
+run() {  # name, lt-bench arguments...
+  local name="$1"
+  shift
+  echo "== $name: lt-bench $*" >&2
+  "$bench" "$@" -f md > "$out/$name.md"
+}
+
+if [ "$device" = cuda ]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" || true
+  build/tests/lt-tests-cuda > "$out/cuda-tests.log" 2>&1 || { tail -20 "$out/cuda-tests.log" >&2; exit 1; }
+  run attention-cuda attention -d cuda -r 5
+  run generate-cuda-fp32 generate -d cuda -a linear -b 1 16 64 256 1024 4096 10000
+  run generate-cuda-tf32 generate --tf32 -d cuda -a linear -b 1 16 64 256 1024 4096 10000
+  run generate-cuda-softmax generate --tf32 -d cuda -a softmax -b 1 64 256 1024 --steps 98 --max-memory 60
+  run generate-cuda-cifar generate --tf32 -d cuda --shape cifar -a linear softmax -b 64 256 1024 4096 --steps 192 --max-memory 60
+  run train-cuda-fp32 train -d cuda --shape mnist cifar -r 5
+  run train-cuda-tf32 train --tf32 -d cuda --shape mnist cifar -r 5
+else
+  run attention-cpu attention --tokens 16384 -r 3
+  run generate-cpu-linear generate -b 1 16 64 256 -a linear
+  run generate-cpu-softmax generate -b 1 16 64 256 -a softmax --steps 98
+  run generate-cpu-length generate --shape mnist cifar --layers 8 -b 16 --steps 48 -a linear softmax
+  run train-cpu train --shape mnist cifar -r 3
+  run train-cpu-shipped train --layers 6 --d-model 128 --heads 4 -r 3
+fi
+echo "bench.sh: tables in $out/" >&2
