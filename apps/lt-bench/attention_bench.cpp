@@ -28,13 +28,6 @@ double planned_bytes(const Case& c) {
   return base;
 }
 
-Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(shape_numel(s));
-  for (auto& x : v) x = dist(gen);
-  return Tensor::from_vector(v, s, d);
-}
-
 // What one forward + backward pass writes, allocated once per case so that
 // the timed passes measure arithmetic rather than page faults of fresh
 // allocations; the warm-up pass, which allocates them, gives the peak.

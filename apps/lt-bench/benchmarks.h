@@ -1,5 +1,6 @@
 // The benchmarks of lt-bench, one function each, writing rows to a Writer.
 #pragma once
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ struct AttentionBenchOptions {
   bool verbose = true;
 };
 void run_attention_bench(const AttentionBenchOptions& o, Writer& out);
+
+// Standard-normal values of the given shape on d.
+Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen);
+
+// An image model's attention by its benchmark name: linear (= causal-linear) or softmax.
+AttentionKind image_attention(const std::string& name);
 
 // The paper's MNIST ("mnist") or CIFAR-10 ("cifar") image model, with
 // layers, width (head dim = width / heads) and heads overridden where > 0.

@@ -34,14 +34,7 @@ std::vector<int64_t> timed_positions(int64_t L, int64_t steps) {
 void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
   for (int64_t b : o.batches) check(b >= 1, "batch sizes must be >= 1, got " + std::to_string(b));
   std::vector<AttentionKind> kinds;
-  for (const std::string& a : o.attentions) {
-    if (a == "linear" || a == "causal-linear")
-      kinds.push_back(AttentionKind::causal_linear);
-    else if (a == "softmax")
-      kinds.push_back(AttentionKind::softmax);
-    else
-      throw Error("unknown attention '" + a + "' (expected linear or softmax)");
-  }
+  for (const std::string& a : o.attentions) kinds.push_back(image_attention(a));
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);

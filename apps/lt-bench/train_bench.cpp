@@ -21,13 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(shape_numel(s));
-  for (auto& x : v) x = dist(gen);
-  return Tensor::from_vector(v, s, d);
-}
-
 // FLOPs of the matrix products of one training step (forward once, backward
 // twice: input and weight gradients): the projections, the feed-forward
 // layers and the predictor. Attention's own arithmetic is left out.
@@ -60,15 +53,12 @@ double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repeti
 }  // namespace
 
 void run_train_bench(const TrainBenchOptions& o, Writer& out) {
+  const AttentionKind attention = image_attention(o.attention);
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
     for (const std::string& shape : o.shapes) {
-      check(o.attention == "softmax" || o.attention == "causal-linear" || o.attention == "linear",
-            "unknown attention '" + o.attention + "' (expected causal-linear or softmax)");
-      const ImageModelConfig c =
-          bench_model_config(shape, o.attention == "softmax" ? AttentionKind::softmax : AttentionKind::causal_linear,
-                             o.layers, o.d_model, o.heads);
+      const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
       ImageModel model(c, dev);
       model.init_parameters(5);

@@ -1,9 +1,24 @@
-// The image-model shapes the benchmarks run: the paper's presets with
-// optional overrides of depth, width and heads.
+// What the benchmarks run on: random inputs, and the image-model shapes (the
+// paper's presets with optional overrides of depth, width and heads).
+#include <random>
+
 #include "benchmarks.h"
 #include "lt/error.h"
 
 namespace lt::bench {
+
+Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(shape_numel(s));
+  for (auto& x : v) x = dist(gen);
+  return Tensor::from_vector(v, s, d);
+}
+
+AttentionKind image_attention(const std::string& name) {
+  if (name == "linear" || name == "causal-linear") return AttentionKind::causal_linear;
+  if (name == "softmax") return AttentionKind::softmax;
+  throw Error("unknown attention '" + name + "' (expected linear or softmax)");
+}
 
 ImageModelConfig bench_model_config(const std::string& shape, AttentionKind attention, int64_t layers,
                                     int64_t d_model, int64_t heads) {
