@@ -91,8 +91,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     a.adopt_recipe(load_safetensors(a.output));
     model = ImageModel::load(a.output, device);
   } else if (!a.init.empty()) {
-    for (const char* flag : {"--preset", "--layers", "--d-model", "--heads", "--ff-dim", "--mixtures", "--attention",
-                             "--feature-map", "--output-head"})
+    for (const char* flag : kArchitectureOptions)
       check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
     model = ImageModel::load(a.init, device);  // its architecture and histogram; a fresh optimizer
   } else {

@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
   for (const char* name : {"--seed", "--batch", "--steps", "--epochs", "--optimizer", "--lr", "--schedule", "--warmup",
-                           "--gamma", "--min-lr", "--clip", "--milestones", "--preset", "--layers", "--d-model",
-                           "--heads", "--ff-dim", "--mixtures", "--attention", "--feature-map", "--output-head"})
+                           "--gamma", "--min-lr", "--clip", "--milestones"})
+    if (app.count(name)) a.given.insert(name);
+  for (const char* name : lt::app::kArchitectureOptions)
     if (app.count(name)) a.given.insert(name);
   try {
     lt::set_num_threads(a.threads);

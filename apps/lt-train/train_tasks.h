@@ -12,6 +12,11 @@
 
 namespace lt::app {
 
+// The options that fix a model's architecture: --init and --resume take them
+// from the checkpoint instead.
+inline constexpr const char* kArchitectureOptions[] = {"--preset", "--layers", "--d-model", "--heads", "--ff-dim",
+                                                        "--mixtures", "--attention", "--feature-map", "--output-head"};
+
 struct TrainArgs {
   bool eval = false, export_ = false, resume = false, quiet = false;
   std::string task = "image", data, model, init, output = "model.safetensors";
@@ -31,7 +36,7 @@ struct TrainArgs {
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
   // The command line, stored in checkpoints so weights say how they were made.
   std::string command;
-  // The options given on the command line, by long name ("--seed").
+  // The recipe and architecture options given on the command line, by long name ("--seed").
   std::set<std::string> given;
 
   // --resume: every training option not given again (seed, batch, steps,
