@@ -3,7 +3,7 @@
 // writes its column of S once (each row of S one coalesced 128-byte access),
 // and phi(q)[f], phi(k)[f] come from the lane holding them by shuffle, so no
 // block-wide reduction or barrier is needed. The step is bound by reading and
-// writing S, so loads are issued a group at a time to keep several in flight.
+// writing S, so a tile's 32 rows are all loaded before the first store.
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
@@ -11,7 +11,7 @@
 namespace lt::cuda {
 namespace {
 
-constexpr int kWarps = 4, kGroup = 32;
+constexpr int kWarps = 4;
 
 __device__ float warp_sum(float x) {
   for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
@@ -47,19 +47,17 @@ __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const
       const int nf = min(32, F - f0);
       const float q_lane = lane < nf ? q[f0 + lane] : 0.f, k_lane = lane < nf ? k[f0 + lane] : 0.f;
       float* col = s + (long long)f0 * M + m;
-      for (int j0 = 0; j0 < nf; j0 += kGroup) {
-        float sf[kGroup];
+      float sf[32];  // the tile's rows of this column, all loaded before the first store
 #pragma unroll
-        for (int j = 0; j < kGroup; ++j) sf[j] = (mine && j0 + j < nf) ? col[(long long)(j0 + j) * M] : 0.f;
+      for (int j = 0; j < 32; ++j) sf[j] = (mine && j < nf) ? col[(long long)j * M] : 0.f;
 #pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          const float qf = __shfl_sync(0xffffffffu, q_lane, (j0 + j) & 31);
-          const float kf = __shfl_sync(0xffffffffu, k_lane, (j0 + j) & 31);
-          if (mine && j0 + j < nf) {
-            sf[j] += kf * vm;
-            col[(long long)(j0 + j) * M] = sf[j];
-            acc += qf * sf[j];
-          }
+      for (int j = 0; j < 32; ++j) {
+        const float qf = __shfl_sync(0xffffffffu, q_lane, j);
+        const float kf = __shfl_sync(0xffffffffu, k_lane, j);
+        if (mine && j < nf) {
+          sf[j] += kf * vm;
+          col[(long long)j * M] = sf[j];
+          acc += qf * sf[j];
         }
       }
     }
