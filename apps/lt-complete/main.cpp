@@ -29,7 +29,7 @@ struct Args {
   int64_t completions = 1, keep_rows = -1, keep_pixels = -1;
   int scale = 1, threads = 0;
   uint64_t seed = 0;
-  bool seed_given = false, quiet = false, tf32 = false;
+  bool seed_given = false, quiet = false, tf32 = false, bf16 = false;
 };
 
 // The known subpixels of one input. `original` is true when the whole image
@@ -97,6 +97,7 @@ int run(const Args& a) {
   lt::set_cuda_tf32(a.tf32);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   auto model = lt::ImageModel::load(model_path, device);
+  if (a.bf16) model->set_bf16_step(true);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), P = c.height * c.width, K = a.completions;
 
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
   app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
   app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
   app.add_flag("--tf32", a.tf32, "cuda: matrix products in TF32 on the tensor cores (faster, ~3e-4 relative error)");
+  app.add_flag("--bf16", a.bf16, "cpu: matrix products in bf16 with fp32 sums (AVX512_BF16; ~2.5x faster, ~3e-3 relative error)");
   app.add_flag("-q,--quiet", a.quiet, "no drawing, progress or summary on stderr");
   CLI11_PARSE(app, argc, argv);
   a.seed_given = seed->count() > 0;

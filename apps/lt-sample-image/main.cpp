@@ -26,7 +26,7 @@ struct Args {
   int64_t count = 16, batch = 16, columns = 0;
   int scale = 1, threads = 0;
   uint64_t seed = 0;
-  bool seed_given = false, quiet = false, tf32 = false;
+  bool seed_given = false, quiet = false, tf32 = false, bf16 = false;
 };
 
 int run(const Args& a) {
@@ -42,15 +42,17 @@ int run(const Args& a) {
     lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
   }
   auto model = lt::ImageModel::load(model_path, device);
+  if (a.bf16) model->set_bf16_step(true);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   const bool draw = !a.quiet && lt::app::stderr_is_terminal();
   if (!a.quiet)
-    std::fprintf(stderr, "lt-sample-image: %s (%lldx%lldx%lld, %lld layers, %s), %lld images in batches of %lld, seed %llu, %s\n",
+    std::fprintf(stderr, "lt-sample-image: %s (%lldx%lldx%lld, %lld layers, %s), %lld images in batches of %lld, seed %llu, %s%s\n",
                  model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
                  (long long)c.transformer.layers, lt::attention_name(c.transformer.attention), (long long)a.count,
-                 (long long)batch, (unsigned long long)seed, lt::device_description(device).c_str());
+                 (long long)batch, (unsigned long long)seed, lt::device_description(device).c_str(),
+                 a.bf16 ? ", bf16 products" : "");
 
   std::vector<uint8_t> all(a.count * S);
   lt::ImageGenerator generator(*model, batch);
@@ -114,6 +116,7 @@ int main(int argc, char** argv) {
   app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
   app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
   app.add_flag("--tf32", a.tf32, "cuda: matrix products in TF32 on the tensor cores (faster, ~3e-4 relative error)");
+  app.add_flag("--bf16", a.bf16, "cpu: matrix products in bf16 with fp32 sums (AVX512_BF16; ~2.5x faster, ~3e-3 relative error)");
   app.add_flag("-q,--quiet", a.quiet, "no drawing, progress or summary on stderr");
   CLI11_PARSE(app, argc, argv);
   a.seed_given = seed->count() > 0;

@@ -1,6 +1,8 @@
 // The recurrent form of the stack (eq. 16-20): one position for a batch, with
 // the per-layer state in one caller-owned flat tensor; and prefill, which
 // consumes a known prefix in one parallel pass and returns the same state.
+#include <algorithm>
+
 #include "lt/attention.h"
 #include "lt/ops.h"
 #include "lt/transformer.h"
@@ -48,6 +50,11 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
+    if (bf16_) step_->qkv = Tensor::empty({B, 3 * d}, x.device());
+  }
+  if (bf16_) {
+    step_bf16(state, max_len, x, t, y);
+    return;
   }
   StepBuffers& s = *step_;
   auto V = [&](size_t i) { return params_.value(i); };
@@ -73,6 +80,71 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     linear_forward(s.x1, V(p.w1), V(p.b1), s.h);
     relu_forward(s.h, s.h);
     linear_forward(s.h, V(p.w2), V(p.b2), s.o);
+    add(s.x1, s.o, s.res2);
+    layernorm_forward(s.res2, V(p.g2), V(p.be2), s.next, s.mean, s.rstd);
+    std::swap(s.cur, s.next);
+  }
+  layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
+}
+
+void TransformerStack::set_bf16_step(bool on) {
+  if (!on) {
+    bf16_.reset();
+    return;
+  }
+  check(params_.device() == Device::cpu, "bf16 generation is a CPU path; this model is on " +
+                                             std::string(device_name(params_.device())));
+  const int64_t d = config_.d_model;
+  auto packed = std::make_unique<Bf16Weights>();
+  for (const LayerParams& p : layers_) {
+    Tensor wqkv = Tensor::empty({3 * d, d}), bqkv = Tensor::empty({3 * d});
+    size_t part = 0;
+    for (auto [w, b] : {std::pair{p.wq, p.bq}, {p.wk, p.bk}, {p.wv, p.bv}}) {
+      wqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(w));
+      bqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(b));
+      ++part;
+    }
+    packed->layers.push_back({LinearBf16(wqkv), LinearBf16(params_.value(p.wo)), LinearBf16(params_.value(p.w1)),
+                              LinearBf16(params_.value(p.w2)), bqkv});
+  }
+  bf16_ = std::move(packed);
+  step_.reset();  // re-planned with the fused projection buffer
+}
+
+// step() with bf16 products: one product for q, k and v, ReLU inside the
+// first feed-forward product; the attention itself stays fp32.
+void TransformerStack::step_bf16(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {
+  const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim;
+  StepBuffers& s = *step_;
+  const int64_t B = s.B;
+  auto V = [&](size_t i) { return params_.value(i); };
+  const Shape heads3{B, H, E};
+  s.cur.copy_from(x);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerParams& p = layers_[l];
+    const Bf16Weights::Layer& w = bf16_->layers[l];
+    StateViews st = state_views(state, l, B, max_len);
+    w.qkv.forward(s.cur, w.bqkv, s.qkv);
+    const float* qkv = s.qkv.data();
+    float *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
+    for (int64_t r = 0; r < B; ++r) {
+      std::copy_n(qkv + r * 3 * d, d, q + r * d);
+      std::copy_n(qkv + r * 3 * d + d, d, k + r * d);
+      std::copy_n(qkv + r * 3 * d + 2 * d, d, v + r * d);
+    }
+    Tensor att3 = s.att.reshape(heads3);
+    if (config_.attention == AttentionKind::causal_linear) {
+      phi_->forward(s.q, s.fq);
+      phi_->forward(s.k, s.fk);
+      linear_attention_step(s.fq.reshape(heads3), s.fk.reshape(heads3), s.v.reshape(heads3), st.a, st.b, att3);
+    } else {
+      softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
+    }
+    w.o.forward(s.att, V(p.bo), s.o);
+    add(s.cur, s.o, s.res1);
+    layernorm_forward(s.res1, V(p.g1), V(p.be1), s.x1, s.mean, s.rstd);
+    w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
+    w.ff2.forward(s.h, V(p.b2), s.o);
     add(s.x1, s.o, s.res2);
     layernorm_forward(s.res2, V(p.g2), V(p.be2), s.next, s.mean, s.rstd);
     std::swap(s.cur, s.next);

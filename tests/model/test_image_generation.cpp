@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lt/image_generation.h"
+#include "lt/linear_bf16.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -138,4 +139,40 @@ TEST_CASE("a completion from a prefill equals one that steps through the prefix"
   double parallel = 0;
   for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
   CHECK(total == doctest::Approx(parallel).epsilon(1e-5));
+}
+
+TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exactly") {
+  if (!cpu_has_bf16()) {
+    std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
+    return;
+  }
+  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+    const uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " " << std::string(attention_name(kind)));
+    ImageModelConfig c = small_config(kind, 1);
+    c.transformer = TransformerConfig{2, 4, 8, 32, 64, kind, "elu", 0.f};
+    ImageModel model(c, Device::cpu);
+    model.init_parameters(seed);
+    const int64_t B = 5, S = c.subpixels();
+    ImageGenerator gen(model, B);
+    std::vector<uint8_t> fp32, again, pixels;
+    gen.generate(seed, fp32);
+    model.set_bf16_step(true);
+    CHECK(model.bf16_step());
+    std::vector<double> nll;
+    gen.generate(seed, pixels, nullptr, nullptr, &nll);
+    // Each product rounds its operands to 8 bits: the per-image NLL moves by
+    // well under a percent, while a wrong packing would change it entirely.
+    Tensor per = Tensor::empty({B, S - 1});
+    model.forward(as_tokens(pixels, B, S), false, 0, &per);
+    std::vector<float> p = per.to_vector();
+    for (int64_t b = 0; b < B; ++b) {
+      double parallel = 0;
+      for (int64_t t = 0; t < S - 1; ++t) parallel += p[b * (S - 1) + t];
+      CHECK(nll[b] == doctest::Approx(parallel).epsilon(1e-2));
+    }
+    model.set_bf16_step(false);
+    gen.generate(seed, again);
+    CHECK(again == fp32);
+  }
 }

@@ -76,6 +76,9 @@ class ImageModel {
   // Reads tokens int32 [B] at position t and writes head [B, head_width]: the
   // distribution of subpixel t+1. Allocation-free after the first call.
   void step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& head);
+  // step()'s matrix products in bf16 on AVX512_BF16 CPUs (TransformerStack::set_bf16_step).
+  void set_bf16_step(bool on);
+  bool bf16_step() const;
   // Consumes tokens int32 [B, T] (positions 0..T-1, T >= 1) in one parallel pass;
   // writes the state after them and head [B, head_width] for subpixel T.
   void prefill(const Tensor& tokens, Tensor& state, Tensor& head);

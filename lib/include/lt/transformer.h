@@ -62,6 +62,13 @@ class TransformerStack {
   // One position t for every batch element: x [B, d] -> y [B, d]; updates
   // state. Allocation-free after the first call with a given B.
   void step(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
+  // Runs step()'s matrix products in bf16 (inputs and weights rounded to 8
+  // significant bits, fp32 sums) on AVX512_BF16 CPUs: about 3x faster at
+  // batch 64. Packs the current weights now (call again after changing them);
+  // false returns to fp32. Throws lt::Error for a CUDA stack or a CPU without
+  // AVX512_BF16. Training and prefill stay fp32.
+  void set_bf16_step(bool on);
+  bool bf16_step() const { return bf16_ != nullptr; }
   // Consumes positions 0..L-1 of x [B, L, d] in one parallel pass (eval mode)
   // writing y [B, L, d] and the state after position L-1, so step() continues
   // at t = L exactly as if it had run L steps.
@@ -79,12 +86,14 @@ class TransformerStack {
   struct LayerActs;    // saved activations of one layer
   struct GradBuffers;  // scratch of the backward pass, shared by the layers
   struct StepBuffers;  // scratch of step(), planned for one batch size
+  struct Bf16Weights;  // step()'s weights packed for bf16 products
   void plan(int64_t B, int64_t L, Device d);
   void layer_forward(size_t l, const Tensor& x, bool train, uint64_t seed);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
   };
+  void step_bf16(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
   StateViews state_views(Tensor& state, size_t l, int64_t B, int64_t max_len) const;
 
   TransformerConfig config_;
@@ -102,6 +111,7 @@ class TransformerStack {
   uint64_t seed_ = 0;
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
+  std::unique_ptr<Bf16Weights> bf16_;
 };
 
 }  // namespace lt
