@@ -45,8 +45,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
         const size_t base = memory_in_use(dev);
         ImageModel model(c, dev);
         model.init_parameters(7);
-        const bool bf16 = o.bf16 && dev == Device::cpu;
-        if (bf16) model.set_bf16_step(true);
+        if (dev == Device::cpu) model.set_step_precision(o.bf16 ? StepPrecision::bf16 : StepPrecision::fp32);
         const size_t weights = memory_in_use(dev) - base;
         const int64_t L = c.sequence_length();
         for (int64_t B : o.batches) {
@@ -55,7 +54,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
           row.set("shape", shape).set("attention", kind == AttentionKind::softmax ? "softmax-kv" : "linear");
           row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model);
           row.set("heads", c.transformer.heads).set("subpixels", c.subpixels()).set("batch", B);
-          if (dev == Device::cpu) row.set("bf16", bf16);
+          if (dev == Device::cpu) row.set("precision", precision_name(model.step_precision()));
           if (state_bytes > o.max_memory_gb * 1e9) {
             if (o.verbose)
               std::cerr << "generate " << shape << " " << attention_name(kind) << " batch " << B

@@ -97,7 +97,7 @@ int run(const Args& a) {
   lt::set_cuda_tf32(a.tf32);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   auto model = lt::ImageModel::load(model_path, device);
-  if (a.bf16) model->set_bf16_step(true);
+  if (a.bf16) model->set_step_precision(lt::StepPrecision::bf16);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), P = c.height * c.width, K = a.completions;
 

@@ -42,7 +42,7 @@ int run(const Args& a) {
     lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
   }
   auto model = lt::ImageModel::load(model_path, device);
-  if (a.bf16) model->set_bf16_step(true);
+  if (a.bf16) model->set_step_precision(lt::StepPrecision::bf16);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);

@@ -55,6 +55,7 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
   // start: the first subpixel still to decide; tokens_ then holds subpixel
   // start-1 and the state everything before it.
   int64_t start = 0;
+  model_.pack_step_weights();
   state_.zero();
   if (c && c->known_prefix() > 0) {
     const int64_t T = std::min(c->known_prefix(), S);

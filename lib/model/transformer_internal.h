@@ -1,7 +1,6 @@
 // Buffers of TransformerStack, planned once per shape so that neither a
 // training step nor a generation step allocates.
 #pragma once
-#include "lt/linear_bf16.h"
 #include "lt/transformer.h"
 
 namespace lt {
@@ -30,13 +29,14 @@ struct TransformerStack::StepBuffers {
   Tensor q, k, v, fq, fk, att, o, res1, x1, res2, cur, next;  // [B, d]
   Tensor mean, rstd;                                          // [B]
   Tensor h;                                                   // [B, ff]
-  Tensor qkv;                                                 // [B, 3d] (bf16 path)
+  Tensor qkv;                                                 // [B, 3d] (packed path)
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.
-struct TransformerStack::Bf16Weights {
+struct TransformerStack::StepWeights {
+  StepPrecision precision;
   struct Layer {
-    LinearBf16 qkv, o, ff1, ff2;
+    PackedLinear qkv, o, ff1, ff2;
     Tensor bqkv;  // [3d]
   };
   std::vector<Layer> layers;

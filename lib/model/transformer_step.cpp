@@ -50,10 +50,10 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
-    if (bf16_) step_->qkv = Tensor::empty({B, 3 * d}, x.device());
+    if (packed_) step_->qkv = Tensor::empty({B, 3 * d}, x.device());
   }
-  if (bf16_) {
-    step_bf16(state, max_len, x, t, y);
+  if (packed_) {
+    step_packed(state, max_len, x, t, y);
     return;
   }
   StepBuffers& s = *step_;
@@ -87,33 +87,39 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
   layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
 }
 
-void TransformerStack::set_bf16_step(bool on) {
-  if (!on) {
-    bf16_.reset();
+void TransformerStack::pack_step_weights(StepPrecision precision) {
+  packed_.reset();
+  step_.reset();  // re-planned with or without the fused projection buffer
+  if (params_.device() == Device::cuda) {
+    check(precision == StepPrecision::fp32, "bf16 products are a CPU path; this model is on cuda (use TF32 there)");
     return;
   }
-  check(params_.device() == Device::cpu, "bf16 generation is a CPU path; this model is on " +
-                                             std::string(device_name(params_.device())));
+  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) return;  // OpenBLAS it is
   const int64_t d = config_.d_model;
-  auto packed = std::make_unique<Bf16Weights>();
+  auto w = std::make_unique<StepWeights>();
+  w->precision = precision;
   for (const LayerParams& p : layers_) {
     Tensor wqkv = Tensor::empty({3 * d, d}), bqkv = Tensor::empty({3 * d});
-    size_t part = 0;
-    for (auto [w, b] : {std::pair{p.wq, p.bq}, {p.wk, p.bk}, {p.wv, p.bv}}) {
-      wqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(w));
-      bqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(b));
+    int64_t part = 0;
+    for (auto [wi, bi] : {std::pair{p.wq, p.bq}, {p.wk, p.bk}, {p.wv, p.bv}}) {
+      wqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(wi));
+      bqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(bi));
       ++part;
     }
-    packed->layers.push_back({LinearBf16(wqkv), LinearBf16(params_.value(p.wo)), LinearBf16(params_.value(p.w1)),
-                              LinearBf16(params_.value(p.w2)), bqkv});
+    w->layers.push_back({PackedLinear(wqkv, precision), PackedLinear(params_.value(p.wo), precision),
+                         PackedLinear(params_.value(p.w1), precision), PackedLinear(params_.value(p.w2), precision),
+                         bqkv});
   }
-  bf16_ = std::move(packed);
-  step_.reset();  // re-planned with the fused projection buffer
+  packed_ = std::move(w);
 }
 
-// step() with bf16 products: one product for q, k and v, ReLU inside the
-// first feed-forward product; the attention itself stays fp32.
-void TransformerStack::step_bf16(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {
+StepPrecision TransformerStack::step_precision() const {
+  return packed_ ? packed_->precision : StepPrecision::fp32;
+}
+
+// step() over the packed weights: one product for q, k and v, ReLU inside the
+// first feed-forward product; the attention itself is fp32 either way.
+void TransformerStack::step_packed(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {
   const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim;
   StepBuffers& s = *step_;
   const int64_t B = s.B;
@@ -122,7 +128,7 @@ void TransformerStack::step_bf16(Tensor& state, int64_t max_len, const Tensor& x
   s.cur.copy_from(x);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerParams& p = layers_[l];
-    const Bf16Weights::Layer& w = bf16_->layers[l];
+    const StepWeights::Layer& w = packed_->layers[l];
     StateViews st = state_views(state, l, B, max_len);
     w.qkv.forward(s.cur, w.bqkv, s.qkv);
     const float* qkv = s.qkv.data();

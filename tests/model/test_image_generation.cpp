@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "lt/image_generation.h"
-#include "lt/linear_bf16.h"
+#include "lt/packed_linear.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -157,8 +157,8 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
     ImageGenerator gen(model, B);
     std::vector<uint8_t> fp32, again, pixels;
     gen.generate(seed, fp32);
-    model.set_bf16_step(true);
-    CHECK(model.bf16_step());
+    model.set_step_precision(StepPrecision::bf16);
+    CHECK(model.step_precision() == StepPrecision::bf16);
     std::vector<double> nll;
     gen.generate(seed, pixels, nullptr, nullptr, &nll);
     // Each product rounds its operands to 8 bits: the per-image NLL moves by
@@ -171,8 +171,26 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
       for (int64_t t = 0; t < S - 1; ++t) parallel += p[b * (S - 1) + t];
       CHECK(nll[b] == doctest::Approx(parallel).epsilon(1e-2));
     }
-    model.set_bf16_step(false);
+    model.set_step_precision(StepPrecision::fp32);
     gen.generate(seed, again);
     CHECK(again == fp32);
   }
+}
+
+TEST_CASE("generation packs the weights it samples with afresh: changed weights are never stale") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  ImageModel model(small_config(AttentionKind::causal_linear, 1), Device::cpu), other(model.config(), Device::cpu);
+  model.init_parameters(seed);
+  other.init_parameters(seed + 1);
+  ImageGenerator gen(model, 3), other_gen(other, 3);
+  std::vector<uint8_t> before, after, want;
+  model.set_step_precision(StepPrecision::fp32);  // packs the weights now
+  gen.generate(seed, before);
+  Tensor values = model.params().values();  // a view: writes reach the model
+  values.copy_from(other.params().values());
+  gen.generate(seed, after);
+  other_gen.generate(seed, want);
+  CHECK(after == want);
+  CHECK(after != before);
 }

@@ -76,9 +76,14 @@ class ImageModel {
   // Reads tokens int32 [B] at position t and writes head [B, head_width]: the
   // distribution of subpixel t+1. Allocation-free after the first call.
   void step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& head);
-  // step()'s matrix products in bf16 on AVX512_BF16 CPUs (TransformerStack::set_bf16_step).
-  void set_bf16_step(bool on);
-  bool bf16_step() const;
+  // The precision of step()'s matrix products on the CPU; packs the weights
+  // now (TransformerStack::pack_step_weights). fp32 until set; bf16 throws on
+  // CUDA and on CPUs without AVX512_BF16.
+  void set_step_precision(StepPrecision precision);
+  StepPrecision step_precision() const { return step_precision_; }
+  // Packs the current weights again (ImageGenerator does at every generate,
+  // so that changed weights are never sampled from a stale copy).
+  void pack_step_weights();
   // Consumes tokens int32 [B, T] (positions 0..T-1, T >= 1) in one parallel pass;
   // writes the state after them and head [B, head_width] for subpixel T.
   void prefill(const Tensor& tokens, Tensor& state, Tensor& head);
@@ -101,6 +106,7 @@ class ImageModel {
   std::unique_ptr<TransformerStack> stack_;
   size_t embedding_, predictor_w_, predictor_b_;
   Tensor pe_;  // position code [sequence_length, d/2]
+  StepPrecision step_precision_ = StepPrecision::fp32;
   std::unique_ptr<Buffers> buf_;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lt/feature_map.h"
+#include "lt/packed_linear.h"
 #include "lt/parameters.h"
 #include "lt/tensor.h"
 
@@ -62,13 +63,15 @@ class TransformerStack {
   // One position t for every batch element: x [B, d] -> y [B, d]; updates
   // state. Allocation-free after the first call with a given B.
   void step(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
-  // Runs step()'s matrix products in bf16 (inputs and weights rounded to 8
-  // significant bits, fp32 sums) on AVX512_BF16 CPUs: about 3x faster at
-  // batch 64. Packs the current weights now (call again after changing them);
-  // false returns to fp32. Throws lt::Error for a CUDA stack or a CPU without
-  // AVX512_BF16. Training and prefill stay fp32.
-  void set_bf16_step(bool on);
-  bool bf16_step() const { return bf16_ != nullptr; }
+  // Packs the current weights for step()'s matrix products on the CPU
+  // (PackedLinear): fp32 is the same arithmetic about 1.7x faster than
+  // OpenBLAS at batch 64; bf16 rounds operands to 8 bits for about 3x. Until
+  // packed, and on CPUs without AVX-512, step() uses OpenBLAS. The packed
+  // copy is a snapshot: pack again after changing the weights. On a CUDA
+  // stack fp32 is a no-op and bf16 throws lt::Error, as it does on a CPU
+  // without AVX512_BF16. Training and prefill never use the packed copy.
+  void pack_step_weights(StepPrecision precision);
+  StepPrecision step_precision() const;
   // Consumes positions 0..L-1 of x [B, L, d] in one parallel pass (eval mode)
   // writing y [B, L, d] and the state after position L-1, so step() continues
   // at t = L exactly as if it had run L steps.
@@ -86,14 +89,14 @@ class TransformerStack {
   struct LayerActs;    // saved activations of one layer
   struct GradBuffers;  // scratch of the backward pass, shared by the layers
   struct StepBuffers;  // scratch of step(), planned for one batch size
-  struct Bf16Weights;  // step()'s weights packed for bf16 products
+  struct StepWeights;  // step()'s weights packed (PackedLinear)
   void plan(int64_t B, int64_t L, Device d);
   void layer_forward(size_t l, const Tensor& x, bool train, uint64_t seed);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
   };
-  void step_bf16(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
+  void step_packed(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
   StateViews state_views(Tensor& state, size_t l, int64_t B, int64_t max_len) const;
 
   TransformerConfig config_;
@@ -111,7 +114,7 @@ class TransformerStack {
   uint64_t seed_ = 0;
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
-  std::unique_ptr<Bf16Weights> bf16_;
+  std::unique_ptr<StepWeights> packed_;
 };
 
 }  // namespace lt

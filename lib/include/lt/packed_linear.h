@@ -1,0 +1,45 @@
+// A Linear layer's weights packed once for the CPU's vector units: the matrix
+// products of generation's recurrent step. At batch 64 OpenBLAS spends a
+// fifth of the step repacking the weights at every call; packed here once,
+// the same fp32 products run about 1.7x faster, and bf16 ones (AVX512_BF16:
+// inputs and weights rounded to 8 significant bits, fp32 sums) about 3x.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lt/tensor.h"
+
+namespace lt {
+
+enum class StepPrecision { fp32, bf16 };
+const char* precision_name(StepPrecision p);  // "fp32" | "bf16"
+
+// What packing needs of this CPU: AVX-512 (F, BW, VL) for fp32, and
+// AVX512_BF16 (vdpbf16ps) as well for bf16.
+bool cpu_has_avx512();
+bool cpu_has_bf16();
+
+class PackedLinear {
+ public:
+  PackedLinear() = default;
+  // Packs W [out, in] (PyTorch layout, CPU); later changes to W are not seen.
+  // Throws lt::Error when the CPU lacks what the precision needs.
+  PackedLinear(const Tensor& W, StepPrecision precision);
+  // y = x W^T + b (then max(0, .) when relu); x [..., in], y [..., out], b
+  // [out] or undefined. Every output is computed by one thread in a fixed
+  // order: the result does not depend on the number of threads. Not
+  // reentrant (bf16 rounds the input into a buffer of this object).
+  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const;
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }
+  StepPrecision precision() const { return precision_; }
+
+ private:
+  int64_t in_ = 0, out_ = 0;
+  StepPrecision precision_ = StepPrecision::fp32;
+  std::vector<float> packed_f32_;
+  std::vector<uint16_t> packed_bf16_;
+  mutable std::vector<uint32_t> xb_;
+};
+
+}  // namespace lt

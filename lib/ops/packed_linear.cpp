@@ -1,0 +1,189 @@
+// y = x W^T + b over weights packed once, for the small-batch products of the
+// recurrent step (OpenBLAS repacks W at every call, a fifth of the step at
+// batch 64). Panels of 32 outputs; a micro-tile holds 8 rows x 32 outputs in
+// 16 zmm accumulators and streams its panel once per 8 rows.
+//   fp32: panel[i] = W[n0..n0+31, i], one broadcast x[r, i] per input.
+//   bf16: panel[p] = 32 pairs (W[n, 2p], W[n, 2p+1]); vdpbf16ps multiplies
+//         the broadcast pair (x[r, 2p], x[r, 2p+1]) with them, two
+//         multiply-adds per lane into fp32.
+#include "lt/packed_linear.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "lt/error.h"
+
+namespace lt {
+namespace {
+constexpr int64_t kPanel = 32;
+constexpr int kRows = 8;
+
+#define LT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define LT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// Round to nearest even, as vcvtneps2bf16 does (NaN stays a NaN).
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+// Masks of the valid outputs in the two halves of a panel with `cols` of them.
+struct PanelMasks {
+  __mmask16 lo, hi;
+  explicit PanelMasks(int64_t cols)
+      : lo(cols >= 16 ? 0xffff : __mmask16((1u << cols) - 1)),
+        hi(cols >= 32 ? 0xffff : cols <= 16 ? 0 : __mmask16((1u << (cols - 16)) - 1)) {}
+};
+
+LT_AVX512 inline void store_tile(__m512 a0, __m512 a1, bool relu, float* y, const PanelMasks& m) {
+  if (relu) {  // max(x, 0), NaN to 0 as max_ps does
+    a0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a0, _mm512_setzero_ps(), _CMP_GT_OQ), a0);
+    a1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a1, _mm512_setzero_ps(), _CMP_GT_OQ), a1);
+  }
+  _mm512_mask_storeu_ps(y, m.lo, a0);
+  _mm512_mask_storeu_ps(y + 16, m.hi, a1);
+}
+
+// R (<= kRows) rows x one panel. x: fp32 rows of length ldx (fp32) or packed
+// bf16 pairs (bf16); k: inputs (fp32) or input pairs (bf16).
+template <int R>
+LT_AVX512 void tile_f32(const void* xv, int64_t ldx, int64_t k, const void* panel, const float* bias, bool relu,
+                        float* y, int64_t ldy, int64_t cols) {
+  const float* x = static_cast<const float*>(xv);
+  const float* w = static_cast<const float*>(panel);
+  const PanelMasks m(cols);
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
+  for (int64_t i = 0; i < k; ++i) {
+    const __m512 w0 = _mm512_loadu_ps(w + i * kPanel), w1 = _mm512_loadu_ps(w + i * kPanel + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512 xr = _mm512_set1_ps(x[r * ldx + i]);
+      acc[r][0] = _mm512_fmadd_ps(xr, w0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(xr, w1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) store_tile(acc[r][0], acc[r][1], relu, y + r * ldy, m);
+}
+
+template <int R>
+LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t ldx, int64_t k, const void* panel, const float* bias,
+                              bool relu, float* y, int64_t ldy, int64_t cols) {
+  const uint32_t* x = static_cast<const uint32_t*>(xv);
+  const __m512i* w = static_cast<const __m512i*>(panel);
+  const PanelMasks m(cols);
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * p);
+    const __m512bh w1 = (__m512bh)_mm512_loadu_si512(w + 2 * p + 1);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xr = (__m512bh)_mm512_set1_epi32(int(x[r * ldx + p]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], xr, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], xr, w1);
+    }
+  }
+  for (int r = 0; r < R; ++r) store_tile(acc[r][0], acc[r][1], relu, y + r * ldy, m);
+}
+
+using TileFn = void (*)(const void*, int64_t, int64_t, const void*, const float*, bool, float*, int64_t, int64_t);
+constexpr TileFn kF32Tiles[kRows + 1] = {nullptr, tile_f32<1>, tile_f32<2>, tile_f32<3>, tile_f32<4>,
+                                         tile_f32<5>, tile_f32<6>, tile_f32<7>, tile_f32<8>};
+constexpr TileFn kBf16Tiles[kRows + 1] = {nullptr, tile_bf16<1>, tile_bf16<2>, tile_bf16<3>, tile_bf16<4>,
+                                          tile_bf16<5>, tile_bf16<6>, tile_bf16<7>, tile_bf16<8>};
+
+// x [rows, in] fp32 -> [rows, pairs] of bf16 pairs (odd in: a zero pads the last).
+LT_AVX512_BF16 void round_rows(const float* x, int64_t rows, int64_t in, uint32_t* xb, int64_t pairs) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * in;
+    uint16_t* dst = reinterpret_cast<uint16_t*>(xb + r * pairs);
+    int64_t i = 0;
+    for (; i + 16 <= in; i += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    for (; i < in; ++i) dst[i] = to_bf16(src[i]);
+    if (in % 2) dst[in] = 0;
+  }
+}
+}  // namespace
+
+const char* precision_name(StepPrecision p) { return p == StepPrecision::bf16 ? "bf16" : "fp32"; }
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+bool cpu_has_bf16() {
+  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+PackedLinear::PackedLinear(const Tensor& W, StepPrecision precision) : precision_(precision) {
+  check(W.device() == Device::cpu && W.ndim() == 2,
+        "packed linear weights must be a 2-D CPU tensor, got " + shape_str(W.shape()));
+  if (precision == StepPrecision::bf16)
+    check(cpu_has_bf16(), "bf16 products need a CPU with AVX512_BF16 (this one lacks it)");
+  else
+    check(cpu_has_avx512(), "packed fp32 products need a CPU with AVX-512 (this one lacks it)");
+  out_ = W.dim(0), in_ = W.dim(1);
+  const int64_t panels = (out_ + kPanel - 1) / kPanel;
+  const float* w = W.data();
+  if (precision == StepPrecision::fp32) {
+    packed_f32_.assign(size_t(panels * in_ * kPanel), 0.f);
+    for (int64_t n = 0; n < out_; ++n)
+      for (int64_t i = 0; i < in_; ++i)
+        packed_f32_[size_t(((n / kPanel) * in_ + i) * kPanel + n % kPanel)] = w[n * in_ + i];
+    return;
+  }
+  const int64_t pairs = (in_ + 1) / 2;
+  packed_bf16_.assign(size_t(panels * pairs * kPanel * 2), 0);
+  for (int64_t n = 0; n < out_; ++n)
+    for (int64_t i = 0; i < in_; ++i)
+      packed_bf16_[size_t((((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2)] = to_bf16(w[n * in_ + i]);
+}
+
+void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu) const {
+  check(x.device() == Device::cpu && x.ndim() >= 1 && x.dim(x.ndim() - 1) == in_,
+        "packed linear input must be [..., " + std::to_string(in_) + "] on the CPU, got " + shape_str(x.shape()));
+  const int64_t rows = x.numel() / in_;
+  check(y.device() == Device::cpu && y.numel() == rows * out_ && y.dim(y.ndim() - 1) == out_,
+        "packed linear output must be [..., " + std::to_string(out_) + "] for " + std::to_string(rows) +
+            " rows, got " + shape_str(y.shape()));
+  check(!b.defined() || b.numel() == out_, "packed linear bias must have " + std::to_string(out_) + " values");
+  const int64_t panels = (out_ + kPanel - 1) / kPanel;
+  const bool bf16 = precision_ == StepPrecision::bf16;
+  const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
+  const void* xs = x.data();
+  if (bf16) {
+    if (int64_t(xb_.size()) < rows * k) xb_.resize(size_t(rows * k));
+    round_rows(x.data(), rows, in_, xb_.data(), k);
+    xs = xb_.data();
+  }
+  const TileFn* tiles = bf16 ? kBf16Tiles : kF32Tiles;
+  const size_t elem = bf16 ? sizeof(uint32_t) : sizeof(float);
+  const char* w = bf16 ? reinterpret_cast<const char*>(packed_bf16_.data())
+                       : reinterpret_cast<const char*>(packed_f32_.data());
+  const size_t panel_bytes = size_t(k * kPanel) * (bf16 ? 2 * sizeof(uint16_t) : sizeof(float));
+  const float* bias = b.defined() ? b.data() : nullptr;
+  float* yp = y.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < panels; ++j) {
+    const int64_t cols = std::min(kPanel, out_ - j * kPanel);
+    for (int64_t r = 0; r < rows; r += kRows) {
+      const int64_t n = std::min<int64_t>(kRows, rows - r);
+      tiles[n](static_cast<const char*>(xs) + size_t(r * k) * elem, k, k, w + size_t(j) * panel_bytes,
+               bias ? bias + j * kPanel : nullptr, relu, yp + r * out_ + j * kPanel, out_, cols);
+    }
+  }
+}
+
+}  // namespace lt

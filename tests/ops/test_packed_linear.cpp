@@ -1,0 +1,80 @@
+// PackedLinear against a float64 product of the operands (rounded to bf16
+// first for bf16): what is left is the order of the fp32 sums.
+#include <cmath>
+
+#include "lt/error.h"
+#include "lt/packed_linear.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+// Round to the nearest value with 8 significant bits, ties to even (bf16).
+double bf16(float f) {
+  if (f == 0) return 0;
+  int e;
+  const double m = std::frexp(double(f), &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+
+bool skip_without(StepPrecision p) {
+  if (p == StepPrecision::bf16 ? cpu_has_bf16() : cpu_has_avx512()) return false;
+  std::printf("LT-SKIP: this CPU lacks %s\n", p == StepPrecision::bf16 ? "AVX512_BF16" : "AVX-512");
+  return true;
+}
+}  // namespace
+
+TEST_CASE("packed linear equals a float64 product (fp32, and bf16 of the rounded operands)") {
+  for (StepPrecision prec : {StepPrecision::fp32, StepPrecision::bf16}) {
+    if (skip_without(prec)) continue;
+    const uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " " << precision_name(prec));
+    Rng rng(seed);
+    for (int trial = 0; trial < 12; ++trial) {
+      const int64_t rows = trial < 4 ? 64 : rng.integer(1, 40), in = rng.integer(1, 300), out = rng.integer(1, 100);
+      const bool bias = trial % 2 == 0, relu = trial % 3 == 0;
+      INFO("rows " << rows << " in " << in << " out " << out << " bias " << bias << " relu " << relu);
+      Tensor x = rng.randn({rows, in}, 2.0), W = rng.randn({out, in}, 0.3), b = bias ? rng.randn({out}) : Tensor();
+      Tensor y = Tensor::empty({rows, out});
+      PackedLinear(W, prec).forward(x, b, y, relu);
+      const std::vector<float> xv = x.to_vector(), wv = W.to_vector(), got = y.to_vector();
+      const std::vector<float> bv = bias ? b.to_vector() : std::vector<float>(out, 0.f);
+      auto op = [&](float v) { return prec == StepPrecision::bf16 ? bf16(v) : double(v); };
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < out; ++o) {
+          double want = bv[o], scale = std::fabs(bv[o]);
+          for (int64_t i = 0; i < in; ++i) {
+            const double term = op(xv[r * in + i]) * op(wv[o * in + i]);
+            want += term;
+            scale += std::fabs(term);
+          }
+          if (relu) want = std::max(want, 0.0);
+          // fp32 sums stay within ~1e-6 of scale; one operand rounded wrongly costs ~1e-3.
+          REQUIRE(std::fabs(got[r * out + o] - want) <= 1e-5 * scale + 1e-30);
+        }
+    }
+  }
+}
+
+TEST_CASE("packed linear keeps leading axes, ignores the thread count and rejects mismatched shapes") {
+  for (StepPrecision prec : {StepPrecision::fp32, StepPrecision::bf16}) {
+    if (skip_without(prec)) continue;
+    Rng rng(fresh_seed());
+    Tensor W = rng.randn({70, 17}), x = rng.randn({2, 9, 17}), y = Tensor::empty({2, 9, 70});
+    PackedLinear L(W, prec);
+    CHECK(L.in() == 17);
+    CHECK(L.out() == 70);
+    L.forward(x, Tensor(), y);
+    Tensor flat = Tensor::empty({18, 70});
+    const int threads = num_threads();
+    set_num_threads(1);
+    L.forward(x.reshape({18, 17}), Tensor(), flat);
+    set_num_threads(threads);
+    CHECK(y.to_vector() == flat.to_vector());
+    Tensor wrong_in = rng.randn({18, 16}), wrong_out = Tensor::empty({18, 71});
+    CHECK_THROWS_AS(L.forward(wrong_in, Tensor(), flat), Error);
+    CHECK_THROWS_AS(L.forward(x, Tensor(), wrong_out), Error);
+    CHECK_THROWS_AS(L.forward(x, rng.randn({69}), y), Error);
+  }
+}
