@@ -158,53 +158,57 @@ TEST_CASE("causal linear attention backward matches the float64 quadratic-form g
 }
 
 TEST_CASE("the recurrent step reproduces the parallel causal form position by position") {
-  uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  const Dims d{rng.integer(1, 3), rng.integer(1, 100), rng.integer(1, 4), rng.integer(1, 70), rng.integer(1, 70)};
-  INFO("N " << d.N << " L " << d.L << " H " << d.H << " F " << d.F << " M " << d.M);
-  Tensor q = positive_features(rng, {d.N, d.L, d.H, d.F}), k = positive_features(rng, {d.N, d.L, d.H, d.F});
-  Tensor v = rng.randn({d.N, d.L, d.H, d.M}), out = Tensor::empty({d.N, d.L, d.H, d.M});
-  causal_linear_attention_forward(q, k, v, out);
+  // M of 32 and 64 take the step's register-resident path; others the generic loop.
+  for (int64_t fixed_m : {0, 32, 64}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    const Dims d{rng.integer(1, 3), rng.integer(1, 100), rng.integer(1, 4), rng.integer(1, 70),
+                 fixed_m ? fixed_m : rng.integer(1, 70)};
+    INFO("N " << d.N << " L " << d.L << " H " << d.H << " F " << d.F << " M " << d.M);
+    Tensor q = positive_features(rng, {d.N, d.L, d.H, d.F}), k = positive_features(rng, {d.N, d.L, d.H, d.F});
+    Tensor v = rng.randn({d.N, d.L, d.H, d.M}), out = Tensor::empty({d.N, d.L, d.H, d.M});
+    causal_linear_attention_forward(q, k, v, out);
 
-  const std::vector<float> qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector(), ov = out.to_vector();
-  Tensor S = Tensor::zeros({d.N, d.H, d.F, d.M}), Z = Tensor::zeros({d.N, d.H, d.F});
-  Tensor qs = Tensor::empty({d.N, d.H, d.F}), ks = Tensor::empty({d.N, d.H, d.F});
-  Tensor vs = Tensor::empty({d.N, d.H, d.M}), os = Tensor::empty({d.N, d.H, d.M});
-  std::vector<float> qt(d.N * d.H * d.F), kt(qt.size()), vt(d.N * d.H * d.M);
-  std::vector<double> want(vt.size());
-  for (int64_t l = 0; l < d.L; ++l) {
+    const std::vector<float> qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector(), ov = out.to_vector();
+    Tensor S = Tensor::zeros({d.N, d.H, d.F, d.M}), Z = Tensor::zeros({d.N, d.H, d.F});
+    Tensor qs = Tensor::empty({d.N, d.H, d.F}), ks = Tensor::empty({d.N, d.H, d.F});
+    Tensor vs = Tensor::empty({d.N, d.H, d.M}), os = Tensor::empty({d.N, d.H, d.M});
+    std::vector<float> qt(d.N * d.H * d.F), kt(qt.size()), vt(d.N * d.H * d.M);
+    std::vector<double> want(vt.size());
+    for (int64_t l = 0; l < d.L; ++l) {
+      for (int64_t n = 0; n < d.N; ++n)
+        for (int64_t h = 0; h < d.H; ++h) {
+          for (int64_t f = 0; f < d.F; ++f) {
+            qt[(n * d.H + h) * d.F + f] = qv[d.qk(n, l, h, f)];
+            kt[(n * d.H + h) * d.F + f] = kv[d.qk(n, l, h, f)];
+          }
+          for (int64_t m = 0; m < d.M; ++m) {
+            vt[(n * d.H + h) * d.M + m] = vv[d.vo(n, l, h, m)];
+            want[(n * d.H + h) * d.M + m] = ov[d.vo(n, l, h, m)];
+          }
+        }
+      qs.copy_from(Tensor::from_vector(qt, qs.shape()));
+      ks.copy_from(Tensor::from_vector(kt, ks.shape()));
+      vs.copy_from(Tensor::from_vector(vt, vs.shape()));
+      linear_attention_step(qs, ks, vs, S, Z, os);
+      INFO("position " << l);
+      CHECK(rel_error(os, want) < 1e-5);
+    }
+
+    // After L steps the state is the full sums (eq. 18-19).
+    std::vector<double> S_want(S.numel(), 0.0), Z_want(Z.numel(), 0.0);
     for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t h = 0; h < d.H; ++h) {
-        for (int64_t f = 0; f < d.F; ++f) {
-          qt[(n * d.H + h) * d.F + f] = qv[d.qk(n, l, h, f)];
-          kt[(n * d.H + h) * d.F + f] = kv[d.qk(n, l, h, f)];
-        }
-        for (int64_t m = 0; m < d.M; ++m) {
-          vt[(n * d.H + h) * d.M + m] = vv[d.vo(n, l, h, m)];
-          want[(n * d.H + h) * d.M + m] = ov[d.vo(n, l, h, m)];
-        }
-      }
-    qs.copy_from(Tensor::from_vector(qt, qs.shape()));
-    ks.copy_from(Tensor::from_vector(kt, ks.shape()));
-    vs.copy_from(Tensor::from_vector(vt, vs.shape()));
-    linear_attention_step(qs, ks, vs, S, Z, os);
-    INFO("position " << l);
-    CHECK(rel_error(os, want) < 1e-5);
+      for (int64_t h = 0; h < d.H; ++h)
+        for (int64_t l = 0; l < d.L; ++l)
+          for (int64_t f = 0; f < d.F; ++f) {
+            const double kf = kv[d.qk(n, l, h, f)];
+            Z_want[(n * d.H + h) * d.F + f] += kf;
+            for (int64_t m = 0; m < d.M; ++m) S_want[((n * d.H + h) * d.F + f) * d.M + m] += kf * vv[d.vo(n, l, h, m)];
+          }
+    CHECK(rel_error(S, S_want) < 1e-5);
+    CHECK(rel_error(Z, Z_want) < 1e-5);
   }
-
-  // After L steps the state is the full sums (eq. 18-19).
-  std::vector<double> S_want(S.numel(), 0.0), Z_want(Z.numel(), 0.0);
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t l = 0; l < d.L; ++l)
-        for (int64_t f = 0; f < d.F; ++f) {
-          const double kf = kv[d.qk(n, l, h, f)];
-          Z_want[(n * d.H + h) * d.F + f] += kf;
-          for (int64_t m = 0; m < d.M; ++m) S_want[((n * d.H + h) * d.F + f) * d.M + m] += kf * vv[d.vo(n, l, h, m)];
-        }
-  CHECK(rel_error(S, S_want) < 1e-5);
-  CHECK(rel_error(Z, Z_want) < 1e-5);
 }
 
 TEST_CASE("causal linear attention rejects mismatched shapes with messages naming them") {
