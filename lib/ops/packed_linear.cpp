@@ -138,17 +138,18 @@ PackedLinear::PackedLinear(const Tensor& W, StepPrecision precision) : precision
   const int64_t panels = (out_ + kPanel - 1) / kPanel;
   const float* w = W.data();
   if (precision == StepPrecision::fp32) {
-    packed_f32_.assign(size_t(panels * in_ * kPanel), 0.f);
+    packed_ = Tensor::zeros({panels * in_ * kPanel});
+    float* p = packed_.data();
     for (int64_t n = 0; n < out_; ++n)
-      for (int64_t i = 0; i < in_; ++i)
-        packed_f32_[size_t(((n / kPanel) * in_ + i) * kPanel + n % kPanel)] = w[n * in_ + i];
+      for (int64_t i = 0; i < in_; ++i) p[((n / kPanel) * in_ + i) * kPanel + n % kPanel] = w[n * in_ + i];
     return;
   }
   const int64_t pairs = (in_ + 1) / 2;
-  packed_bf16_.assign(size_t(panels * pairs * kPanel * 2), 0);
+  packed_ = Tensor::zeros({panels * pairs * kPanel}, Device::cpu, DType::i32);
+  uint16_t* p = reinterpret_cast<uint16_t*>(packed_.data_i32());
   for (int64_t n = 0; n < out_; ++n)
     for (int64_t i = 0; i < in_; ++i)
-      packed_bf16_[size_t((((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2)] = to_bf16(w[n * in_ + i]);
+      p[(((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2] = to_bf16(w[n * in_ + i]);
 }
 
 void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu) const {
@@ -164,14 +165,15 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
   const void* xs = x.data();
   if (bf16) {
-    if (int64_t(xb_.size()) < rows * k) xb_.resize(size_t(rows * k));
-    round_rows(x.data(), rows, in_, xb_.data(), k);
-    xs = xb_.data();
+    if (!xb_.defined() || xb_.numel() < rows * k) xb_ = Tensor::empty({rows * k}, Device::cpu, DType::i32);
+    uint32_t* xb = reinterpret_cast<uint32_t*>(xb_.data_i32());
+    round_rows(x.data(), rows, in_, xb, k);
+    xs = xb;
   }
   const TileFn* tiles = bf16 ? kBf16Tiles : kF32Tiles;
   const size_t elem = bf16 ? sizeof(uint32_t) : sizeof(float);
-  const char* w = bf16 ? reinterpret_cast<const char*>(packed_bf16_.data())
-                       : reinterpret_cast<const char*>(packed_f32_.data());
+  const char* w = bf16 ? reinterpret_cast<const char*>(packed_.data_i32())
+                       : reinterpret_cast<const char*>(packed_.data());
   const size_t panel_bytes = size_t(k * kPanel) * (bf16 ? 2 * sizeof(uint16_t) : sizeof(float));
   const float* bias = b.defined() ? b.data() : nullptr;
   float* yp = y.data();

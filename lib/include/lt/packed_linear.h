@@ -5,7 +5,6 @@
 // inputs and weights rounded to 8 significant bits, fp32 sums) about 3x.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "lt/tensor.h"
 
@@ -37,9 +36,10 @@ class PackedLinear {
  private:
   int64_t in_ = 0, out_ = 0;
   StepPrecision precision_ = StepPrecision::fp32;
-  std::vector<float> packed_f32_;
-  std::vector<uint16_t> packed_bf16_;
-  mutable std::vector<uint32_t> xb_;
+  // Tensors, so that memory accounting (lt-bench's peak) sees them: fp32
+  // panels, or bf16 pairs stored as one i32 each.
+  Tensor packed_;
+  mutable Tensor xb_;  // the input rounded to bf16 pairs
 };
 
 }  // namespace lt
