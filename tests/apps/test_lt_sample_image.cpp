@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "lt/packed_linear.h"
 #include "lt/png.h"
 
 using namespace lt;
@@ -59,6 +60,40 @@ TEST_CASE("lt-sample-image gives the same images for the same seed and batch") {
     };
     CHECK(run("a.png", 5) == run("b.png", 5));
     CHECK(run("a.png", 5) != run("c.png", 6));
+  }
+}
+
+TEST_CASE("lt-sample-image --bf16 is deterministic and its bits/dim track the fp32 model") {
+  if (!cpu_has_bf16()) {
+    std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
+    return;
+  }
+  TempDir dir;
+  const std::string model = tiny_image_checkpoint(dir, "m.safetensors", 6, 5, 1);
+  auto run = [&](const std::string& out) {
+    CommandResult r = run_tool(dir, "lt-sample-image", "--bf16 -m '" + model + "' -n 3 -s 4 -o '" + dir.file(out) + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("bf16 products") != std::string::npos);
+    return r.out;
+  };
+  const std::string out = run("a.png");
+  CHECK(run("b.png") == out);
+  CHECK(read_bytes(dir.file("a.png")) == read_bytes(dir.file("b.png")));
+  Image grid = read_png(dir.file("a.png"));
+  auto m = ImageModel::load(model, Device::cpu);
+  std::istringstream lines(out);
+  std::string line;
+  for (int64_t i = 0; i < 3; ++i) {
+    REQUIRE(std::getline(lines, line));
+    double bpd = -1;
+    REQUIRE(std::sscanf(line.c_str(), "sample %*d: %lf bits/dim", &bpd) == 1);
+    std::vector<int32_t> tokens;  // image i of the 2 x 2 grid (2-pixel gaps)
+    for (int64_t y = 0; y < 6; ++y)
+      for (int64_t x = 0; x < 5; ++x)
+        tokens.push_back(grid.pixels[((i / 2) * 8 + y) * grid.width + (i % 2) * 7 + x]);
+    const double nats = m->forward(Tensor::from_vector(tokens, {1, 30}), false, 0);
+    CHECK(bpd == doctest::Approx(nats / std::log(2.0)).epsilon(2e-2));
   }
 }
 
