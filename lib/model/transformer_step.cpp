@@ -52,20 +52,30 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
     if (packed_) step_->qkv = Tensor::empty({B, 3 * d}, x.device());
   }
-  if (packed_) {
-    step_packed(state, max_len, x, t, y);
-    return;
-  }
   StepBuffers& s = *step_;
   auto V = [&](size_t i) { return params_.value(i); };
   const Shape heads3{B, H, E};
   s.cur.copy_from(x);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerParams& p = layers_[l];
+    // Packed weights (PackedLinear) when pack_step_weights made them: q, k
+    // and v as one product, ReLU inside the first feed-forward product.
+    const StepWeights::Layer* w = packed_ ? &packed_->layers[l] : nullptr;
     StateViews st = state_views(state, l, B, max_len);
-    linear_forward(s.cur, V(p.wq), V(p.bq), s.q);
-    linear_forward(s.cur, V(p.wk), V(p.bk), s.k);
-    linear_forward(s.cur, V(p.wv), V(p.bv), s.v);
+    if (w) {
+      w->qkv.forward(s.cur, w->bqkv, s.qkv);
+      const float* qkv = s.qkv.data();
+      float *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
+      for (int64_t r = 0; r < B; ++r) {
+        std::copy_n(qkv + r * 3 * d, d, q + r * d);
+        std::copy_n(qkv + r * 3 * d + d, d, k + r * d);
+        std::copy_n(qkv + r * 3 * d + 2 * d, d, v + r * d);
+      }
+    } else {
+      linear_forward(s.cur, V(p.wq), V(p.bq), s.q);
+      linear_forward(s.cur, V(p.wk), V(p.bk), s.k);
+      linear_forward(s.cur, V(p.wv), V(p.bv), s.v);
+    }
     Tensor att3 = s.att.reshape(heads3);
     if (config_.attention == AttentionKind::causal_linear) {
       phi_->forward(s.q, s.fq);
@@ -74,12 +84,20 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     } else {
       softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
     }
-    linear_forward(s.att, V(p.wo), V(p.bo), s.o);
+    if (w)
+      w->o.forward(s.att, V(p.bo), s.o);
+    else
+      linear_forward(s.att, V(p.wo), V(p.bo), s.o);
     add(s.cur, s.o, s.res1);
     layernorm_forward(s.res1, V(p.g1), V(p.be1), s.x1, s.mean, s.rstd);
-    linear_forward(s.x1, V(p.w1), V(p.b1), s.h);
-    relu_forward(s.h, s.h);
-    linear_forward(s.h, V(p.w2), V(p.b2), s.o);
+    if (w) {
+      w->ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
+      w->ff2.forward(s.h, V(p.b2), s.o);
+    } else {
+      linear_forward(s.x1, V(p.w1), V(p.b1), s.h);
+      relu_forward(s.h, s.h);
+      linear_forward(s.h, V(p.w2), V(p.b2), s.o);
+    }
     add(s.x1, s.o, s.res2);
     layernorm_forward(s.res2, V(p.g2), V(p.be2), s.next, s.mean, s.rstd);
     std::swap(s.cur, s.next);
@@ -115,47 +133,6 @@ void TransformerStack::pack_step_weights(StepPrecision precision) {
 
 StepPrecision TransformerStack::step_precision() const {
   return packed_ ? packed_->precision : StepPrecision::fp32;
-}
-
-// step() over the packed weights: one product for q, k and v, ReLU inside the
-// first feed-forward product; the attention itself is fp32 either way.
-void TransformerStack::step_packed(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {
-  const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim;
-  StepBuffers& s = *step_;
-  const int64_t B = s.B;
-  auto V = [&](size_t i) { return params_.value(i); };
-  const Shape heads3{B, H, E};
-  s.cur.copy_from(x);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerParams& p = layers_[l];
-    const StepWeights::Layer& w = packed_->layers[l];
-    StateViews st = state_views(state, l, B, max_len);
-    w.qkv.forward(s.cur, w.bqkv, s.qkv);
-    const float* qkv = s.qkv.data();
-    float *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
-    for (int64_t r = 0; r < B; ++r) {
-      std::copy_n(qkv + r * 3 * d, d, q + r * d);
-      std::copy_n(qkv + r * 3 * d + d, d, k + r * d);
-      std::copy_n(qkv + r * 3 * d + 2 * d, d, v + r * d);
-    }
-    Tensor att3 = s.att.reshape(heads3);
-    if (config_.attention == AttentionKind::causal_linear) {
-      phi_->forward(s.q, s.fq);
-      phi_->forward(s.k, s.fk);
-      linear_attention_step(s.fq.reshape(heads3), s.fk.reshape(heads3), s.v.reshape(heads3), st.a, st.b, att3);
-    } else {
-      softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
-    }
-    w.o.forward(s.att, V(p.bo), s.o);
-    add(s.cur, s.o, s.res1);
-    layernorm_forward(s.res1, V(p.g1), V(p.be1), s.x1, s.mean, s.rstd);
-    w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
-    w.ff2.forward(s.h, V(p.b2), s.o);
-    add(s.x1, s.o, s.res2);
-    layernorm_forward(s.res2, V(p.g2), V(p.be2), s.next, s.mean, s.rstd);
-    std::swap(s.cur, s.next);
-  }
-  layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
 }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, Tensor& state, int64_t max_len) {

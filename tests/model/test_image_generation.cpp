@@ -26,6 +26,18 @@ Tensor as_tokens(const std::vector<uint8_t>& pixels, int64_t B, int64_t S) {
   return Tensor::from_vector(v, {B, S});
 }
 
+// Per image, the teacher-forced (parallel, fp32) NLL in nats of B sampled images.
+std::vector<double> parallel_nll(ImageModel& model, const std::vector<uint8_t>& pixels, int64_t B) {
+  const int64_t S = model.config().subpixels();
+  Tensor per = Tensor::empty({B, S - 1});
+  model.forward(as_tokens(pixels, B, S), false, 0, &per);
+  std::vector<float> p = per.to_vector();
+  std::vector<double> total(B, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < S - 1; ++t) total[b] += p[b * (S - 1) + t];
+  return total;
+}
+
 }  // namespace
 
 TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sampled images") {
@@ -35,19 +47,13 @@ TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sa
       INFO("seed " << seed << " " << std::string(attention_name(kind)) << " channels " << channels);
       ImageModel model(small_config(kind, channels), Device::cpu);
       model.init_parameters(seed);
-      const int64_t B = 3, S = model.config().subpixels();
+      const int64_t B = 3;
       ImageGenerator gen(model, B);
       std::vector<uint8_t> pixels;
       std::vector<double> nll;
       gen.generate(seed, pixels, nullptr, nullptr, &nll);
-      Tensor per = Tensor::empty({B, S - 1});
-      model.forward(as_tokens(pixels, B, S), false, 0, &per);
-      std::vector<float> p = per.to_vector();
-      for (int64_t b = 0; b < B; ++b) {
-        double parallel = 0;
-        for (int64_t t = 0; t < S - 1; ++t) parallel += p[b * (S - 1) + t];
-        CHECK(nll[b] == doctest::Approx(parallel).epsilon(1e-5));
-      }
+      const std::vector<double> parallel = parallel_nll(model, pixels, B);
+      for (int64_t b = 0; b < B; ++b) CHECK(nll[b] == doctest::Approx(parallel[b]).epsilon(1e-5));
     }
 }
 
@@ -153,7 +159,7 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
     c.transformer = TransformerConfig{2, 4, 8, 32, 64, kind, "elu", 0.f};
     ImageModel model(c, Device::cpu);
     model.init_parameters(seed);
-    const int64_t B = 5, S = c.subpixels();
+    const int64_t B = 5;
     ImageGenerator gen(model, B);
     std::vector<uint8_t> fp32, again, pixels;
     gen.generate(seed, fp32);
@@ -163,14 +169,8 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
     gen.generate(seed, pixels, nullptr, nullptr, &nll);
     // Each product rounds its operands to 8 bits: the per-image NLL moves by
     // well under a percent, while a wrong packing would change it entirely.
-    Tensor per = Tensor::empty({B, S - 1});
-    model.forward(as_tokens(pixels, B, S), false, 0, &per);
-    std::vector<float> p = per.to_vector();
-    for (int64_t b = 0; b < B; ++b) {
-      double parallel = 0;
-      for (int64_t t = 0; t < S - 1; ++t) parallel += p[b * (S - 1) + t];
-      CHECK(nll[b] == doctest::Approx(parallel).epsilon(1e-2));
-    }
+    const std::vector<double> parallel = parallel_nll(model, pixels, B);
+    for (int64_t b = 0; b < B; ++b) CHECK(nll[b] == doctest::Approx(parallel[b]).epsilon(1e-2));
     model.set_step_precision(StepPrecision::fp32);
     gen.generate(seed, again);
     CHECK(again == fp32);

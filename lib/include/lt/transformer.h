@@ -96,7 +96,6 @@ class TransformerStack {
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
   };
-  void step_packed(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
   StateViews state_views(Tensor& state, size_t l, int64_t B, int64_t max_len) const;
 
   TransformerConfig config_;
