@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 extern "C" char* openblas_get_corename(void);
 
@@ -27,6 +28,12 @@ inline void use_fast_blas_kernels(char** argv) {
   setenv("OPENBLAS_CORETYPE", better, 1);
   setenv("LT_NO_BLAS_REEXEC", "1", 1);  // never loop, whatever OpenBLAS does with it
   execv("/proc/self/exe", argv);        // returns only on failure: carry on with Prescott
+}
+
+// "OpenBLAS Cooperlake": the kernels in use, for banners and benchmark rows.
+inline std::string blas_description() {
+  const char* core = openblas_get_corename();
+  return std::string("OpenBLAS ") + (core ? core : "unknown");
 }
 
 }  // namespace lt::app

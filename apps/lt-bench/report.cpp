@@ -3,10 +3,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "blas_cores.h"
 #include "lt/backend.h"
 #include "lt/error.h"
-
-extern "C" char* openblas_get_corename(void);
 
 namespace lt::bench {
 
@@ -15,7 +14,7 @@ Row environment_row(const std::string& device, int threads) {
   r.set("device", device);
   r.set("threads", threads);
   r.set("cpu", device_description(Device::cpu));
-  r.set("blas", std::string("OpenBLAS ") + openblas_get_corename());
+  r.set("blas", app::blas_description());
   r.set("gpu", device == "cuda" ? device_description(Device::cuda) : std::string("none"));
   r.set("commit", build_commit());
   r.set("cuda_build", built_with_cuda());

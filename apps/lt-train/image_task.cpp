@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "blas_cores.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/image_training.h"
@@ -132,13 +133,14 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   if (!a.quiet)
     std::fprintf(stderr,
                  "lt-train: %s %lldx%lldx%lld, %lld train / %lld test images; %lld layers, d %lld, %lld heads, %s, "
-                 "%lld params; batch %lld, %s lr %g; %s step %lld of %lld, seed %llu, %s, %d threads\n",
+                 "%lld params; batch %lld, %s lr %g; %s step %lld of %lld, seed %llu, %s, %d threads%s\n",
                  data.format.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
                  (long long)data.train.count, (long long)data.test.count, (long long)t.layers, (long long)t.d_model,
                  (long long)t.heads, attention_name(t.attention), (long long)model->params().numel(),
                  (long long)batch, a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from",
                  (long long)trainer.step(), (long long)steps, (unsigned long long)a.seed,
-                 device_description(device).c_str(), num_threads());
+                 device_description(device).c_str(), num_threads(),
+                 device == Device::cpu ? (", " + app::blas_description()).c_str() : "");
 
   MetricsLog log(a.log);
   Progress progress(steps, a.quiet, 10.0, trainer.step());

@@ -153,13 +153,16 @@ PackedLinear::PackedLinear(const Tensor& W, StepPrecision precision) : precision
 }
 
 void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu) const {
-  check(x.device() == Device::cpu && x.ndim() >= 1 && x.dim(x.ndim() - 1) == in_,
-        "packed linear input must be [..., " + std::to_string(in_) + "] on the CPU, got " + shape_str(x.shape()));
+  // Runs for every product of every step: messages are built only on failure.
+  if (x.device() != Device::cpu || x.ndim() < 1 || x.dim(x.ndim() - 1) != in_)
+    throw Error("packed linear input must be [..., " + std::to_string(in_) + "] on the CPU, got " +
+                shape_str(x.shape()));
   const int64_t rows = x.numel() / in_;
-  check(y.device() == Device::cpu && y.numel() == rows * out_ && y.dim(y.ndim() - 1) == out_,
-        "packed linear output must be [..., " + std::to_string(out_) + "] for " + std::to_string(rows) +
-            " rows, got " + shape_str(y.shape()));
-  check(!b.defined() || b.numel() == out_, "packed linear bias must have " + std::to_string(out_) + " values");
+  if (y.device() != Device::cpu || y.numel() != rows * out_ || y.dim(y.ndim() - 1) != out_)
+    throw Error("packed linear output must be [..., " + std::to_string(out_) + "] for " + std::to_string(rows) +
+                " rows, got " + shape_str(y.shape()));
+  if (b.defined() && b.numel() != out_)
+    throw Error("packed linear bias must have " + std::to_string(out_) + " values, got " + std::to_string(b.numel()));
   const int64_t panels = (out_ + kPanel - 1) / kPanel;
   const bool bf16 = precision_ == StepPrecision::bf16;
   const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
