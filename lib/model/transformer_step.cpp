@@ -106,13 +106,17 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
 }
 
 void TransformerStack::pack_step_weights(StepPrecision precision) {
-  packed_.reset();
-  step_.reset();  // re-planned with or without the fused projection buffer
-  if (params_.device() == Device::cuda) {
+  if (params_.device() == Device::cuda) {  // cuBLAS reads the weights where they are
     check(precision == StepPrecision::fp32, "bf16 products are a CPU path; this model is on cuda (use TF32 there)");
     return;
   }
-  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) return;  // OpenBLAS it is
+  const bool was_packed = packed_ != nullptr;
+  packed_.reset();
+  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) {  // OpenBLAS it is
+    if (was_packed) step_.reset();
+    return;
+  }
+  if (!was_packed) step_.reset();  // re-planned with the fused projection buffer
   const int64_t d = config_.d_model;
   auto w = std::make_unique<StepWeights>();
   w->precision = precision;
