@@ -41,7 +41,8 @@ struct GenerateBenchOptions {
   int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
   int repetitions = 1;
   double max_memory_gb = 16;
-  bool bf16 = false;  // cpu: the step's matrix products in bf16
+  bool bf16 = false;      // cpu: the step's matrix products in bf16
+  bool openblas = false;  // cpu: the step's products through OpenBLAS, not packed weights
   bool verbose = true;
 };
 void run_generate_bench(const GenerateBenchOptions& o, Writer& out);

@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   generate->add_option("--d-model", gen.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(CLI::NonNegativeNumber);
   generate->add_option("--heads", gen.heads, "override the number of heads")->capture_default_str()->check(CLI::NonNegativeNumber);
   generate->add_option("-r,--repetitions", gen.repetitions, "timed runs after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
-  generate->add_flag("--bf16", gen.bf16, "cpu: the step's matrix products in bf16 with fp32 sums (AVX512_BF16; default: fp32)");
+  auto* bf16 = generate->add_flag("--bf16", gen.bf16, "cpu: the step's matrix products in bf16 with fp32 sums (AVX512_BF16; default: fp32)");
+  generate->add_flag("--openblas", gen.openblas, "cpu: the step's products through OpenBLAS instead of weights packed once (for comparison)")
+      ->excludes(bf16);
   generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();
 
   lt::bench::TrainBenchOptions tr;

@@ -77,6 +77,16 @@ TEST_CASE("lt-bench generate writes jsonl rows with images_per_s; the KV cache o
   CHECK(rows[2]["attention"] == "softmax-kv");
   // Per image: d state entries x E for linear, 2 x 783 x d for the cache.
   CHECK(rows[2]["state_mb_per_image"].get<double>() > 10 * rows[0]["state_mb_per_image"].get<double>());
+  CHECK(rows[0]["products"] == "packed");
+  CHECK(rows[0]["precision"] == "fp32");
+
+  CommandResult blas = lt_bench(dir, "generate" + kTinyModel + "-b 2 -a linear --steps 2 --openblas -q -f json");
+  INFO("stderr: " << blas.err);
+  REQUIRE(blas.exit_code == 0);
+  nlohmann::json blas_rows = nlohmann::json::parse(blas.out);
+  REQUIRE(blas_rows.size() == 1);
+  CHECK(blas_rows[0]["products"] == "openblas");
+  CHECK(blas_rows[0]["images_per_s"].get<double>() > 0);
 }
 
 TEST_CASE("lt-bench train writes a csv header and a row per shape") {
