@@ -49,6 +49,14 @@ LT_AVX512 inline void store_tile(__m512 a0, __m512 a1, bool relu, float* y, cons
   _mm512_mask_storeu_ps(y + 16, m.hi, a1);
 }
 
+// Every row's accumulators start at the panel's bias (or zero).
+template <int R>
+LT_AVX512 inline void start_tile(const float* bias, const PanelMasks& m, __m512 (&acc)[R][2]) {
+  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
+  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
+}
+
 // R (<= kRows) rows x one panel. x: fp32 rows of length ldx (fp32) or packed
 // bf16 pairs (bf16); k: inputs (fp32) or input pairs (bf16).
 template <int R>
@@ -57,10 +65,8 @@ LT_AVX512 void tile_f32(const void* xv, int64_t ldx, int64_t k, const void* pane
   const float* x = static_cast<const float*>(xv);
   const float* w = static_cast<const float*>(panel);
   const PanelMasks m(cols);
-  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
-  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
   __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
+  start_tile<R>(bias, m, acc);
   for (int64_t i = 0; i < k; ++i) {
     const __m512 w0 = _mm512_loadu_ps(w + i * kPanel), w1 = _mm512_loadu_ps(w + i * kPanel + 16);
     for (int r = 0; r < R; ++r) {
@@ -78,10 +84,8 @@ LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t ldx, int64_t k, const void
   const uint32_t* x = static_cast<const uint32_t*>(xv);
   const __m512i* w = static_cast<const __m512i*>(panel);
   const PanelMasks m(cols);
-  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
-  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
   __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
+  start_tile<R>(bias, m, acc);
   for (int64_t p = 0; p < k; ++p) {
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * p);
     const __m512bh w1 = (__m512bh)_mm512_loadu_si512(w + 2 * p + 1);
