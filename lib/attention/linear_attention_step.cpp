@@ -15,66 +15,66 @@ namespace {
 void expect_shape(const Tensor& t, const Shape& expected, const char* what) {
   if (t.shape() != expected) check_shape(t, expected, what);
 }
-// One (n, h): the M axis is the vector axis. With M known at compile time
-// (the common head sizes) the output sums live in registers, split over even
-// and odd f so that consecutive rows do not wait on one FMA chain.
-template <int kM>
+// One (n, h): the M axis is the vector axis.
 void step_pair(const float* __restrict q, const float* __restrict k, const float* __restrict val,
-               float* __restrict S, float* __restrict z, float* __restrict o, int64_t F, int64_t M_runtime) {
-  constexpr int64_t kMaxM = kM > 0 ? kM : 1;
-  if constexpr (kM == 0) {
-    const int64_t M = M_runtime;
-    for (int64_t m = 0; m < M; ++m) o[m] = 0.f;
-    float den = 0.f;
-    for (int64_t f = 0; f < F; ++f) {
-      float* __restrict row = S + f * M;
-      const float kf = k[f], qf = q[f];
-      for (int64_t m = 0; m < M; ++m) {
-        row[m] += kf * val[m];  // eq. 18
-        o[m] += qf * row[m];
-      }
-      z[f] += kf;  // eq. 19
-      den += qf * z[f];
+               float* __restrict S, float* __restrict z, float* __restrict o, int64_t F, int64_t M) {
+  for (int64_t m = 0; m < M; ++m) o[m] = 0.f;
+  float den = 0.f;
+  for (int64_t f = 0; f < F; ++f) {
+    float* __restrict row = S + f * M;
+    const float kf = k[f], qf = q[f];
+    for (int64_t m = 0; m < M; ++m) {
+      row[m] += kf * val[m];  // eq. 18
+      o[m] += qf * row[m];
     }
-    const float inv = 1.f / (den + kLinearAttentionEps);  // eq. 20
-    for (int64_t m = 0; m < M; ++m) o[m] *= inv;
-  } else {
-    float even[kMaxM] = {}, odd[kMaxM] = {};
-    float den_even = 0.f, den_odd = 0.f;
-    int64_t f = 0;
-    for (; f + 1 < F; f += 2) {
-      float* __restrict r0 = S + f * kM;
-      float* __restrict r1 = r0 + kM;
-      const float k0 = k[f], q0 = q[f], k1 = k[f + 1], q1 = q[f + 1];
-#pragma omp simd
-      for (int64_t m = 0; m < kM; ++m) {
-        const float a = r0[m] + k0 * val[m], b = r1[m] + k1 * val[m];  // eq. 18
-        r0[m] = a;
-        r1[m] = b;
-        even[m] += q0 * a;
-        odd[m] += q1 * b;
-      }
-      z[f] += k0;  // eq. 19
-      z[f + 1] += k1;
-      den_even += q0 * z[f];
-      den_odd += q1 * z[f + 1];
-    }
-    if (f < F) {
-      float* __restrict r0 = S + f * kM;
-      const float k0 = k[f], q0 = q[f];
-#pragma omp simd
-      for (int64_t m = 0; m < kM; ++m) {
-        const float a = r0[m] + k0 * val[m];
-        r0[m] = a;
-        even[m] += q0 * a;
-      }
-      z[f] += k0;
-      den_even += q0 * z[f];
-    }
-    const float inv = 1.f / (den_even + den_odd + kLinearAttentionEps);  // eq. 20
-#pragma omp simd
-    for (int64_t m = 0; m < kM; ++m) o[m] = (even[m] + odd[m]) * inv;
+    z[f] += kf;  // eq. 19
+    den += qf * z[f];
   }
+  const float inv = 1.f / (den + kLinearAttentionEps);  // eq. 20
+  for (int64_t m = 0; m < M; ++m) o[m] *= inv;
+}
+
+// The same with M known at compile time (the common head sizes): the output
+// sums live in registers, split over even and odd f so that consecutive rows
+// do not wait on one FMA chain.
+template <int M>
+void step_pair_fixed(const float* __restrict q, const float* __restrict k, const float* __restrict val,
+                     float* __restrict S, float* __restrict z, float* __restrict o, int64_t F) {
+  float even[M] = {}, odd[M] = {};
+  float den_even = 0.f, den_odd = 0.f;
+  int64_t f = 0;
+  for (; f + 1 < F; f += 2) {
+    float* __restrict r0 = S + f * M;
+    float* __restrict r1 = r0 + M;
+    const float k0 = k[f], q0 = q[f], k1 = k[f + 1], q1 = q[f + 1];
+#pragma omp simd
+    for (int64_t m = 0; m < M; ++m) {
+      const float a = r0[m] + k0 * val[m], b = r1[m] + k1 * val[m];  // eq. 18
+      r0[m] = a;
+      r1[m] = b;
+      even[m] += q0 * a;
+      odd[m] += q1 * b;
+    }
+    z[f] += k0;  // eq. 19
+    z[f + 1] += k1;
+    den_even += q0 * z[f];
+    den_odd += q1 * z[f + 1];
+  }
+  if (f < F) {
+    float* __restrict r0 = S + f * M;
+    const float k0 = k[f], q0 = q[f];
+#pragma omp simd
+    for (int64_t m = 0; m < M; ++m) {
+      const float a = r0[m] + k0 * val[m];
+      r0[m] = a;
+      even[m] += q0 * a;
+    }
+    z[f] += k0;
+    den_even += q0 * z[f];
+  }
+  const float inv = 1.f / (den_even + den_odd + kLinearAttentionEps);  // eq. 20
+#pragma omp simd
+  for (int64_t m = 0; m < M; ++m) o[m] = (even[m] + odd[m]) * inv;
 }
 }  // namespace
 
@@ -113,11 +113,11 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
     float* z = Zp + p * F;
     float* o = op + p * M;
     if (M == 32)
-      step_pair<32>(q, k, val, s, z, o, F, M);
+      step_pair_fixed<32>(q, k, val, s, z, o, F);
     else if (M == 64)
-      step_pair<64>(q, k, val, s, z, o, F, M);
+      step_pair_fixed<64>(q, k, val, s, z, o, F);
     else
-      step_pair<0>(q, k, val, s, z, o, F, M);
+      step_pair(q, k, val, s, z, o, F, M);
   }
 }
 

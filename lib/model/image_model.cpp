@@ -175,12 +175,9 @@ void ImageModel::step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& he
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head);
 }
 
-void ImageModel::set_step_precision(StepPrecision precision) {
-  stack_->pack_step_weights(precision);
-  step_precision_ = precision;
-}
-
-void ImageModel::pack_step_weights() { stack_->pack_step_weights(step_precision_); }
+void ImageModel::set_step_precision(StepPrecision precision) { stack_->pack_step_weights(precision); }
+StepPrecision ImageModel::step_precision() const { return stack_->step_precision(); }
+void ImageModel::pack_step_weights() { stack_->pack_step_weights(stack_->step_precision()); }
 
 void ImageModel::prefill(const Tensor& tokens, Tensor& state, Tensor& head) {
   const int64_t L = config_.sequence_length(), d = config_.transformer.d_model;

@@ -29,7 +29,7 @@ struct TransformerStack::StepBuffers {
   Tensor q, k, v, fq, fk, att, o, res1, x1, res2, cur, next;  // [B, d]
   Tensor mean, rstd;                                          // [B]
   Tensor h;                                                   // [B, ff]
-  Tensor qkv;                                                 // [B, 3d] (packed path)
+  Tensor qkv;                                                 // [B, 3d] (CPU: packed path)
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.

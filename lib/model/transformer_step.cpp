@@ -50,7 +50,7 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
-    if (packed_) step_->qkv = Tensor::empty({B, 3 * d}, x.device());
+    if (x.device() == Device::cpu) step_->qkv = Tensor::empty({B, 3 * d}, x.device());  // packed path
   }
   StepBuffers& s = *step_;
   auto V = [&](size_t i) { return params_.value(i); };
@@ -110,13 +110,8 @@ void TransformerStack::pack_step_weights(StepPrecision precision) {
     check(precision == StepPrecision::fp32, "bf16 products are a CPU path; this model is on cuda (use TF32 there)");
     return;
   }
-  const bool was_packed = packed_ != nullptr;
   packed_.reset();
-  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) {  // OpenBLAS it is
-    if (was_packed) step_.reset();
-    return;
-  }
-  if (!was_packed) step_.reset();  // re-planned with the fused projection buffer
+  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) return;  // OpenBLAS it is
   const int64_t d = config_.d_model;
   auto w = std::make_unique<StepWeights>();
   w->precision = precision;

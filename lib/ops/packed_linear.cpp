@@ -57,10 +57,10 @@ LT_AVX512 inline void start_tile(const float* bias, const PanelMasks& m, __m512 
   for (int r = 0; r < R; ++r) acc[r][0] = b0, acc[r][1] = b1;
 }
 
-// R (<= kRows) rows x one panel. x: fp32 rows of length ldx (fp32) or packed
-// bf16 pairs (bf16); k: inputs (fp32) or input pairs (bf16).
+// R (<= kRows) rows x one panel. x: rows of k fp32 inputs (fp32) or k packed
+// bf16 input pairs (bf16).
 template <int R>
-LT_AVX512 void tile_f32(const void* xv, int64_t ldx, int64_t k, const void* panel, const float* bias, bool relu,
+LT_AVX512 void tile_f32(const void* xv, int64_t k, const void* panel, const float* bias, bool relu,
                         float* y, int64_t ldy, int64_t cols) {
   const float* x = static_cast<const float*>(xv);
   const float* w = static_cast<const float*>(panel);
@@ -70,7 +70,7 @@ LT_AVX512 void tile_f32(const void* xv, int64_t ldx, int64_t k, const void* pane
   for (int64_t i = 0; i < k; ++i) {
     const __m512 w0 = _mm512_loadu_ps(w + i * kPanel), w1 = _mm512_loadu_ps(w + i * kPanel + 16);
     for (int r = 0; r < R; ++r) {
-      const __m512 xr = _mm512_set1_ps(x[r * ldx + i]);
+      const __m512 xr = _mm512_set1_ps(x[r * k + i]);
       acc[r][0] = _mm512_fmadd_ps(xr, w0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(xr, w1, acc[r][1]);
     }
@@ -79,7 +79,7 @@ LT_AVX512 void tile_f32(const void* xv, int64_t ldx, int64_t k, const void* pane
 }
 
 template <int R>
-LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t ldx, int64_t k, const void* panel, const float* bias,
+LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t k, const void* panel, const float* bias,
                               bool relu, float* y, int64_t ldy, int64_t cols) {
   const uint32_t* x = static_cast<const uint32_t*>(xv);
   const __m512i* w = static_cast<const __m512i*>(panel);
@@ -90,7 +90,7 @@ LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t ldx, int64_t k, const void
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * p);
     const __m512bh w1 = (__m512bh)_mm512_loadu_si512(w + 2 * p + 1);
     for (int r = 0; r < R; ++r) {
-      const __m512bh xr = (__m512bh)_mm512_set1_epi32(int(x[r * ldx + p]));
+      const __m512bh xr = (__m512bh)_mm512_set1_epi32(int(x[r * k + p]));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], xr, w0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], xr, w1);
     }
@@ -98,7 +98,7 @@ LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t ldx, int64_t k, const void
   for (int r = 0; r < R; ++r) store_tile(acc[r][0], acc[r][1], relu, y + r * ldy, m);
 }
 
-using TileFn = void (*)(const void*, int64_t, int64_t, const void*, const float*, bool, float*, int64_t, int64_t);
+using TileFn = void (*)(const void*, int64_t, const void*, const float*, bool, float*, int64_t, int64_t);
 constexpr TileFn kF32Tiles[kRows + 1] = {nullptr, tile_f32<1>, tile_f32<2>, tile_f32<3>, tile_f32<4>,
                                          tile_f32<5>, tile_f32<6>, tile_f32<7>, tile_f32<8>};
 constexpr TileFn kBf16Tiles[kRows + 1] = {nullptr, tile_bf16<1>, tile_bf16<2>, tile_bf16<3>, tile_bf16<4>,
@@ -189,7 +189,7 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
     const int64_t cols = std::min(kPanel, out_ - j * kPanel);
     for (int64_t r = 0; r < rows; r += kRows) {
       const int64_t n = std::min<int64_t>(kRows, rows - r);
-      tiles[n](static_cast<const char*>(xs) + size_t(r * k) * elem, k, k, w + size_t(j) * panel_bytes,
+      tiles[n](static_cast<const char*>(xs) + size_t(r * k) * elem, k, w + size_t(j) * panel_bytes,
                bias ? bias + j * kPanel : nullptr, relu, yp + r * out_ + j * kPanel, out_, cols);
     }
   }

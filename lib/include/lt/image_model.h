@@ -80,7 +80,7 @@ class ImageModel {
   // now (TransformerStack::pack_step_weights). fp32 until set; bf16 throws on
   // CUDA and on CPUs without AVX512_BF16.
   void set_step_precision(StepPrecision precision);
-  StepPrecision step_precision() const { return step_precision_; }
+  StepPrecision step_precision() const;
   // Packs the current weights again (ImageGenerator does at every generate,
   // so that changed weights are never sampled from a stale copy).
   void pack_step_weights();
@@ -106,7 +106,6 @@ class ImageModel {
   std::unique_ptr<TransformerStack> stack_;
   size_t embedding_, predictor_w_, predictor_b_;
   Tensor pe_;  // position code [sequence_length, d/2]
-  StepPrecision step_precision_ = StepPrecision::fp32;
   std::unique_ptr<Buffers> buf_;
 };
 
