@@ -3,8 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "blas_cores.h"
 #include "benchmarks.h"
+#include "blas_cores.h"
+#include "command_line.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 
@@ -30,21 +31,21 @@ int main(int argc, char** argv) {
   attention->add_option("--tokens", att.tokens, "tokens per batch: batch = tokens / N")->capture_default_str();
   attention->add_option("--heads", att.heads, "attention heads")->capture_default_str();
   attention->add_option("--head-dim", att.head_dim, "query/value dimension per head")->capture_default_str();
-  attention->add_option("-r,--repetitions", att.repetitions, "timed repetitions after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("-r,--repetitions", att.repetitions, "timed repetitions after one warm-up")->capture_default_str()->check(lt::app::kPositive);
   attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str();
 
   lt::bench::GenerateBenchOptions gen;
   CLI::App* generate = app.add_subcommand("generate", "images/s and memory of recurrent (linear) vs KV-cache (softmax) sampling vs batch size");
   generate->add_option("--shape", gen.shapes, "mnist (8 layers, 784 steps) and/or cifar (16 layers, 3072 steps)")->capture_default_str();
   generate->add_option("-a,--attention", gen.attentions, "linear and/or softmax")->capture_default_str();
-  generate->add_option("-b,--batch", gen.batches, "batch sizes")->capture_default_str();
+  generate->add_option("-b,--batch", gen.batches, "batch sizes")->capture_default_str()->check(lt::app::kPositive);
   generate->add_option("-d,--device", gen.devices, "cpu and/or cuda")->capture_default_str();
-  generate->add_option("--steps", gen.steps, "time this many positions spread over the image and extrapolate (0: every step)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  generate->add_option("--layers", gen.layers, "override the shape's layers")->capture_default_str()->check(CLI::NonNegativeNumber);
-  generate->add_option("--d-model", gen.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  generate->add_option("--heads", gen.heads, "override the number of heads")->capture_default_str()->check(CLI::NonNegativeNumber);
-  generate->add_option("-r,--repetitions", gen.repetitions, "timed runs after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
-  auto* bf16 = generate->add_flag("--bf16", gen.bf16, "cpu: the step's matrix products in bf16 with fp32 sums (AVX512_BF16; default: fp32)");
+  generate->add_option("--steps", gen.steps, "time this many positions spread over the image and extrapolate (0: every step)")->capture_default_str()->check(lt::app::kNonNegative);
+  generate->add_option("--layers", gen.layers, "override the shape's layers")->capture_default_str()->check(lt::app::kNonNegative);
+  generate->add_option("--d-model", gen.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(lt::app::kNonNegative);
+  generate->add_option("--heads", gen.heads, "override the number of heads")->capture_default_str()->check(lt::app::kNonNegative);
+  generate->add_option("-r,--repetitions", gen.repetitions, "timed runs after one warm-up")->capture_default_str()->check(lt::app::kPositive);
+  auto* bf16 = generate->add_flag("--bf16", gen.bf16, "cpu: the step's matrix products (fp32 sums) and linear state in bf16 (AVX512_BF16; default: fp32)");
   generate->add_flag("--openblas", gen.openblas, "cpu: the step's products through OpenBLAS instead of weights packed once (for comparison)")
       ->excludes(bf16);
   generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();
@@ -53,14 +54,14 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "training examples/s and dense-layer GFLOP/s against the sgemm rate");
   train->add_option("--shape", tr.shapes, "mnist and/or cifar")->capture_default_str();
   train->add_option("-a,--attention", tr.attention, "causal-linear or softmax")->capture_default_str();
-  train->add_option("-b,--batch", tr.batch, "batch size (0: the paper's, 16 mnist / 10 cifar)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  train->add_option("--layers", tr.layers, "override the shape's layers")->capture_default_str()->check(CLI::NonNegativeNumber);
-  train->add_option("--d-model", tr.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  train->add_option("--heads", tr.heads, "override the number of heads")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("-b,--batch", tr.batch, "batch size (0: the paper's, 16 mnist / 10 cifar)")->capture_default_str()->check(lt::app::kNonNegative);
+  train->add_option("--layers", tr.layers, "override the shape's layers")->capture_default_str()->check(lt::app::kNonNegative);
+  train->add_option("--d-model", tr.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(lt::app::kNonNegative);
+  train->add_option("--heads", tr.heads, "override the number of heads")->capture_default_str()->check(lt::app::kNonNegative);
   train->add_option("-d,--device", tr.devices, "cpu and/or cuda")->capture_default_str();
-  train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
     lt::set_cuda_tf32(tf32);

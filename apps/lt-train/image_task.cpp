@@ -194,23 +194,31 @@ int run_copy_export(const TrainArgs& a, const Checkpoint& ck);
 
 int run_eval(const TrainArgs& a) {
   check(!a.model.empty(), "--eval needs -m CHECKPOINT");
-  if (checkpoint_kind(a.model) == "copy") return run_copy_eval(a);
+  if (checkpoint_kind(a.model) == "copy") {
+    check(!a.recurrent, "--recurrent evaluates image models; " + a.model + " is a copy-task model");
+    return run_copy_eval(a);
+  }
   const Device device = parse_device(a.device);
   require_device(device);
   auto model = ImageModel::load(a.model, device);
+  if (a.bf16) model->set_step_precision(StepPrecision::bf16);
   ImageDataset data = load_data(a.data);
   const auto t0 = std::chrono::steady_clock::now();
-  ImageEvaluation ev = evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);
+  ImageEvaluation ev = a.recurrent
+                           ? evaluate_images_recurrent(*model, data.test, a.batch > 0 ? a.batch : 64, a.eval_images)
+                           : evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const char* form = a.recurrent ? "recurrent" : "parallel";
   if (a.format == "json") {
     nlohmann::json j = {{"bits_per_dim", ev.bits_per_dim}, {"nats_per_dim", ev.nats_per_dim},
                         {"images", ev.images}, {"model", a.model}, {"data", a.data},
                         {"attention", attention_name(model->config().transformer.attention)},
+                        {"form", form}, {"precision", precision_name(model->step_precision())},
                         {"device", a.device}, {"seconds", secs}};
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("%.4f bits/dim (%.4f nats/dim) on %lld test images of %s (%.1f s)\n", ev.bits_per_dim,
-                ev.nats_per_dim, (long long)ev.images, a.data.c_str(), secs);
+    std::printf("%.4f bits/dim (%.4f nats/dim) on %lld test images of %s (%s%s, %.1f s)\n", ev.bits_per_dim,
+                ev.nats_per_dim, (long long)ev.images, a.data.c_str(), form, a.bf16 ? " bf16" : "", secs);
   }
   return 0;
 }

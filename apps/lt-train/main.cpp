@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "blas_cores.h"
+#include "command_line.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "train_tasks.h"
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (or copy accuracy)");
   modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim");
 
+  auto* recurrent = app.add_flag("--recurrent", a.recurrent, "with --eval: score through the recurrent step, position by position, as generation runs (default: the parallel pass)");
+  app.add_flag("--bf16", a.bf16, "with --eval --recurrent: bf16 step products and state (CPU, AVX512_BF16)")->needs(recurrent);
   app.add_option("--task", a.task, "image or copy")->capture_default_str()->check(CLI::IsMember({"image", "copy"}));
   app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
   app.add_flag("-q,--quiet", a.quiet, "no progress on stderr");
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-train"); status >= 0) return status;
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
   for (const char* name : {"--seed", "--batch", "--steps", "--epochs", "--optimizer", "--lr", "--schedule", "--warmup",
                            "--gamma", "--min-lr", "--clip", "--milestones"})
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
   for (const char* name : lt::app::kArchitectureOptions)
     if (app.count(name)) a.given.insert(name);
   try {
+    lt::check(!a.recurrent || a.eval, "--recurrent is an option of --eval");
     lt::set_num_threads(a.threads);
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);

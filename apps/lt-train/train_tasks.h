@@ -19,6 +19,7 @@ inline constexpr const char* kArchitectureOptions[] = {"--preset", "--layers", "
 
 struct TrainArgs {
   bool eval = false, export_ = false, resume = false, quiet = false;
+  bool recurrent = false, bf16 = false;  // --eval through the recurrent step, at bf16
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0;

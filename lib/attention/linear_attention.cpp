@@ -28,7 +28,7 @@ std::vector<int32_t> host_key_lengths(const Tensor& key_lengths, const Attention
   if (!key_lengths.defined()) return {};
   check(key_lengths.dtype() == DType::i32 && key_lengths.ndim() == 1 && key_lengths.dim(0) == d.N,
         what + ": key_lengths must be int32 [N] = [" + std::to_string(d.N) + "], got " +
-            (key_lengths.dtype() == DType::i32 ? "int32 " : "float32 ") + shape_str(key_lengths.shape()));
+            dtype_name(key_lengths.dtype()) + " " + shape_str(key_lengths.shape()));
   std::vector<int32_t> lengths = key_lengths.to_vector_i32();
   for (int64_t n = 0; n < d.N; ++n)
     check(0 <= lengths[n] && lengths[n] <= d.S, what + ": key_lengths[" + std::to_string(n) + "] = " +

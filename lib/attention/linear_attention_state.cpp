@@ -1,6 +1,9 @@
 // S = Fk^T V and Z = Fk^T 1 per (n, h): one sgemm each on strided views.
+#include <vector>
+
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
+#include "core/bf16.h"
 #include "lt/attention.h"
 
 namespace lt {
@@ -14,26 +17,36 @@ void linear_attention_state(const Tensor& fk, const Tensor& v, Tensor& S, Tensor
   check_shape(S, {N, H, F, M}, "linear_attention_state S");
   check_shape(Z, {N, H, F}, "linear_attention_state Z");
   Device dev = common_device({&fk, &v, &S, &Z}, "linear_attention_state");
+  const bool bf16 = S.dtype() == DType::bf16;
+  check(!(bf16 && dev == Device::cuda), "linear_attention_state: a bfloat16 state is a CPU path");
   if (dev == Device::cuda) LT_ON_CUDA(cuda::linear_attention_state(fk.data(), v.data(), S.data(), Z.data(), N, L, H, F, M));
 
   const float* K = fk.data();
   const float* Vp = v.data();
-  float* Sp = S.data();
+  float* Sp = bf16 ? nullptr : S.data();
+  uint16_t* Sb = bf16 ? S.data_bf16() : nullptr;
   float* Zp = Z.data();
   cpu::SingleThreadedBlas single;
-#pragma omp parallel for schedule(static)
-  for (int64_t nh = 0; nh < N * H; ++nh) {
-    const int64_t n = nh / H, h = nh % H;
-    const float* k = K + (n * L * H + h) * F;
-    const float* vv = Vp + (n * L * H + h) * M;
-    if (L > 0)
-      cpu::sgemm(true, false, F, M, L, 1.f, k, H * F, vv, H * M, 0.f, Sp + nh * F * M, M);
-    else
-      std::fill(Sp + nh * F * M, Sp + (nh + 1) * F * M, 0.f);
-    float* z = Zp + nh * F;
-    std::fill(z, z + F, 0.f);
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t f = 0; f < F; ++f) z[f] += k[l * H * F + f];
+#pragma omp parallel
+  {
+    std::vector<float> sums(bf16 ? F * M : 0);  // one (n, h)'s S before rounding
+#pragma omp for schedule(static)
+    for (int64_t nh = 0; nh < N * H; ++nh) {
+      const int64_t n = nh / H, h = nh % H;
+      const float* k = K + (n * L * H + h) * F;
+      const float* vv = Vp + (n * L * H + h) * M;
+      float* s = bf16 ? sums.data() : Sp + nh * F * M;
+      if (L > 0)
+        cpu::sgemm(true, false, F, M, L, 1.f, k, H * F, vv, H * M, 0.f, s, M);
+      else
+        std::fill(s, s + F * M, 0.f);
+      if (bf16)
+        for (int64_t i = 0; i < F * M; ++i) Sb[nh * F * M + i] = float_to_bf16(s[i]);
+      float* z = Zp + nh * F;
+      std::fill(z, z + F, 0.f);
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t f = 0; f < F; ++f) z[f] += k[l * H * F + f];
+    }
   }
 }
 

@@ -2,10 +2,13 @@
 // S += phi(k) v^T, Z += phi(k), out = phi(q)^T S / (phi(q)^T Z + eps).
 // The state is updated and read in the same sweep over its rows, so each
 // (n, h) touches S once per step; loops run over the contiguous M axis and
-// vectorise. No allocation: the step is the generation hot loop.
+// vectorise. No allocation: the step is the generation hot loop. S is kept
+// in float32 or in bfloat16 (half the bytes): sums are float32 either way,
+// and a bf16 state is rounded once per step, when it is stored.
 #include <string>
 
 #include "backend/dispatch.h"
+#include "core/bf16.h"
 #include "lt/attention.h"
 
 namespace lt {
@@ -15,17 +18,25 @@ namespace {
 void expect_shape(const Tensor& t, const Shape& expected, const char* what) {
   if (t.shape() != expected) check_shape(t, expected, what);
 }
+// State elements as stored (float or bf16 bits) to and from float32.
+inline float load(const float* p) { return *p; }
+inline float load(const uint16_t* p) { return bf16_to_float(*p); }
+inline void store(float* p, float x) { *p = x; }
+inline void store(uint16_t* p, float x) { *p = float_to_bf16(x); }
+
 // One (n, h): the M axis is the vector axis.
+template <typename T>
 void step_pair(const float* __restrict q, const float* __restrict k, const float* __restrict val,
-               float* __restrict S, float* __restrict z, float* __restrict o, int64_t F, int64_t M) {
+               T* __restrict S, float* __restrict z, float* __restrict o, int64_t F, int64_t M) {
   for (int64_t m = 0; m < M; ++m) o[m] = 0.f;
   float den = 0.f;
   for (int64_t f = 0; f < F; ++f) {
-    float* __restrict row = S + f * M;
+    T* __restrict row = S + f * M;
     const float kf = k[f], qf = q[f];
     for (int64_t m = 0; m < M; ++m) {
-      row[m] += kf * val[m];  // eq. 18
-      o[m] += qf * row[m];
+      const float s = load(row + m) + kf * val[m];  // eq. 18
+      store(row + m, s);
+      o[m] += qf * s;
     }
     z[f] += kf;  // eq. 19
     den += qf * z[f];
@@ -37,21 +48,21 @@ void step_pair(const float* __restrict q, const float* __restrict k, const float
 // The same with M known at compile time (the common head sizes): the output
 // sums live in registers, split over even and odd f so that consecutive rows
 // do not wait on one FMA chain.
-template <int M>
+template <int M, typename T>
 void step_pair_fixed(const float* __restrict q, const float* __restrict k, const float* __restrict val,
-                     float* __restrict S, float* __restrict z, float* __restrict o, int64_t F) {
+                     T* __restrict S, float* __restrict z, float* __restrict o, int64_t F) {
   float even[M] = {}, odd[M] = {};
   float den_even = 0.f, den_odd = 0.f;
   int64_t f = 0;
   for (; f + 1 < F; f += 2) {
-    float* __restrict r0 = S + f * M;
-    float* __restrict r1 = r0 + M;
+    T* __restrict r0 = S + f * M;
+    T* __restrict r1 = r0 + M;
     const float k0 = k[f], q0 = q[f], k1 = k[f + 1], q1 = q[f + 1];
 #pragma omp simd
     for (int64_t m = 0; m < M; ++m) {
-      const float a = r0[m] + k0 * val[m], b = r1[m] + k1 * val[m];  // eq. 18
-      r0[m] = a;
-      r1[m] = b;
+      const float a = load(r0 + m) + k0 * val[m], b = load(r1 + m) + k1 * val[m];  // eq. 18
+      store(r0 + m, a);
+      store(r1 + m, b);
       even[m] += q0 * a;
       odd[m] += q1 * b;
     }
@@ -61,12 +72,12 @@ void step_pair_fixed(const float* __restrict q, const float* __restrict k, const
     den_odd += q1 * z[f + 1];
   }
   if (f < F) {
-    float* __restrict r0 = S + f * M;
+    T* __restrict r0 = S + f * M;
     const float k0 = k[f], q0 = q[f];
 #pragma omp simd
     for (int64_t m = 0; m < M; ++m) {
-      const float a = r0[m] + k0 * val[m];
-      r0[m] = a;
+      const float a = load(r0 + m) + k0 * val[m];
+      store(r0 + m, a);
       even[m] += q0 * a;
     }
     z[f] += k0;
@@ -75,6 +86,27 @@ void step_pair_fixed(const float* __restrict q, const float* __restrict k, const
   const float inv = 1.f / (den_even + den_odd + kLinearAttentionEps);  // eq. 20
 #pragma omp simd
   for (int64_t m = 0; m < M; ++m) o[m] = (even[m] + odd[m]) * inv;
+}
+
+template <typename T>
+void step_pairs(const float* qp, const float* kp, const float* vp, T* Sp, float* Zp, float* op, int64_t pairs,
+                int64_t F, int64_t M) {
+  // A thread fork costs about as much as a small head's whole step.
+#pragma omp parallel for schedule(static) if (pairs * F * M >= (1 << 15))
+  for (int64_t p = 0; p < pairs; ++p) {
+    const float* q = qp + p * F;
+    const float* k = kp + p * F;
+    const float* val = vp + p * M;
+    T* s = Sp + p * F * M;
+    float* z = Zp + p * F;
+    float* o = op + p * M;
+    if (M == 32)
+      step_pair_fixed<32>(q, k, val, s, z, o, F);
+    else if (M == 64)
+      step_pair_fixed<64>(q, k, val, s, z, o, F);
+    else
+      step_pair(q, k, val, s, z, o, F, M);
+  }
 }
 }  // namespace
 
@@ -96,29 +128,16 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
   expect_shape(out, v.shape(), "linear_attention_step out");
   Device dev = common_device({&fq, &fk, &v, &S, &Z, &out}, what);
   if (out.numel() == 0) return;
-  if (dev == Device::cuda)
+  if (dev == Device::cuda) {
+    check(S.dtype() == DType::f32, "linear_attention_step: a bfloat16 state is a CPU path");
     LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(),
                                            N * H, F, M));
-
-  const float *qp = fq.data(), *kp = fk.data(), *vp = v.data();
-  float *Sp = S.data(), *Zp = Z.data(), *op = out.data();
-  const int64_t pairs = N * H;
-  // A thread fork costs about as much as a small head's whole step.
-#pragma omp parallel for schedule(static) if (pairs * F * M >= (1 << 15))
-  for (int64_t p = 0; p < pairs; ++p) {
-    const float* q = qp + p * F;
-    const float* k = kp + p * F;
-    const float* val = vp + p * M;
-    float* s = Sp + p * F * M;
-    float* z = Zp + p * F;
-    float* o = op + p * M;
-    if (M == 32)
-      step_pair_fixed<32>(q, k, val, s, z, o, F);
-    else if (M == 64)
-      step_pair_fixed<64>(q, k, val, s, z, o, F);
-    else
-      step_pair(q, k, val, s, z, o, F, M);
   }
+
+  if (S.dtype() == DType::bf16)
+    step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, F, M);
+  else
+    step_pairs(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M);
 }
 
 }  // namespace lt

@@ -24,6 +24,12 @@ int64_t shape_numel(const Shape& s) {
   return s.empty() ? 0 : n;
 }
 
+size_t dtype_size(DType t) { return t == DType::bf16 ? 2 : 4; }
+
+const char* dtype_name(DType t) {
+  return t == DType::f32 ? "float32" : t == DType::i32 ? "int32" : "bfloat16";
+}
+
 Tensor Tensor::empty(const Shape& shape, Device device, DType dtype) {
   for (int64_t d : shape) check(d >= 0, "negative dimension in shape " + shape_str(shape));
   check(!shape.empty(), "a tensor needs at least one dimension");
@@ -69,14 +75,27 @@ Tensor Tensor::wrap(void* data, const Shape& shape, Device device, DType dtype) 
   return t;
 }
 
+namespace {
+void expect_dtype(const Tensor& t, DType want) {
+  if (t.dtype() != want)
+    throw Error(std::string("expected a ") + dtype_name(want) + " tensor, got " + dtype_name(t.dtype()) +
+                " of shape " + shape_str(t.shape()));
+}
+}  // namespace
+
 float* Tensor::data() const {
-  check(dtype_ == DType::f32, "expected a float32 tensor, got int32 of shape " + shape_str(shape_));
+  expect_dtype(*this, DType::f32);
   return static_cast<float*>(data_);
 }
 
 int32_t* Tensor::data_i32() const {
-  check(dtype_ == DType::i32, "expected an int32 tensor, got float32 of shape " + shape_str(shape_));
+  expect_dtype(*this, DType::i32);
   return static_cast<int32_t*>(data_);
+}
+
+uint16_t* Tensor::data_bf16() const {
+  expect_dtype(*this, DType::bf16);
+  return static_cast<uint16_t*>(data_);
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
@@ -94,7 +113,7 @@ Tensor Tensor::rows(int64_t begin, int64_t end) const {
   Tensor t = *this;
   int64_t row = numel() / (shape_[0] ? shape_[0] : 1);
   t.shape_[0] = end - begin;
-  t.data_ = static_cast<char*>(data_) + begin * row * 4;
+  t.data_ = static_cast<char*>(data_) + begin * row * dtype_size(dtype_);
   return t;
 }
 
@@ -113,7 +132,8 @@ Tensor Tensor::to(Device device) const {
 
 void Tensor::copy_from(const Tensor& src) {
   check(src.numel() == numel() && src.dtype_ == dtype_,
-        "copy_from: shape " + shape_str(src.shape_) + " into " + shape_str(shape_));
+        std::string("copy_from: ") + dtype_name(src.dtype_) + " " + shape_str(src.shape_) + " into " +
+            dtype_name(dtype_) + " " + shape_str(shape_));
   device_copy(data_, device_, src.data_, src.device_, nbytes());
 }
 

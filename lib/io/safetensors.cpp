@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/bf16.h"
+
 namespace lt {
 namespace {
 
@@ -67,9 +69,6 @@ float f16_to_f32(uint16_t h) {
   const float magnitude = std::ldexp(float(mantissa), -24);
   return sign ? -magnitude : magnitude;
 }
-
-// bfloat16 is the top half of a float32.
-float bf16_to_f32(uint16_t h) { return from_bits(uint32_t(h) << 16); }
 
 std::string dims_str(const std::vector<uint64_t>& v) {
   std::string out = "[";
@@ -254,7 +253,7 @@ Checkpoint load_safetensors(const std::string& path) {
         for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
       } else {
 #pragma omp parallel for if (n >= (1 << 16))
-        for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(in[i]);
+        for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(in[i]);
       }
     }
     ck.tensors.emplace(e.name, t);
@@ -271,7 +270,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     if (name == kMetadataKey) fail(path, std::string("'") + kMetadataKey + "' is reserved, not a tensor name");
     if (!t.defined()) fail(path, "tensor '" + name + "' is undefined");
     if (t.dtype() != DType::f32)
-      fail(path, "tensor '" + name + "' is int32; checkpoints hold float32 tensors only");
+      fail(path, "tensor '" + name + "' is " + dtype_name(t.dtype()) + "; checkpoints hold float32 tensors only");
     header[name] = {{"dtype", "F32"},
                     {"shape", t.shape()},
                     {"data_offsets", json::array({offset, offset + t.nbytes()})}};

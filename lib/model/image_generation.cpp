@@ -56,7 +56,10 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
   // start-1 and the state everything before it.
   int64_t start = 0;
   model_.pack_step_weights();
-  state_.zero();
+  if (state_.numel() != model_.state_numel(B))  // the step precision changed how the state is stored
+    state_ = model_.new_state(B);
+  else
+    state_.zero();
   if (c && c->known_prefix() > 0) {
     const int64_t T = std::min(c->known_prefix(), S);
     for (int64_t t = 0; t < T; ++t) {

@@ -10,27 +10,40 @@
 
 namespace lt {
 namespace {
-int64_t layer_state_numel(const TransformerConfig& c, int64_t B, int64_t T) {
+// Floats of one layer's state. A bfloat16 S takes half as many (rounded up,
+// so that Z stays 4-byte aligned).
+int64_t layer_state_numel(const TransformerConfig& c, int64_t B, int64_t T, bool bf16_state) {
   const int64_t H = c.heads, E = c.head_dim;
-  return c.attention == AttentionKind::causal_linear ? B * H * E * E + B * H * E : 2 * B * T * H * E;
+  if (c.attention != AttentionKind::causal_linear) return 2 * B * T * H * E;
+  const int64_t s = B * H * E * E;
+  return (bf16_state ? (s + 1) / 2 : s) + B * H * E;
 }
 }  // namespace
 
+bool TransformerStack::bf16_state() const {
+  return config_.attention == AttentionKind::causal_linear && step_precision() == StepPrecision::bf16;
+}
+
 int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len) const {
-  return config_.layers * layer_state_numel(config_, batch, max_len);
+  return config_.layers * layer_state_numel(config_, batch, max_len, bf16_state());
 }
 
 TransformerStack::StateViews TransformerStack::state_views(Tensor& state, size_t l, int64_t B,
                                                            int64_t T) const {
   check(state.numel() == state_numel(B, T),
         "recurrent state has " + std::to_string(state.numel()) + " floats, expected " +
-            std::to_string(state_numel(B, T)) + " for batch " + std::to_string(B));
+            std::to_string(state_numel(B, T)) + " for batch " + std::to_string(B) + " at " +
+            precision_name(step_precision()) + " precision");
   const int64_t H = config_.heads, E = config_.head_dim;
-  const int64_t per = layer_state_numel(config_, B, T);
+  const bool bf16 = bf16_state();
+  const int64_t per = layer_state_numel(config_, B, T, bf16);
   Tensor flat = state.reshape({state.numel()}).rows(l * per, (l + 1) * per);
-  if (config_.attention == AttentionKind::causal_linear)
-    return {flat.rows(0, B * H * E * E).reshape({B, H, E, E}), flat.rows(B * H * E * E, per).reshape({B, H, E})};
-  return {flat.rows(0, per / 2).reshape({B, T, H, E}), flat.rows(per / 2, per).reshape({B, T, H, E})};
+  if (config_.attention != AttentionKind::causal_linear)
+    return {flat.rows(0, per / 2).reshape({B, T, H, E}), flat.rows(per / 2, per).reshape({B, T, H, E})};
+  const int64_t s = per - B * H * E;
+  Tensor Z = flat.rows(s, per).reshape({B, H, E});
+  if (!bf16) return {flat.rows(0, s).reshape({B, H, E, E}), Z};
+  return {Tensor::wrap(flat.raw(), {B, H, E, E}, state.device(), DType::bf16), Z};
 }
 
 void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {

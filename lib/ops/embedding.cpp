@@ -31,7 +31,7 @@ struct EmbeddingDims {
 
 // ids int32 [...], table/dtable [V, C], rows y/dy [..., C]; throws on a bad id.
 EmbeddingDims embedding_dims(const Tensor& ids, const Tensor& table, const Tensor& rows, const char* what) {
-  check(ids.dtype() == DType::i32, std::string(what) + ": ids must be int32, got float32 " + shape_str(ids.shape()));
+  check(ids.dtype() == DType::i32, std::string(what) + ": ids must be int32, got " + dtype_name(ids.dtype()) + " " + shape_str(ids.shape()));
   check(table.ndim() == 2, std::string(what) + ": table must be [V, C], got " + shape_str(table.shape()));
   EmbeddingDims d{ids.numel(), table.dim(0), table.dim(1)};
   Shape expected = ids.shape();

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/bf16.h"
 #include "lt/error.h"
 
 namespace lt {
@@ -22,15 +23,6 @@ constexpr int kRows = 8;
 
 #define LT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define LT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-// Round to nearest even, as vcvtneps2bf16 does (NaN stays a NaN).
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
 
 // Masks of the valid outputs in the two halves of a panel with `cols` of them.
 struct PanelMasks {
@@ -112,7 +104,7 @@ LT_AVX512_BF16 void round_rows(const float* x, int64_t rows, int64_t in, uint32_
     int64_t i = 0;
     for (; i + 16 <= in; i += 16)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
-    for (; i < in; ++i) dst[i] = to_bf16(src[i]);
+    for (; i < in; ++i) dst[i] = float_to_bf16(src[i]);
     if (in % 2) dst[in] = 0;
   }
 }
@@ -153,7 +145,7 @@ PackedLinear::PackedLinear(const Tensor& W, StepPrecision precision) : precision
   uint16_t* p = reinterpret_cast<uint16_t*>(packed_.data_i32());
   for (int64_t n = 0; n < out_; ++n)
     for (int64_t i = 0; i < in_; ++i)
-      p[(((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2] = to_bf16(w[n * in_ + i]);
+      p[(((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2] = float_to_bf16(w[n * in_ + i]);
 }
 
 void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu) const {

@@ -3,9 +3,20 @@
 
 #include <chrono>
 #include <cmath>
+
 #include "lt/error.h"
 
 namespace lt {
+namespace {
+// From the negative log-likelihood in nats summed over the images' mean per subpixel.
+ImageEvaluation evaluation(double total, int64_t images) {
+  ImageEvaluation e;
+  e.images = images;
+  e.nats_per_dim = total / double(images);
+  e.bits_per_dim = e.nats_per_dim / std::log(2.0);
+  return e;
+}
+}  // namespace
 
 void check_image_size(const ImageModel& model, const ImageSet& set) {
   const ImageModelConfig& c = model.config();
@@ -25,11 +36,16 @@ void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Ten
   tokens.copy_from(Tensor::from_vector(v, {B, S}));
 }
 
-ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+static int64_t images_to_evaluate(const ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
   check_image_size(model, set);
   check(batch >= 1, "evaluation batch must be >= 1");
   const int64_t n = limit > 0 ? std::min(limit, set.count) : set.count;
   check(n > 0, set.source + ": no images to evaluate");
+  return n;
+}
+
+ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+  const int64_t n = images_to_evaluate(model, set, batch, limit);
   double total = 0;
   std::vector<int64_t> idx;
   ReplicaSet replicas(model, batch);
@@ -41,11 +57,35 @@ ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t 
     gather_images(set, idx, tokens);
     total += replicas.forward(tokens) * double(B);
   }
-  ImageEvaluation e;
-  e.images = n;
-  e.nats_per_dim = total / double(n);
-  e.bits_per_dim = e.nats_per_dim / std::log(2.0);
-  return e;
+  return evaluation(total, n);
+}
+
+ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+  const int64_t n = images_to_evaluate(model, set, batch, limit);
+  const int64_t S = set.image_bytes(), L = model.config().sequence_length();
+  const Device d = model.device();
+  model.pack_step_weights();
+  double total = 0;
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t B = std::min(batch, n - start);
+    Tensor state = model.new_state(B), head = Tensor::empty({B, model.config().head_width()}, d);
+    Tensor tokens = Tensor::empty({B}, d, DType::i32), next = Tensor::empty({B}, d, DType::i32);
+    Tensor nll = Tensor::empty({B}, d);
+    std::vector<int32_t> column(B);
+    auto subpixel = [&](int64_t t, Tensor& dst) {
+      for (int64_t b = 0; b < B; ++b) column[b] = set.pixels[(start + b) * S + t];
+      dst.copy_from(Tensor::from_vector(column, {B}));
+    };
+    subpixel(0, tokens);
+    for (int64_t t = 0; t < L; ++t) {  // reads subpixel t, scores subpixel t + 1
+      model.step(state, tokens, t, head);
+      subpixel(t + 1, next);
+      model.log_loss(head, next, nll);
+      for (float v : nll.to_vector()) total += v;
+      std::swap(tokens, next);
+    }
+  }
+  return evaluation(total / double(L), n);
 }
 
 void save_training_checkpoint(const std::string& path, const ImageModel& model, const Trainer& trainer,

@@ -27,6 +27,7 @@ void check_one_line_error(const CommandResult& r, const std::string& what) {
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
   CHECK(r.out.empty());
+  CHECK(r.err.rfind("lt-bench: ", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.err.find(what) != std::string::npos);
 }
@@ -111,4 +112,7 @@ TEST_CASE("lt-bench refuses bad flags with one line") {
   check_one_line_error(lt_bench(dir, "train --shape mnist --d-model 30 --heads 4 -q"), "--d-model");
   check_one_line_error(lt_bench(dir, "attention -a quadratic -q"), "quadratic");
   check_one_line_error(lt_bench(dir, "attention -d tpu -q"), "tpu");
+  check_one_line_error(lt_bench(dir, "generate -b 0 -q"), "expected a whole number >= 1, got '0'");
+  check_one_line_error(lt_bench(dir, "generate --bogus -q"), "--bogus");
+  check_one_line_error(lt_bench(dir, "-q"), "subcommand");
 }

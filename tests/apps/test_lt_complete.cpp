@@ -1,4 +1,5 @@
 // lt-complete end to end on tiny checkpoints made here.
+#include <algorithm>
 #include <filesystem>
 
 #include "apps/cli.h"
@@ -82,11 +83,15 @@ TEST_CASE("lt-complete rejects bad input with one line and writes nothing") {
       {"'" + dir.file("ok.png") + "'" + m + "--keep-rows 2 -n 2 -o '" + out + "'", "--out-dir"},
       {"'" + dir.file("ok.png") + "'" + m + "--keep-rows 1 --keep-pixels 3 -o '" + out + "'", "not both"},
       {"'" + dir.file("ok.png") + "' -m '" + dir.file("nope.safetensors") + "' --keep-rows 2 -o '" + out + "'", "nope.safetensors"},
+      {"'" + dir.file("ok.png") + "'" + m + "--keep-rows -2 -o '" + out + "'", "--keep-rows: expected a whole number >= 0, got '-2'"},
+      {"'" + dir.file("ok.png") + "'" + m + "--keep-rows 2 --bogus -o '" + out + "'", "--bogus"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
     CommandResult r = run_tool(dir, "lt-complete", c.args);
     CHECK(r.exit_code != 0);
+    CHECK(r.err.rfind("lt-complete: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(!std::filesystem::exists(out));
   }

@@ -1,4 +1,5 @@
 // lt-sample-image end to end on tiny checkpoints made here.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -110,11 +111,15 @@ TEST_CASE("lt-sample-image rejects bad input with one line and writes nothing") 
       {"-m '" + model + "' -n 0", "count"},
       {"-m '" + model + "' --device gpu0", "gpu0"},
       {"-m '" + model + "' -o '" + dir.file("no/such/dir") + "/x.png'", "x.png"},
+      {"-m '" + model + "' -n abc", "--count: expected a whole number >= 1, got 'abc'"},
+      {"-m '" + model + "' --no-such-flag", "--no-such-flag"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
     CommandResult r = run_tool(dir, "lt-sample-image", c.args + (c.args.find(" -o ") == std::string::npos ? " -o '" + out + "'" : ""));
     CHECK(r.exit_code != 0);
+    CHECK(r.err.rfind("lt-sample-image: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(r.out.empty());
     CHECK(!std::filesystem::exists(out));

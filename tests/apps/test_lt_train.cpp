@@ -15,6 +15,7 @@
 #include "lt/copy_task.h"
 #include "lt/dataset.h"
 #include "lt/image_training.h"
+#include "lt/packed_linear.h"
 #include "lt/safetensors.h"
 
 using namespace lt;
@@ -139,6 +140,23 @@ TEST_CASE("lt-train trains a tiny image model and --eval agrees with evaluate_im
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find(" bits/dim (") != std::string::npos);
   CHECK(r.out.find("on 6 test images") != std::string::npos);
+
+  // Through the recurrent step, position by position: the same bits/dim up to float rounding.
+  r = lt_train(dir, "--eval --recurrent -b 4 -m " + q(ckpt) + " --data " + q(data) + " -f json");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["form"] == "recurrent");
+  CHECK(j["precision"] == "fp32");
+  CHECK(j["images"] == 6);
+  CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(ev.bits_per_dim).epsilon(1e-5));
+  if (cpu_has_bf16()) {  // bf16 products and state: within a percent
+    r = lt_train(dir, "--eval --recurrent --bf16 -m " + q(ckpt) + " --data " + q(data) + " -f json");
+    REQUIRE(r.exit_code == 0);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["precision"] == "bf16");
+    CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(ev.bits_per_dim).epsilon(1e-2));
+  }
 }
 
 TEST_CASE("lt-train --resume continues bitwise where training stopped and refuses to overwrite without it") {
@@ -313,6 +331,15 @@ TEST_CASE("lt-train refuses bad input with one line naming the problem") {
   }
   SUBCASE("--eval without -m") {
     check_one_line_error(lt_train(dir, "--eval --data " + q(data)), {"-m"});
+  }
+  SUBCASE("an unknown flag, a bad number") {
+    check_one_line_error(lt_train(dir, "--data " + q(data) + " --bogus"), {"--bogus"});
+    check_one_line_error(lt_train(dir, "--data " + q(data) + " --steps ten"), {"--steps", "ten"});
+  }
+  SUBCASE("--recurrent without --eval, --bf16 without --recurrent") {
+    check_one_line_error(lt_train(dir, "--recurrent --data " + q(data) + kTiny + "--steps 1" + out), {"--recurrent", "--eval"});
+    check_one_line_error(lt_train(dir, "--eval --bf16 -m " + q(dir.file("m.safetensors")) + " --data " + q(data)),
+                         {"--bf16", "--recurrent"});
   }
   CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
 }

@@ -1,8 +1,9 @@
 // Causal linear attention: the chunked parallel form against the masked
 // quadratic formula (eq. 8-9) in float64, its gradients against finite
 // differences and a float64 analytic reference, and the recurrent step
-// (eq. 16-20) against the parallel form.
+// (eq. 16-20) against the parallel form, with a float32 or a bfloat16 state.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "lt/attention.h"
@@ -208,6 +209,95 @@ TEST_CASE("the recurrent step reproduces the parallel causal form position by po
           }
     CHECK(rel_error(S, S_want) < 1e-5);
     CHECK(rel_error(Z, Z_want) < 1e-5);
+  }
+}
+
+// x to 8 significant bits, ties to even (nearbyint's default mode): bfloat16's precision.
+static double round_to_bf16(double x) {
+  if (x == 0) return 0;
+  int e;
+  const double m = std::frexp(x, &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(m * 256) / 256, e);
+}
+
+static std::vector<float> bf16_values(const Tensor& t) {
+  std::vector<float> out(t.numel());
+  const uint16_t* bits = t.data_bf16();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint32_t u = uint32_t(bits[i]) << 16;
+    std::memcpy(&out[i], &u, 4);
+  }
+  return out;
+}
+
+TEST_CASE("a bfloat16 state: the step sums in float32 and rounds S when it stores it") {
+  for (int64_t fixed_m : {0, 32, 64}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed);
+    Rng rng(seed);
+    const int64_t N = rng.integer(1, 3), H = rng.integer(1, 4), F = rng.integer(1, 70),
+                  M = fixed_m ? fixed_m : rng.integer(1, 70), L = rng.integer(20, 60);
+    INFO("N " << N << " H " << H << " F " << F << " M " << M << " L " << L);
+    Tensor S = Tensor::zeros({N, H, F, M}, Device::cpu, DType::bf16), Z = Tensor::zeros({N, H, F});
+    Tensor out = Tensor::empty({N, H, M});
+    // float64 references: S rounded to bfloat16 at every store (what the step
+    // should do), and S kept exact (what a float32 state approximates).
+    std::vector<double> S_rounded(S.numel(), 0.0), S_exact(S.numel(), 0.0), Z_ref(Z.numel(), 0.0);
+    double err_rounded = 0, err_exact = 0;
+    for (int64_t l = 0; l < L; ++l) {
+      Tensor q = positive_features(rng, {N, H, F}), k = positive_features(rng, {N, H, F});
+      Tensor v = rng.randn({N, H, M});
+      linear_attention_step(q, k, v, S, Z, out);
+      const std::vector<float> qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector();
+      std::vector<double> want_rounded(out.numel()), want_exact(out.numel());
+      for (int64_t p = 0; p < N * H; ++p) {
+        double den = kLinearAttentionEps;
+        for (int64_t f = 0; f < F; ++f) {
+          Z_ref[p * F + f] += kv[p * F + f];
+          den += qv[p * F + f] * Z_ref[p * F + f];
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          double a = 0, b = 0;
+          for (int64_t f = 0; f < F; ++f) {
+            const int64_t i = (p * F + f) * M + m;
+            const double inc = double(kv[p * F + f]) * vv[p * M + m];
+            const double s = S_rounded[i] + inc;  // the output reads the sum before rounding
+            a += qv[p * F + f] * s;
+            S_rounded[i] = round_to_bf16(s);
+            S_exact[i] += inc;
+            b += qv[p * F + f] * S_exact[i];
+          }
+          want_rounded[p * M + m] = a / den;
+          want_exact[p * M + m] = b / den;
+        }
+      }
+      err_rounded = std::max(err_rounded, rel_error(out, want_rounded));
+      err_exact = std::max(err_exact, rel_error(out, want_exact));
+    }
+    // A float32 sum rounds to the other side of a tie now and then (one bf16
+    // unit, 2^-8 of one entry): close to the rounded reference, and much
+    // closer to it than to the exact one.
+    CHECK(err_rounded < 1e-3);
+    CHECK(err_rounded < err_exact / 4);
+    CHECK(rel_error(bf16_values(S), S_rounded) < 1e-3);
+    CHECK(rel_error(bf16_values(S), S_rounded) < rel_error(bf16_values(S), S_exact) / 4);
+    CHECK(rel_error(Z, Z_ref) < 1e-5);
+
+    // The state of a whole prefix (prefill) into a bfloat16 S: the float32 sums, rounded.
+    Tensor fk = positive_features(rng, {N, L, H, F}), vl = rng.randn({N, L, H, M});
+    linear_attention_state(fk, vl, S, Z);
+    const std::vector<float> fkv = fk.to_vector(), vlv = vl.to_vector();
+    std::vector<double> sum(S.numel(), 0.0), sum_rounded(S.numel());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t f = 0; f < F; ++f)
+          for (int64_t m = 0; m < M; ++m) {
+            double& s = sum[((n * H + h) * F + f) * M + m];
+            for (int64_t l = 0; l < L; ++l) s += double(fkv[((n * L + l) * H + h) * F + f]) * vlv[((n * L + l) * H + h) * M + m];
+          }
+    for (size_t i = 0; i < sum.size(); ++i) sum_rounded[i] = round_to_bf16(sum[i]);
+    CHECK(rel_error(bf16_values(S), sum_rounded) < 1e-3);
+    CHECK(rel_error(bf16_values(S), sum_rounded) < rel_error(bf16_values(S), sum) / 4);
   }
 }
 

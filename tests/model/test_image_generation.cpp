@@ -177,6 +177,47 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
   }
 }
 
+TEST_CASE("at bf16 the linear state takes half the bytes and a prefill continues like the parallel model") {
+  if (!cpu_has_bf16()) {
+    std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
+    return;
+  }
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(AttentionKind::causal_linear, 1);
+  c.transformer = TransformerConfig{2, 4, 8, 32, 64, AttentionKind::causal_linear, "elu", 0.f};
+  ImageModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  const int64_t B = 3, H = 4, E = 8, per_layer_z = B * H * E;
+  CHECK(model.state_numel(B) == 2 * (B * H * E * E + per_layer_z));
+  model.set_step_precision(StepPrecision::bf16);
+  CHECK(model.state_numel(B) == 2 * (B * H * E * E / 2 + per_layer_z));
+  Tensor fp32_sized = Tensor::zeros({2 * (B * H * E * E + per_layer_z)}), tokens = Tensor::zeros({B}, Device::cpu, DType::i32);
+  Tensor head = Tensor::empty({B, c.head_width()});
+  CHECK_THROWS_WITH_AS(model.step(fp32_sized, tokens, 0, head), doctest::Contains("at bf16 precision"), lt::Error);
+
+  // Prefill a prefix into a bf16 state, then step: the image's log-likelihood
+  // stays within a percent of the fp32 parallel model's.
+  const int64_t S = c.subpixels(), T = 5;
+  std::vector<int32_t> image(S);
+  for (auto& v : image) v = int32_t(rng.integer(0, 255));
+  Tensor state = model.new_state(1), one_head = Tensor::empty({1, c.head_width()}), nll = Tensor::empty({1});
+  model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, one_head);
+  double total = 0;
+  for (int64_t t = T; t < S; ++t) {
+    model.log_loss(one_head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
+    total += nll.to_vector()[0];
+    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, one_head);
+  }
+  Tensor per = Tensor::empty({1, S - 1});
+  model.forward(Tensor::from_vector(image, {1, S}), false, 0, &per);
+  std::vector<float> p = per.to_vector();
+  double parallel = 0;
+  for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
+  CHECK(total == doctest::Approx(parallel).epsilon(1e-2));
+}
+
 TEST_CASE("generation packs the weights it samples with afresh: changed weights are never stale") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);

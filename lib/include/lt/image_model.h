@@ -76,8 +76,10 @@ class ImageModel {
   // Reads tokens int32 [B] at position t and writes head [B, head_width]: the
   // distribution of subpixel t+1. Allocation-free after the first call.
   void step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& head);
-  // The precision of step()'s matrix products on the CPU; packs the weights
-  // now (TransformerStack::pack_step_weights). fp32 until set; bf16 throws on
+  // The precision of step() on the CPU; packs the weights now
+  // (TransformerStack::pack_step_weights). fp32 until set; bf16 rounds the
+  // products' operands and stores the linear-attention state in bfloat16, so
+  // it changes state_numel: make states after setting it. bf16 throws on
   // CUDA and on CPUs without AVX512_BF16.
   void set_step_precision(StepPrecision precision);
   StepPrecision step_precision() const;

@@ -1,4 +1,5 @@
-// Tensor: a contiguous, row-major buffer of float32 or int32 on one device,
+// Tensor: a contiguous, row-major buffer of float32, int32 or bfloat16 (the
+// recurrent state's compact form) on one device,
 // shared by reference (copies of a Tensor alias the same storage; use clone()
 // for a deep copy). Views (reshape, rows) alias too. Shapes are int64.
 #pragma once
@@ -12,7 +13,9 @@
 
 namespace lt {
 
-enum class DType { f32, i32 };
+enum class DType { f32, i32, bf16 };
+size_t dtype_size(DType t);        // bytes per element
+const char* dtype_name(DType t);  // "float32" | "int32" | "bfloat16"
 using Shape = std::vector<int64_t>;
 
 std::string shape_str(const Shape& s);  // "[2, 3, 4]"
@@ -34,12 +37,13 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const { return shape_.at(i < 0 ? i + ndim() : i); }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * 4; }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
 
   float* data() const;       // checks dtype f32
   int32_t* data_i32() const;  // checks dtype i32
+  uint16_t* data_bf16() const;  // checks dtype bf16 (raw bits)
   void* raw() const { return data_; }
 
   Tensor reshape(const Shape& shape) const;            // same storage, numel must match

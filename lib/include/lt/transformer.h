@@ -56,9 +56,11 @@ class TransformerStack {
   void backward(const Tensor& dy, Tensor& dx);
 
   // ---- generation: the recurrent form, one position for a batch ----
-  // The state is one flat caller-owned tensor [state_numel(B, max_len)]: per
-  // layer S [B, H, E, M] then Z [B, H, E] for linear attention (eq. 18-19), or
-  // the KV cache [B, max_len, H, E] then [B, max_len, H, M] for softmax.
+  // The state is one flat caller-owned float tensor [state_numel(B, max_len)]:
+  // per layer S [B, H, E, M] then Z [B, H, E] for linear attention (eq.
+  // 18-19), or the KV cache [B, max_len, H, E] then [B, max_len, H, M] for
+  // softmax. At bf16 step precision S is stored as bfloat16 (two per float),
+  // so plan a state after choosing the precision.
   int64_t state_numel(int64_t batch, int64_t max_len) const;
   // One position t for every batch element: x [B, d] -> y [B, d]; updates
   // state. Allocation-free after the first call with a given B.
@@ -67,9 +69,11 @@ class TransformerStack {
   // (PackedLinear): fp32 is the same arithmetic about 1.7x faster than
   // OpenBLAS at batch 64; bf16 rounds operands to 8 bits for about 3x. Until
   // packed, and on CPUs without AVX-512, step() uses OpenBLAS. The packed
-  // copy is a snapshot: pack again after changing the weights. On a CUDA
-  // stack fp32 is a no-op and bf16 throws lt::Error, as it does on a CPU
-  // without AVX512_BF16. Training and prefill never use the packed copy.
+  // copy is a snapshot: pack again after changing the weights. bf16 also
+  // keeps the linear-attention state S in bfloat16 (half its bytes; sums
+  // stay float32, Z stays float32). On a CUDA stack fp32 is a no-op and bf16
+  // throws lt::Error, as it does on a CPU without AVX512_BF16. Training and
+  // prefill never use the packed copy.
   void pack_step_weights(StepPrecision precision);
   StepPrecision step_precision() const;
   // Consumes positions 0..L-1 of x [B, L, d] in one parallel pass (eval mode)
@@ -97,6 +101,7 @@ class TransformerStack {
     Tensor a, b;  // S and Z, or K and V caches
   };
   StateViews state_views(Tensor& state, size_t l, int64_t B, int64_t max_len) const;
+  bool bf16_state() const;  // S in bfloat16: linear attention at bf16 precision
 
   TransformerConfig config_;
   Parameters& params_;
