@@ -38,6 +38,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
+    check(dev == Device::cpu || !(o.bf16 || o.openblas), "--bf16 and --openblas are CPU options (the GPU has --tf32)");
     for (const std::string& shape : o.shapes) {
       for (AttentionKind kind : kinds) {
         const ImageModelConfig c = bench_model_config(shape, kind, o.layers, o.d_model, o.heads);

@@ -1,6 +1,7 @@
 // ImageGenerator: recurrent sampling against the parallel (teacher-forced)
 // model, determinism, and completions that keep the known subpixels.
 #include <cmath>
+#include <utility>
 
 #include "lt/image_generation.h"
 #include "lt/packed_linear.h"
@@ -36,6 +37,26 @@ std::vector<double> parallel_nll(ImageModel& model, const std::vector<uint8_t>& 
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < S - 1; ++t) total[b] += p[b * (S - 1) + t];
   return total;
+}
+
+// The NLL of image's subpixels T.. when its prefix 0..T-1 goes in by
+// prefill and the rest by steps, and the same sum from the parallel pass.
+std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std::vector<int32_t>& image, int64_t T) {
+  const int64_t S = int64_t(image.size());
+  Tensor state = model.new_state(1), head = Tensor::empty({1, model.config().head_width()}), nll = Tensor::empty({1});
+  model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, head);
+  double total = 0;
+  for (int64_t t = T; t < S; ++t) {
+    model.log_loss(head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
+    total += nll.to_vector()[0];
+    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, head);
+  }
+  Tensor per = Tensor::empty({1, S - 1});
+  model.forward(Tensor::from_vector(image, {1, S}), false, 0, &per);
+  std::vector<float> p = per.to_vector();
+  double parallel = 0;
+  for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
+  return {total, parallel};
 }
 
 }  // namespace
@@ -127,23 +148,9 @@ TEST_CASE("a completion from a prefill equals one that steps through the prefix"
   Rng rng(seed);
   ImageModel model(small_config(AttentionKind::causal_linear, 1), Device::cpu);
   model.init_parameters(seed);
-  const int64_t S = model.config().subpixels(), T = 7;
-  std::vector<int32_t> image(S);
+  std::vector<int32_t> image(model.config().subpixels());
   for (auto& v : image) v = int32_t(rng.integer(0, 255));
-  Tensor state = model.new_state(1), head = Tensor::empty({1, model.config().head_width()});
-  model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, head);
-  Tensor nll = Tensor::empty({1});
-  double total = 0;
-  for (int64_t t = T; t < S; ++t) {
-    model.log_loss(head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
-    total += nll.to_vector()[0];
-    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, head);
-  }
-  Tensor per = Tensor::empty({1, S - 1});
-  model.forward(Tensor::from_vector(image, {1, S}), false, 0, &per);
-  std::vector<float> p = per.to_vector();
-  double parallel = 0;
-  for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
+  const auto [total, parallel] = prefill_and_parallel_nll(model, image, 7);
   CHECK(total == doctest::Approx(parallel).epsilon(1e-5));
 }
 
@@ -199,22 +206,9 @@ TEST_CASE("at bf16 the linear state takes half the bytes and a prefill continues
 
   // Prefill a prefix into a bf16 state, then step: the image's log-likelihood
   // stays within a percent of the fp32 parallel model's.
-  const int64_t S = c.subpixels(), T = 5;
-  std::vector<int32_t> image(S);
+  std::vector<int32_t> image(c.subpixels());
   for (auto& v : image) v = int32_t(rng.integer(0, 255));
-  Tensor state = model.new_state(1), one_head = Tensor::empty({1, c.head_width()}), nll = Tensor::empty({1});
-  model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, one_head);
-  double total = 0;
-  for (int64_t t = T; t < S; ++t) {
-    model.log_loss(one_head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
-    total += nll.to_vector()[0];
-    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, one_head);
-  }
-  Tensor per = Tensor::empty({1, S - 1});
-  model.forward(Tensor::from_vector(image, {1, S}), false, 0, &per);
-  std::vector<float> p = per.to_vector();
-  double parallel = 0;
-  for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
+  const auto [total, parallel] = prefill_and_parallel_nll(model, image, 5);
   CHECK(total == doctest::Approx(parallel).epsilon(1e-2));
 }
 
