@@ -30,16 +30,18 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
                                                    int64_t steps) {
   std::string milestones;
   for (int64_t m : s.milestones) milestones += (milestones.empty() ? "" : ",") + std::to_string(m);
-  return {{"lt.train.batch", std::to_string(batch)},
-          {"lt.train.steps", std::to_string(steps)},
-          {"lt.train.lr", exact(s.lr)},
-          {"lt.train.schedule", a.schedule},
-          {"lt.train.warmup", std::to_string(s.warmup_steps)},
-          {"lt.train.milestones", milestones},
-          {"lt.train.gamma", exact(s.gamma)},
-          {"lt.train.min_lr", exact(s.min_lr)},
-          {"lt.train.clip", exact(a.clip)},
-          {"lt.train.command", a.command}};
+  std::map<std::string, std::string> meta = {{"lt.train.batch", std::to_string(batch)},
+                                              {"lt.train.steps", std::to_string(steps)},
+                                              {"lt.train.lr", exact(s.lr)},
+                                              {"lt.train.schedule", a.schedule},
+                                              {"lt.train.warmup", std::to_string(s.warmup_steps)},
+                                              {"lt.train.milestones", milestones},
+                                              {"lt.train.gamma", exact(s.gamma)},
+                                              {"lt.train.min_lr", exact(s.min_lr)},
+                                              {"lt.train.clip", exact(a.clip)},
+                                              {"lt.train.command", a.command}};
+  if (!a.resumed_with.empty()) meta["lt.train.resumed_with"] = a.resumed_with;
+  return meta;
 }
 
 void TrainArgs::adopt_recipe(const Checkpoint& ck) {
@@ -56,6 +58,11 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--gamma", "gamma")) gamma = parse_float(ck, "lt.train.gamma");
   if (adopt("--min-lr", "min_lr")) min_lr = parse_float(ck, "lt.train.min_lr");
   if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
+  if (ck.metadata.count("lt.train.command")) {
+    const std::string earlier = ck.meta("lt.train.resumed_with", "");
+    resumed_with = earlier.empty() ? command : earlier + "; " + command;
+    command = ck.meta("lt.train.command");
+  }
   if (adopt("--milestones", "milestones")) {
     milestones.clear();
     const std::string m = ck.meta("lt.train.milestones");

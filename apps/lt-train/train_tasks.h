@@ -35,8 +35,10 @@ struct TrainArgs {
 
   // The learning-rate schedule from the flags, with base_lr where --lr is 0.
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
-  // The command line, stored in checkpoints so weights say how they were made.
-  std::string command;
+  // The command line, stored in checkpoints so weights say how they were
+  // made; after --resume, the command that started the run, with this one
+  // appended to the resumes before it.
+  std::string command, resumed_with;
   // The recipe and architecture options given on the command line, by long name ("--seed").
   std::set<std::string> given;
 

@@ -183,8 +183,12 @@ TEST_CASE("lt-train --resume continues bitwise where training stopped and refuse
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find(resumed + ": step 8,") == 0);
-  CHECK(load_safetensors(resumed).meta_int("lt.train.step") == 8);
+  Checkpoint ck = load_safetensors(resumed);
+  CHECK(ck.meta_int("lt.train.step") == 8);
   CHECK(tensor_values(resumed) == tensor_values(straight));
+  // The metadata keeps the command that started the run and lists the resumes.
+  CHECK(ck.meta("lt.train.command").find("--steps 3") != std::string::npos);
+  CHECK(ck.meta("lt.train.resumed_with").find("--steps 8 --resume") != std::string::npos);
 }
 
 TEST_CASE("lt-train on SIGINT writes a checkpoint at the current step that --resume continues") {
