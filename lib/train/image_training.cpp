@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "lt/error.h"
 
@@ -69,20 +70,18 @@ ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t B = std::min(batch, n - start);
     Tensor state = model.new_state(B), head = Tensor::empty({B, model.config().head_width()}, d);
-    Tensor tokens = Tensor::empty({B}, d, DType::i32), next = Tensor::empty({B}, d, DType::i32);
     Tensor nll = Tensor::empty({B}, d);
-    std::vector<int32_t> column(B);
-    auto subpixel = [&](int64_t t, Tensor& dst) {
-      for (int64_t b = 0; b < B; ++b) column[b] = set.pixels[(start + b) * S + t];
-      dst.copy_from(Tensor::from_vector(column, {B}));
-    };
-    subpixel(0, tokens);
+    // The batch's subpixels position-major [S, B], on the device once: row t
+    // is what step t reads and what step t - 1 is scored on.
+    std::vector<int32_t> columns(S * B);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < S; ++t) columns[t * B + b] = set.pixels[(start + b) * S + t];
+    const Tensor by_position = Tensor::from_vector(columns, {S, B}, d);
+    auto subpixel = [&](int64_t t) { return by_position.rows(t, t + 1).reshape({B}); };
     for (int64_t t = 0; t < L; ++t) {  // reads subpixel t, scores subpixel t + 1
-      model.step(state, tokens, t, head);
-      subpixel(t + 1, next);
-      model.log_loss(head, next, nll);
+      model.step(state, subpixel(t), t, head);
+      model.log_loss(head, subpixel(t + 1), nll);
       for (float v : nll.to_vector()) total += v;
-      std::swap(tokens, next);
     }
   }
   return evaluation(total / double(L), n);
