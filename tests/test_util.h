@@ -79,6 +79,15 @@ inline std::vector<double> numeric_grad(Tensor& x, const std::function<double()>
   return g;
 }
 
+// x rounded to the nearest value with 8 significant bits, ties to even (bf16),
+// computed apart from lt's own rounding.
+inline double bf16_round(double f) {
+  if (f == 0) return 0;
+  int e;
+  const double m = std::frexp(f, &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+
 // sum(w * y) in float64: a random projection turns any output into a scalar loss.
 inline double dot(const Tensor& y, const std::vector<float>& w) {
   std::vector<float> v = y.to_vector();

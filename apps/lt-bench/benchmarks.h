@@ -54,6 +54,7 @@ struct TrainBenchOptions {
   int64_t batch = 0;   // 0: the paper's (16 for mnist, 10 for cifar)
   int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
   int repetitions = 3;
+  bool bf16 = false;  // cpu: the linear layers' products in bf16 (set_cpu_bf16_matmul)
   bool verbose = true;
 };
 void run_train_bench(const TrainBenchOptions& o, Writer& out);

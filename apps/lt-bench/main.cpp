@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   train->add_option("--heads", tr.heads, "override the number of heads")->capture_default_str()->check(lt::app::kNonNegative);
   train->add_option("-d,--device", tr.devices, "cpu and/or cuda")->capture_default_str();
   train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
+  train->add_flag("--bf16", tr.bf16, "cpu: the linear layers' products in bf16 with fp32 sums, forward and backward (AVX512_BF16; default: fp32)");
 
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {

@@ -32,7 +32,7 @@ double dense_flops(const ImageModelConfig& c, int64_t B) {
 }
 
 // Rate of one matrix product of the feed-forward shape [B*L, d] x [d, ff],
-// through the library's linear op (sgemm or cuBLAS plus the bias).
+// through the library's linear op (sgemm, bf16_gemm or cuBLAS plus the bias).
 double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repetitions) {
   std::mt19937 gen(3);
   const int64_t M = B * c.sequence_length(), K = c.transformer.d_model, N = c.transformer.ff_dim;
@@ -57,6 +57,8 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
+    check(dev == Device::cpu || !o.bf16, "--bf16 is a CPU option (the GPU has --tf32)");
+    set_cpu_bf16_matmul(o.bf16);
     for (const std::string& shape : o.shapes) {
       const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
@@ -87,7 +89,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       Row row = environment_row(dname, num_threads());
       row.set("shape", shape).set("attention", attention_name(c.transformer.attention));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
-      row.set("replicas", replicas.replicas());
+      row.set("replicas", replicas.replicas()).set("precision", o.bf16 ? "bf16" : "fp32");
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);
       row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);

@@ -58,6 +58,7 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   std::unique_ptr<CopyModel> model;
   if (a.resume && exists) {
     a.adopt_recipe(load_safetensors(a.output));
+    set_cpu_bf16_matmul(a.bf16);
     model = CopyModel::load(a.output, device);
   } else {
     CopyTaskConfig c;

@@ -90,6 +90,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   std::unique_ptr<ImageModel> model;
   if (resuming) {
     a.adopt_recipe(load_safetensors(a.output));
+    set_cpu_bf16_matmul(a.bf16);
     model = ImageModel::load(a.output, device);
   } else if (!a.init.empty()) {
     for (const char* flag : kArchitectureOptions)
@@ -140,7 +141,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
                  (long long)batch, a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from",
                  (long long)trainer.step(), (long long)steps, (unsigned long long)a.seed,
                  device_description(device).c_str(), num_threads(),
-                 device == Device::cpu ? (", " + app::blas_description()).c_str() : "");
+                 device == Device::cpu ? (", " + app::blas_description() + (a.bf16 ? ", bf16 products" : "")).c_str() : "");
 
   MetricsLog log(a.log);
   Progress progress(steps, a.quiet, 10.0, trainer.step());
@@ -213,7 +214,7 @@ int run_eval(const TrainArgs& a) {
     nlohmann::json j = {{"bits_per_dim", ev.bits_per_dim}, {"nats_per_dim", ev.nats_per_dim},
                         {"images", ev.images}, {"model", a.model}, {"data", a.data},
                         {"attention", attention_name(model->config().transformer.attention)},
-                        {"form", form}, {"precision", precision_name(model->step_precision())},
+                        {"form", form}, {"precision", a.bf16 ? "bf16" : "fp32"},
                         {"device", a.device}, {"seconds", secs}};
     std::cout << j.dump() << "\n";
   } else {

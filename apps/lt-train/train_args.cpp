@@ -39,6 +39,7 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
                                               {"lt.train.gamma", exact(s.gamma)},
                                               {"lt.train.min_lr", exact(s.min_lr)},
                                               {"lt.train.clip", exact(a.clip)},
+                                              {"lt.train.precision", a.bf16 ? "bf16" : "fp32"},
                                               {"lt.train.command", a.command}};
   if (!a.resumed_with.empty()) meta["lt.train.resumed_with"] = a.resumed_with;
   return meta;
@@ -58,6 +59,7 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--gamma", "gamma")) gamma = parse_float(ck, "lt.train.gamma");
   if (adopt("--min-lr", "min_lr")) min_lr = parse_float(ck, "lt.train.min_lr");
   if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
+  if (device == "cpu" && ck.meta("lt.train.precision", "fp32") == "bf16") bf16 = true;  // a bf16 run stays one
   if (ck.metadata.count("lt.train.command")) {
     const std::string earlier = ck.meta("lt.train.resumed_with", "");
     resumed_with = earlier.empty() ? command : earlier + "; " + command;

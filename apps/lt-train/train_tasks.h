@@ -19,7 +19,8 @@ inline constexpr const char* kArchitectureOptions[] = {"--preset", "--layers", "
 
 struct TrainArgs {
   bool eval = false, export_ = false, resume = false, quiet = false;
-  bool recurrent = false, bf16 = false;  // --eval through the recurrent step, at bf16
+  bool recurrent = false;  // --eval through the recurrent step
+  bool bf16 = false;       // bf16 products (CPU): training and --eval; the state too with --recurrent
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0;
@@ -43,7 +44,7 @@ struct TrainArgs {
   std::set<std::string> given;
 
   // --resume: every training option not given again (seed, batch, steps,
-  // optimizer, lr and schedule, clip) from the checkpoint's lt.train.* entries,
+  // optimizer, lr and schedule, clip; bf16 products) from the checkpoint's lt.train.* entries,
   // so that `lt-train --resume -o CKPT` sees the batches, dropout masks and
   // learning rates the uninterrupted run would have.
   void adopt_recipe(const Checkpoint& ck);

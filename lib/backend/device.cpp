@@ -10,6 +10,7 @@
 
 #include "backend/device_memory.h"
 #include "lt/error.h"
+#include "lt/packed_linear.h"  // cpu_has_bf16
 #include "lt_build_commit.h"  // generated at build time: LT_GIT_COMMIT
 #ifdef LT_WITH_CUDA
 #include "kernels.h"
@@ -63,7 +64,7 @@ std::string cuda_unavailable_reason() {
 }
 
 namespace {
-bool g_tf32 = false;
+bool g_tf32 = false, g_cpu_bf16 = false;
 }
 
 void set_cuda_tf32(bool on) {
@@ -75,6 +76,13 @@ void set_cuda_tf32(bool on) {
 }
 
 bool cuda_tf32() { return g_tf32; }
+
+void set_cpu_bf16_matmul(bool on) {
+  check(!on || cpu_has_bf16(), "bf16 products need a CPU with AVX512_BF16 (this one lacks it)");
+  g_cpu_bf16 = on;
+}
+
+bool cpu_bf16_matmul() { return g_cpu_bf16; }
 
 void require_device(Device d) {
   if (d == Device::cuda) {

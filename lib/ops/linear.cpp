@@ -1,7 +1,9 @@
 // Linear layer y = x W^T + b with W stored [out, in] like torch.nn.Linear, so
-// both passes are single sgemm calls over all rows at once.
+// both passes are single sgemm calls over all rows at once (bf16_gemm ones
+// when set_cpu_bf16_matmul is on).
 #include <vector>
 
+#include "backend/cpu_bf16_gemm.h"
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
 
@@ -40,8 +42,11 @@ void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y
     for (int64_t r = 0; r < d.rows; ++r)
       for (int64_t o = 0; o < d.out; ++o) yp[r * d.out + o] = bp[o];
   }
-  cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
-             d.out);
+  if (cpu_bf16_matmul())
+    cpu::bf16_gemm(false, true, d.rows, d.out, d.in, x.data(), d.in, W.data(), d.in, bp != nullptr, yp, d.out);
+  else
+    cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
+               d.out);
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
@@ -56,8 +61,13 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
     LT_ON_CUDA(cuda::linear_backward(x.data(), W.data(), dy.data(), dxp, dW.data(), dbp, d.rows, d.in, d.out));
 
   const float* dyp = dy.data();
-  if (dxp) cpu::sgemm(false, false, d.rows, d.in, d.out, 1.f, dyp, d.out, W.data(), d.in, 0.f, dxp, d.in);
-  cpu::sgemm(true, false, d.out, d.in, d.rows, 1.f, dyp, d.out, x.data(), d.in, 1.f, dW.data(), d.in);
+  if (cpu_bf16_matmul()) {
+    if (dxp) cpu::bf16_gemm(false, false, d.rows, d.in, d.out, dyp, d.out, W.data(), d.in, false, dxp, d.in);
+    cpu::bf16_gemm(true, false, d.out, d.in, d.rows, dyp, d.out, x.data(), d.in, true, dW.data(), d.in);
+  } else {
+    if (dxp) cpu::sgemm(false, false, d.rows, d.in, d.out, 1.f, dyp, d.out, W.data(), d.in, 0.f, dxp, d.in);
+    cpu::sgemm(true, false, d.out, d.in, d.rows, 1.f, dyp, d.out, x.data(), d.in, 1.f, dW.data(), d.in);
+  }
   if (dbp) {
     // db += dy^T 1 as a BLAS gemv: a column-sum loop strides through dy
     // once per output and ran at a tenth of this speed.

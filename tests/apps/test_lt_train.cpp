@@ -156,6 +156,14 @@ TEST_CASE("lt-train trains a tiny image model and --eval agrees with evaluate_im
     j = nlohmann::json::parse(r.out);
     CHECK(j["precision"] == "bf16");
     CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(ev.bits_per_dim).epsilon(1e-2));
+    // The parallel pass with bf16 products: within a percent too, and not the fp32 number.
+    r = lt_train(dir, "--eval --bf16 -m " + q(ckpt) + " --data " + q(data) + " -f json");
+    REQUIRE(r.exit_code == 0);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["form"] == "parallel");
+    CHECK(j["precision"] == "bf16");
+    CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(ev.bits_per_dim).epsilon(1e-2));
+    CHECK(j["bits_per_dim"].get<double>() != ev.bits_per_dim);
   }
 }
 
@@ -189,6 +197,20 @@ TEST_CASE("lt-train --resume continues bitwise where training stopped and refuse
   // The metadata keeps the command that started the run and lists the resumes.
   CHECK(ck.meta("lt.train.command").find("--steps 3") != std::string::npos);
   CHECK(ck.meta("lt.train.resumed_with").find("--steps 8 --resume") != std::string::npos);
+  CHECK(ck.meta("lt.train.precision") == "fp32");
+
+  // A --bf16 run resumes with bf16 products without being told again (a resume
+  // in fp32 would end elsewhere: the two precisions round differently).
+  if (cpu_has_bf16()) {
+    const std::string straight16 = dir.file("straight16.safetensors"), resumed16 = dir.file("resumed16.safetensors");
+    REQUIRE(lt_train(dir, common + "--bf16 --steps 6 -o " + q(straight16)).exit_code == 0);
+    REQUIRE(lt_train(dir, common + "--bf16 --steps 3 -o " + q(resumed16)).exit_code == 0);
+    r = lt_train(dir, "--data " + q(data) + " -q --steps 6 --resume -o " + q(resumed16));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(load_safetensors(resumed16).meta("lt.train.precision") == "bf16");
+    CHECK(tensor_values(resumed16) == tensor_values(straight16));
+  }
 }
 
 TEST_CASE("lt-train on SIGINT writes a checkpoint at the current step that --resume continues") {
@@ -340,10 +362,10 @@ TEST_CASE("lt-train refuses bad input with one line naming the problem") {
     check_one_line_error(lt_train(dir, "--data " + q(data) + " --bogus"), {"--bogus"});
     check_one_line_error(lt_train(dir, "--data " + q(data) + " --steps ten"), {"--steps", "ten"});
   }
-  SUBCASE("--recurrent without --eval, --bf16 without --recurrent") {
+  SUBCASE("--recurrent without --eval, --bf16 on cuda") {
     check_one_line_error(lt_train(dir, "--recurrent --data " + q(data) + kTiny + "--steps 1" + out), {"--recurrent", "--eval"});
-    check_one_line_error(lt_train(dir, "--eval --bf16 -m " + q(dir.file("m.safetensors")) + " --data " + q(data)),
-                         {"--bf16", "--recurrent"});
+    check_one_line_error(lt_train(dir, "--bf16 -d cuda --data " + q(data) + kTiny + "--steps 1" + out),
+                         {"--bf16", "CPU"});
   }
   CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
 }

@@ -212,14 +212,6 @@ TEST_CASE("the recurrent step reproduces the parallel causal form position by po
   }
 }
 
-// x to 8 significant bits, ties to even (nearbyint's default mode): bfloat16's precision.
-static double round_to_bf16(double x) {
-  if (x == 0) return 0;
-  int e;
-  const double m = std::frexp(x, &e);  // |m| in [0.5, 1)
-  return std::ldexp(std::nearbyint(m * 256) / 256, e);
-}
-
 static std::vector<float> bf16_values(const Tensor& t) {
   std::vector<float> out(t.numel());
   const uint16_t* bits = t.data_bf16();
@@ -263,7 +255,7 @@ TEST_CASE("a bfloat16 state: the step sums in float32 and rounds S when it store
             const double inc = double(kv[p * F + f]) * vv[p * M + m];
             const double s = S_rounded[i] + inc;  // the output reads the sum before rounding
             a += qv[p * F + f] * s;
-            S_rounded[i] = round_to_bf16(s);
+            S_rounded[i] = bf16_round(s);
             S_exact[i] += inc;
             b += qv[p * F + f] * S_exact[i];
           }
@@ -295,7 +287,7 @@ TEST_CASE("a bfloat16 state: the step sums in float32 and rounds S when it store
             double& s = sum[((n * H + h) * F + f) * M + m];
             for (int64_t l = 0; l < L; ++l) s += double(fkv[((n * L + l) * H + h) * F + f]) * vlv[((n * L + l) * H + h) * M + m];
           }
-    for (size_t i = 0; i < sum.size(); ++i) sum_rounded[i] = round_to_bf16(sum[i]);
+    for (size_t i = 0; i < sum.size(); ++i) sum_rounded[i] = bf16_round(sum[i]);
     CHECK(rel_error(bf16_values(S), sum_rounded) < 1e-3);
     CHECK(rel_error(bf16_values(S), sum_rounded) < rel_error(bf16_values(S), sum) / 4);
   }

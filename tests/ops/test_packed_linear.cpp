@@ -10,14 +10,6 @@ using namespace lt;
 using namespace lt::test;
 
 namespace {
-// Round to the nearest value with 8 significant bits, ties to even (bf16).
-double bf16(float f) {
-  if (f == 0) return 0;
-  int e;
-  const double m = std::frexp(double(f), &e);  // |m| in [0.5, 1)
-  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
-}
-
 bool skip_without(StepPrecision p) {
   if (p == StepPrecision::bf16 ? cpu_has_bf16() : cpu_has_avx512()) return false;
   std::printf("LT-SKIP: this CPU lacks %s\n", p == StepPrecision::bf16 ? "AVX512_BF16" : "AVX-512");
@@ -40,7 +32,7 @@ TEST_CASE("packed linear equals a float64 product (fp32, and bf16 of the rounded
       PackedLinear(W, prec).forward(x, b, y, relu);
       const std::vector<float> xv = x.to_vector(), wv = W.to_vector(), got = y.to_vector();
       const std::vector<float> bv = bias ? b.to_vector() : std::vector<float>(out, 0.f);
-      auto op = [&](float v) { return prec == StepPrecision::bf16 ? bf16(v) : double(v); };
+      auto op = [&](float v) { return prec == StepPrecision::bf16 ? bf16_round(v) : double(v); };
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < out; ++o) {
           double want = bv[o], scale = std::fabs(bv[o]);

@@ -27,6 +27,13 @@ void require_device(Device d);
 // A no-op on the CPU and in builds without CUDA.
 void set_cuda_tf32(bool on);
 bool cuda_tf32();
+// Lets the CPU's linear layers round their matrix products' operands to bf16
+// (fp32 sums; AVX512_BF16's vdpbf16ps, about twice the fp32 rate): training
+// and the parallel pass, forward and backward. Off by default; turning it on
+// throws lt::Error on a CPU without AVX512_BF16. The recurrent step has its
+// own setting (ImageModel::set_step_precision).
+void set_cpu_bf16_matmul(bool on);
+bool cpu_bf16_matmul();
 // Waits for queued GPU work (no-op on CPU); benchmarks time around this.
 void synchronize(Device d);
 // Name of the CPU model or GPU, for benchmark rows.
