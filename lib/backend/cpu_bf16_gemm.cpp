@@ -19,7 +19,7 @@ namespace lt::cpu {
 namespace {
 constexpr int64_t kRows = 8;     // rows of a micro-tile
 constexpr int64_t kPanel = 32;   // columns of a panel (two zmm of fp32)
-constexpr int64_t kPairs = 128;  // pairs of k per block: a block of B stays in L2
+constexpr int64_t kPairs = 512;  // pairs of k per block: one block for the layers' k up to 1024
 
 #define LT_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -91,22 +91,30 @@ LT_BF16 inline void transpose8(__m256i (&v)[8]) {
   }
 }
 
-// Rows i0 .. i0+rows-1 (rows <= 8) and k0 .. k0+kb-1 of op(A) (m x k) as
-// out[p * 8 + r] = (A(i0+r, k0+2p), A(i0+r, k0+2p+1)), zero past rows and kb.
-LT_BF16 void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t rows, int64_t k0, int64_t kb,
-                    uint32_t* out) {
+// Rows i0 .. i0+rows-1 (rows <= 16) and k0 .. k0+kb-1 of op(A) = A^T as two
+// micro-panels: out[(r / 8) * pairs * 8 + p * 8 + r % 8] = (A(i0+r, k0+2p),
+// A(i0+r, k0+2p+1)), zero past rows and kb. Sixteen rows of op(A) are one
+// cache line of each row of A (the weight gradients' dy^T, whose rows are
+// far apart): packing eight would fetch every line twice.
+LT_BF16 void pack_a_transposed(const float* A, int64_t lda, int64_t i0, int64_t rows, int64_t k0, int64_t kb,
+                               uint32_t* out) {
   const int64_t pairs = (kb + 1) / 2;
-  if (trans) {  // A(ii, kk) = A[kk * lda + ii]: 8 rows of A side by side in memory
-    const __mmask8 m = first8(rows);
-    for (int64_t p = 0; p < pairs; ++p) {
-      const float* even = A + (k0 + 2 * p) * lda + i0;
-      const __m256 e = _mm256_maskz_loadu_ps(m, even);
-      const __m256 o = 2 * p + 1 < kb ? _mm256_maskz_loadu_ps(m, even + lda) : _mm256_setzero_ps();
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * kRows), pairs8(e, o));
-    }
-    return;
+  const __mmask16 m = first(rows);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const float* even = A + (k0 + 2 * p) * lda + i0;
+    const __m512 e = _mm512_maskz_loadu_ps(m, even);
+    const __m512 o = 2 * p + 1 < kb ? _mm512_maskz_loadu_ps(m, even + lda) : _mm512_setzero_ps();
+    const __m512i v = pairs16(e, o);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * kRows), _mm512_maskz_extracti64x4_epi64(0xf, v, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (pairs + p) * kRows), _mm512_maskz_extracti64x4_epi64(0xf, v, 1));
   }
-  // A(ii, kk) = A[ii * lda + kk]: each row gives 8 pairs per step; transpose them.
+}
+
+// Rows i0 .. i0+rows-1 (rows <= 8) and k0 .. k0+kb-1 of op(A) = A as
+// out[p * 8 + r] = (A(i0+r, k0+2p), A(i0+r, k0+2p+1)), zero past rows and kb:
+// each row gives 8 pairs per step, then an 8 x 8 transpose.
+LT_BF16 void pack_a(const float* A, int64_t lda, int64_t i0, int64_t rows, int64_t k0, int64_t kb, uint32_t* out) {
+  const int64_t pairs = (kb + 1) / 2;
   for (int64_t p = 0; p < pairs; p += 8) {
     const __mmask16 m = first(kb - 2 * p);
     __m256i v[8];
@@ -156,22 +164,29 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
       for (int64_t i = 0; i < m; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.f);
     return;
   }
-  const int64_t panels = (n + kPanel - 1) / kPanel, blocks = (m + kRows - 1) / kRows;
-  static thread_local std::vector<uint32_t> packed_b;  // grows to the largest block, then is reused
+  const int64_t panels = (n + kPanel - 1) / kPanel;
+  static thread_local std::vector<uint32_t> packed_b;  // grown to the largest block, then reused
   for (int64_t k0 = 0; k0 < k; k0 += 2 * kPairs) {
     const int64_t kb = std::min(2 * kPairs, k - k0), pairs = (kb + 1) / 2;
     if (int64_t(packed_b.size()) < panels * pairs * kPanel) packed_b.resize(panels * pairs * kPanel);
-    const uint32_t* b = packed_b.data();
     pack_b(trans_b, B, ldb, k0, kb, n, packed_b.data());
+    const uint32_t* b = packed_b.data();
     const bool acc = accumulate || k0 > 0;
+    // Two micro-panels of 8 rows per iteration (see pack_a_transposed).
 #pragma omp parallel for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      alignas(64) uint32_t a[kPairs * kRows];
-      const int64_t i0 = blk * kRows, rows = std::min(kRows, m - i0);
-      pack_a(trans_a, A, lda, i0, rows, k0, kb, a);
-      for (int64_t j = 0; j < panels; ++j)
-        kTiles[rows](a, b + j * pairs * kPanel, pairs, acc, C + i0 * ldc + j * kPanel, ldc,
-                     std::min(kPanel, n - j * kPanel));
+    for (int64_t i0 = 0; i0 < m; i0 += 2 * kRows) {
+      alignas(64) uint32_t a[2 * kPairs * kRows];
+      const int64_t rows = std::min(2 * kRows, m - i0);
+      if (trans_a)
+        pack_a_transposed(A, lda, i0, rows, k0, kb, a);
+      else
+        for (int64_t h = 0; h * kRows < rows; ++h)
+          pack_a(A, lda, i0 + h * kRows, std::min(kRows, rows - h * kRows), k0, kb, a + h * pairs * kRows);
+      for (int64_t h = 0; h * kRows < rows; ++h)
+        for (int64_t j = 0; j < panels; ++j)
+          kTiles[std::min(kRows, rows - h * kRows)](a + h * pairs * kRows, b + j * pairs * kPanel, pairs, acc,
+                                                    C + (i0 + h * kRows) * ldc + j * kPanel, ldc,
+                                                    std::min(kPanel, n - j * kPanel));
     }
   }
 }
