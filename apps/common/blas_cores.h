@@ -1,4 +1,4 @@
-// OpenBLAS 0.3.21 (Debian 12) does not know AMD Zen 4 and falls back to its
+// OpenBLAS 0.3.21 (Debian 12) does not know AMD's Zen 4 or 5 and falls back to its
 // generic "Prescott" kernels, five times slower than its AVX-512 ones on the
 // same CPU. OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so when
 // it reports Prescott on a CPU with AVX-512 (or AVX2) the tool sets the

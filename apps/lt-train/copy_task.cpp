@@ -134,6 +134,7 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     if (last || (a.checkpoint_every > 0 && trainer.step() % a.checkpoint_every == 0))
       save_copy_checkpoint(a.output, *model, trainer, meta);
     if (a.eval_every > 0 && trainer.step() % a.eval_every == 0 && !last) {
+      ScopedCpuBf16Matmul fp32(false);  // scores comparable across runs, bf16 or not
       CopyScore s = evaluate_copy(*model, a.seed, batch);
       log.write({{"event", "eval"}, {"step", trainer.step()}, {"test_loss", s.loss}, {"test_accuracy", s.accuracy}});
       progress.finish();
@@ -142,6 +143,7 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     }
   }
   progress.finish();
+  set_cpu_bf16_matmul(false);  // as the evaluations during training
   CopyScore s = evaluate_copy(*model, a.seed, batch);
   log.write({{"event", "eval"}, {"step", trainer.step()}, {"test_loss", s.loss}, {"test_accuracy", s.accuracy}});
   std::printf("%s: step %lld, test loss %.4f, accuracy %.4f\n", a.output.c_str(), (long long)trainer.step(), s.loss,

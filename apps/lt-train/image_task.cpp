@@ -178,6 +178,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
                  (long long)r.step, a.output.c_str());
     return 130;
   }
+  set_cpu_bf16_matmul(false);  // the test bits/dim of every run in fp32 products, bf16 training or not
   ImageEvaluation ev = evaluate_images(*model, data.test, batch, a.eval_images);
   log.write({{"event", "eval"}, {"step", r.step}, {"test_bits_per_dim", ev.bits_per_dim}});
   std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)r.step,

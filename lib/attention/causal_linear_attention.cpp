@@ -42,7 +42,7 @@ namespace lt {
 namespace {
 
 // Chunk length: the in-chunk products cost O(C (F + M)) flops per position,
-// the state products O(F M). Measured (Zen 4, F = M = 32 and 64): 32 is
+// the state products O(F M). Measured (AMD EPYC, F = M = 32 and 64): 32 is
 // fastest; 16 runs the sgemms too small, 64 spends twice the in-chunk flops.
 constexpr int64_t kChunk = 32;
 

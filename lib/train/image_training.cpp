@@ -153,6 +153,7 @@ TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOp
     emit(e);
 
     if (s.eval_every > 0 && trainer.step() % s.eval_every == 0 && data.test.count > 0) {
+      ScopedCpuBf16Matmul fp32(false);  // test bits/dim comparable across runs, bf16 or not
       ImageEvaluation ev = evaluate_images(model, data.test, s.batch, s.eval_images);
       TrainEvent te;
       te.kind = TrainEvent::eval;

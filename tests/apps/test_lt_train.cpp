@@ -203,13 +203,19 @@ TEST_CASE("lt-train --resume continues bitwise where training stopped and refuse
   // in fp32 would end elsewhere: the two precisions round differently).
   if (cpu_has_bf16()) {
     const std::string straight16 = dir.file("straight16.safetensors"), resumed16 = dir.file("resumed16.safetensors");
-    REQUIRE(lt_train(dir, common + "--bf16 --steps 6 -o " + q(straight16)).exit_code == 0);
+    const std::string log16 = dir.file("straight16.jsonl");
+    REQUIRE(lt_train(dir, common + "--bf16 --steps 6 -o " + q(straight16) + " --log " + q(log16)).exit_code == 0);
     REQUIRE(lt_train(dir, common + "--bf16 --steps 3 -o " + q(resumed16)).exit_code == 0);
     r = lt_train(dir, "--data " + q(data) + " -q --steps 6 --resume -o " + q(resumed16));
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(load_safetensors(resumed16).meta("lt.train.precision") == "bf16");
     CHECK(tensor_values(resumed16) == tensor_values(straight16));
+    // Its test bits/dim are those of fp32 products, as --eval without --bf16 reports them.
+    r = lt_train(dir, "--eval -m " + q(straight16) + " --data " + q(data) + " -b 5 -f json");
+    REQUIRE(r.exit_code == 0);
+    CHECK(json_lines(log16).back()["test_bits_per_dim"].get<double>() ==
+          doctest::Approx(nlohmann::json::parse(r.out)["bits_per_dim"].get<double>()).epsilon(1e-9));
   }
 }
 

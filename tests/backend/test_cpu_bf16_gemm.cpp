@@ -19,12 +19,6 @@ bool skip_without_bf16() {
   std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
   return true;
 }
-
-// Restores fp32 products however a test case ends.
-struct Bf16Products {
-  Bf16Products() { set_cpu_bf16_matmul(true); }
-  ~Bf16Products() { set_cpu_bf16_matmul(false); }
-};
 }  // namespace
 
 TEST_CASE("bf16 gemm equals a float64 product of the rounded operands, for every transposition") {
@@ -83,7 +77,7 @@ TEST_CASE("linear layer with bf16 products: forward and gradients of the rounded
   Tensor y = Tensor::empty({rows, out}), dx = Tensor::empty({rows, in}), dW = rng.randn({out, in}), db = Tensor::zeros({out});
   const std::vector<float> dW0 = dW.to_vector();
   {
-    Bf16Products on;
+    ScopedCpuBf16Matmul on(true);
     CHECK(cpu_bf16_matmul());
     linear_forward(x, W, b, y);
     linear_backward(x, W, dy, dx, dW, db);

@@ -34,6 +34,17 @@ bool cuda_tf32();
 // own setting (ImageModel::set_step_precision).
 void set_cpu_bf16_matmul(bool on);
 bool cpu_bf16_matmul();
+// set_cpu_bf16_matmul for one scope; the setting before it comes back after.
+class ScopedCpuBf16Matmul {
+ public:
+  explicit ScopedCpuBf16Matmul(bool on) : before_(cpu_bf16_matmul()) { set_cpu_bf16_matmul(on); }
+  ~ScopedCpuBf16Matmul() { set_cpu_bf16_matmul(before_); }
+  ScopedCpuBf16Matmul(const ScopedCpuBf16Matmul&) = delete;
+  ScopedCpuBf16Matmul& operator=(const ScopedCpuBf16Matmul&) = delete;
+
+ private:
+  bool before_;
+};
 // Waits for queued GPU work (no-op on CPU); benchmarks time around this.
 void synchronize(Device d);
 // Name of the CPU model or GPU, for benchmark rows.
