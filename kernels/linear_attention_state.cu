@@ -1,7 +1,10 @@
 // The recurrent state of a whole prefix: cuBLAS strided-batched gemm over the
-// heads of each batch element, and a column-sum kernel for Z.
+// heads of each batch element, and a column-sum kernel for Z. A bfloat16 S is
+// summed in float32 scratch and rounded once.
+#include <cuda_bf16.h>
+
 #include "cuda_check.cuh"
-#include "linear_attention_state.h"
+#include "kernels.h"
 
 namespace lt::cuda {
 namespace {
@@ -15,6 +18,11 @@ __global__ void key_sum_kernel(const float* fk, float* Z, long long N, long long
   for (long long l = 0; l < L; ++l) s += k[l * H * F];
   Z[i] = s;
 }
+
+__global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __float2bfloat16_rn(x[i]);
+}
 }  // namespace
 
 void linear_attention_state(const float* fk, const float* v, float* S, float* Z, int64_t N, int64_t L,
@@ -27,6 +35,15 @@ void linear_attention_state(const float* fk, const float* v, float* S, float* Z,
                                               v + n * L * H * M, (int)(H * M), M, fk + n * L * H * F,
                                               (int)(H * F), F, &zero, S + n * H * F * M, (int)M, F * M, (int)H));
   key_sum_kernel<<<blocks_for(N * H * F, 256), 256>>>(fk, Z, N, L, H, F);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void linear_attention_state_bf16(const float* fk, const float* v, uint16_t* S, float* Z, int64_t N, int64_t L,
+                                 int64_t H, int64_t F, int64_t M) {
+  const int64_t n = N * H * F * M;
+  float* sums = scratch(size_t(n));
+  linear_attention_state(fk, v, sums, Z, N, L, H, F, M);
+  round_to_bf16_kernel<<<blocks_for(n, 256), 256>>>(sums, reinterpret_cast<__nv_bfloat16*>(S), n);
   LT_CUDA_LAUNCH_CHECK();
 }
 

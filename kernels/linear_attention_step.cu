@@ -3,7 +3,11 @@
 // writes its column of S once (each row of S one coalesced 128-byte access),
 // and phi(q)[f], phi(k)[f] come from the lane holding them by shuffle, so no
 // block-wide reduction or barrier is needed. The step is bound by reading and
-// writing S, so a tile's 32 rows are all loaded before the first store.
+// writing S, so a tile's 32 rows are all loaded before the first store. S is
+// float32, or bfloat16 for half the traffic (sums stay float32; each element
+// is rounded once per step, to nearest even, when it is stored, as on the CPU).
+#include <cuda_bf16.h>
+
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
@@ -18,15 +22,22 @@ __device__ float warp_sum(float x) {
   return x;
 }
 
+__device__ float load(const float* p) { return *p; }
+__device__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ void store(float* p, float x) { *p = x; }
+__device__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+template <typename T>
 __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const float* __restrict__ fk,
-                                             const float* __restrict__ v, float* __restrict__ S,
+                                             const float* __restrict__ v, T* __restrict__ S,
                                              float* __restrict__ Z, float* __restrict__ out, long long pairs,
                                              int F, int M) {
   const long long p = blockIdx.x * (long long)kWarps + threadIdx.y;
   if (p >= pairs) return;  // a whole warp leaves together
   const int lane = threadIdx.x;
   const float *q = fq + p * F, *k = fk + p * F, *val = v + p * M;
-  float *s = S + p * F * M, *z = Z + p * F, *o = out + p * M;
+  T* s = S + p * F * M;
+  float *z = Z + p * F, *o = out + p * M;
 
   // Z += phi(k) (eq. 19) and the denominator phi(q)^T Z.
   float d = 0.f;
@@ -46,17 +57,17 @@ __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const
     for (int f0 = 0; f0 < F; f0 += 32) {
       const int nf = min(32, F - f0);
       const float q_lane = lane < nf ? q[f0 + lane] : 0.f, k_lane = lane < nf ? k[f0 + lane] : 0.f;
-      float* col = s + (long long)f0 * M + m;
+      T* col = s + (long long)f0 * M + m;
       float sf[32];  // the tile's rows of this column, all loaded before the first store
 #pragma unroll
-      for (int j = 0; j < 32; ++j) sf[j] = (mine && j < nf) ? col[(long long)j * M] : 0.f;
+      for (int j = 0; j < 32; ++j) sf[j] = (mine && j < nf) ? load(col + (long long)j * M) : 0.f;
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
         const float qf = __shfl_sync(0xffffffffu, q_lane, j);
         const float kf = __shfl_sync(0xffffffffu, k_lane, j);
         if (mine && j < nf) {
           sf[j] += kf * vm;
-          col[(long long)j * M] = sf[j];
+          store(col + (long long)j * M, sf[j]);
           acc += qf * sf[j];
         }
       }
@@ -65,16 +76,26 @@ __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const
   }
 }
 
+template <typename T>
+void launch_step(const float* fq, const float* fk, const float* v, T* S, float* Z, float* out, int64_t pairs,
+                 int64_t F, int64_t M) {
+  if (pairs == 0) return;
+  if ((pairs + kWarps - 1) / kWarps > 0x7fffffffLL)
+    throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid");
+  linear_attention_step_kernel<T><<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(fq, fk, v, S, Z, out, pairs,
+                                                                                   (int)F, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+}
 }  // namespace
 
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
                            int64_t pairs, int64_t F, int64_t M) {
-  if (pairs == 0) return;
-  if ((pairs + kWarps - 1) / kWarps > 0x7fffffffLL)
-    throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid");
-  linear_attention_step_kernel<<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(fq, fk, v, S, Z, out, pairs, (int)F,
-                                                                                (int)M);
-  LT_CUDA_LAUNCH_CHECK();
+  launch_step(fq, fk, v, S, Z, out, pairs, F, M);
+}
+
+void linear_attention_step_bf16(const float* fq, const float* fk, const float* v, uint16_t* S, float* Z,
+                                float* out, int64_t pairs, int64_t F, int64_t M) {
+  launch_step(fq, fk, v, reinterpret_cast<__nv_bfloat16*>(S), Z, out, pairs, F, M);
 }
 
 }  // namespace lt::cuda

@@ -7,4 +7,7 @@ namespace lt::cuda {
 // fk v^T, Z [pairs, F] += fk, out [pairs, M] = fq^T S / (fq . Z + eps).
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
                            int64_t pairs, int64_t F, int64_t M);
+// The same with S stored as bfloat16 bits (rounded to nearest even when stored).
+void linear_attention_step_bf16(const float* fq, const float* fk, const float* v, uint16_t* S, float* Z,
+                                float* out, int64_t pairs, int64_t F, int64_t M);
 }  // namespace lt::cuda

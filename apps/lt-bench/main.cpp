@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   generate->add_option("--d-model", gen.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(lt::app::kNonNegative);
   generate->add_option("--heads", gen.heads, "override the number of heads")->capture_default_str()->check(lt::app::kNonNegative);
   generate->add_option("-r,--repetitions", gen.repetitions, "timed runs after one warm-up")->capture_default_str()->check(lt::app::kPositive);
-  auto* bf16 = generate->add_flag("--bf16", gen.bf16, "cpu: the step's matrix products (fp32 sums) and linear state in bf16 (AVX512_BF16; default: fp32)");
+  auto* bf16 = generate->add_flag("--bf16", gen.bf16, "the linear state in bf16, and on the cpu the step's matrix products too (fp32 sums, AVX512_BF16; default: fp32)");
   generate->add_flag("--openblas", gen.openblas, "cpu: the step's products through OpenBLAS instead of weights packed once (for comparison)")
       ->excludes(bf16);
   generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();

@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
   app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
   app.add_flag("--tf32", a.tf32, "cuda: matrix products in TF32 on the tensor cores (faster, ~3e-4 relative error)");
-  app.add_flag("--bf16", a.bf16, "cpu: bf16 matrix products (fp32 sums) and recurrent state (AVX512_BF16; ~1.5x the images/s, ~3e-3 relative error per product)");
+  app.add_flag("--bf16", a.bf16, "cpu: bf16 matrix products (fp32 sums) and recurrent state (AVX512_BF16; ~1.5x the images/s, ~3e-3 relative error per product); cuda: the recurrent state in bf16 (half its memory traffic)");
   app.add_flag("-q,--quiet", a.quiet, "no drawing, progress or summary on stderr");
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-complete"); status >= 0) return status;
   a.seed_given = seed->count() > 0;

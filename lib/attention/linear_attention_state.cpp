@@ -18,7 +18,8 @@ void linear_attention_state(const Tensor& fk, const Tensor& v, Tensor& S, Tensor
   check_shape(Z, {N, H, F}, "linear_attention_state Z");
   Device dev = common_device({&fk, &v, &S, &Z}, "linear_attention_state");
   const bool bf16 = S.dtype() == DType::bf16;
-  check(!(bf16 && dev == Device::cuda), "linear_attention_state: a bfloat16 state is a CPU path");
+  if (dev == Device::cuda && bf16)
+    LT_ON_CUDA(cuda::linear_attention_state_bf16(fk.data(), v.data(), S.data_bf16(), Z.data(), N, L, H, F, M));
   if (dev == Device::cuda) LT_ON_CUDA(cuda::linear_attention_state(fk.data(), v.data(), S.data(), Z.data(), N, L, H, F, M));
 
   const float* K = fk.data();

@@ -128,11 +128,11 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
   expect_shape(out, v.shape(), "linear_attention_step out");
   Device dev = common_device({&fq, &fk, &v, &S, &Z, &out}, what);
   if (out.numel() == 0) return;
-  if (dev == Device::cuda) {
-    check(S.dtype() == DType::f32, "linear_attention_step: a bfloat16 state is a CPU path");
-    LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(),
-                                           N * H, F, M));
-  }
+  if (dev == Device::cuda && S.dtype() == DType::bf16)
+    LT_ON_CUDA(cuda::linear_attention_step_bf16(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(),
+                                                N * H, F, M));
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M));
 
   if (S.dtype() == DType::bf16)
     step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, F, M);

@@ -34,7 +34,6 @@ struct TransformerStack::StepBuffers {
 
 // Per layer: query, key and value projections as one product of 3d outputs.
 struct TransformerStack::StepWeights {
-  StepPrecision precision;
   struct Layer {
     PackedLinear qkv, o, ff1, ff2;
     Tensor bqkv;  // [3d]

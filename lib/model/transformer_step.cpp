@@ -119,15 +119,15 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
 }
 
 void TransformerStack::pack_step_weights(StepPrecision precision) {
-  if (params_.device() == Device::cuda) {  // cuBLAS reads the weights where they are
-    check(precision == StepPrecision::fp32, "bf16 products are a CPU path; this model is on cuda (use TF32 there)");
+  if (params_.device() == Device::cuda) {  // cuBLAS reads the weights where they are; bf16 is the state's
+    precision_ = precision;
     return;
   }
   packed_.reset();
+  precision_ = StepPrecision::fp32;
   if (precision == StepPrecision::fp32 && !cpu_has_avx512()) return;  // OpenBLAS it is
   const int64_t d = config_.d_model;
   auto w = std::make_unique<StepWeights>();
-  w->precision = precision;
   for (const LayerParams& p : layers_) {
     Tensor wqkv = Tensor::empty({3 * d, d}), bqkv = Tensor::empty({3 * d});
     int64_t part = 0;
@@ -141,11 +141,10 @@ void TransformerStack::pack_step_weights(StepPrecision precision) {
                          bqkv});
   }
   packed_ = std::move(w);
+  precision_ = precision;
 }
 
-StepPrecision TransformerStack::step_precision() const {
-  return packed_ ? packed_->precision : StepPrecision::fp32;
-}
+StepPrecision TransformerStack::step_precision() const { return precision_; }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, Tensor& state, int64_t max_len) {
   forward(x, y, /*train=*/false, 0);

@@ -2,6 +2,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bf16.h"
 #include "lt/attention.h"
 #include "test_util.h"
 
@@ -15,6 +16,27 @@ Tensor positive_features(Rng& rng, const Shape& shape) {
   std::vector<float> x = rng.normals(shape_numel(shape));
   for (auto& e : x) e = e > 0 ? e + 1.f : std::exp(e);
   return Tensor::from_vector(x, shape);
+}
+
+// A bfloat16 tensor's values, from either device.
+std::vector<float> bf16_values(const Tensor& t) {
+  const Tensor c = t.to(Device::cpu);
+  std::vector<float> out(c.numel());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(c.data_bf16()[i]);
+  return out;
+}
+
+// The normalised error between two bf16 states.
+double bf16_error(const Tensor& got, const Tensor& want) {
+  const std::vector<float> w = bf16_values(want);
+  return rel_error(bf16_values(got), std::vector<double>(w.begin(), w.end()));
+}
+
+// Random values already rounded to bf16, stored as bf16 bits.
+Tensor random_bf16(Rng& rng, const Shape& shape) {
+  Tensor t = Tensor::empty(shape, Device::cpu, DType::bf16);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_bf16()[i] = float_to_bf16(float(rng.normal()));
+  return t;
 }
 
 void compare_with_cpu(Rng& rng, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
@@ -77,6 +99,41 @@ TEST_CASE("cuda linear attention step matches the CPU") {
       INFO("step " << step);
       CHECK(rel_error(gout, out) < 1e-5);
       CHECK(rel_error(gS, S) < 1e-5);
+      CHECK(rel_error(gZ, Z) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("cuda linear attention step and prefix state with a bf16 S match the CPU's") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {64, 64}, {33, 47}, {rng.integer(1, 200), rng.integer(1, 200)}}) {
+    const int64_t N = rng.integer(1, 4), H = rng.integer(1, 8), L = rng.integer(1, 60);
+    INFO("N " << N << " H " << H << " F " << F << " M " << M << " L " << L);
+    // The prefix state: float32 sums rounded once.
+    Tensor fk = positive_features(rng, {N, L, H, F}), v = rng.randn({N, L, H, M});
+    Tensor S = Tensor::empty({N, H, F, M}, Device::cpu, DType::bf16), Z = Tensor::empty({N, H, F});
+    Tensor gS = Tensor::empty({N, H, F, M}, Device::cuda, DType::bf16), gZ = Tensor::empty({N, H, F}, Device::cuda);
+    linear_attention_state(fk, v, S, Z);
+    linear_attention_state(fk.to(Device::cuda), v.to(Device::cuda), gS, gZ);
+    // Sums in another order can round the other way at a tie: one bf16 step (2^-8) at most.
+    CHECK(rel_error(gZ, Z) < 1e-5);
+    CHECK(bf16_error(gS, S) < 4e-3);
+    // Steps from the same bf16 state on both devices.
+    S = random_bf16(rng, {N, H, F, M});
+    gS = S.to(Device::cuda);
+    Z = positive_features(rng, {N, H, F});
+    gZ = Z.to(Device::cuda);
+    Tensor out = Tensor::empty({N, H, M}), gout = Tensor::empty({N, H, M}, Device::cuda);
+    for (int step = 0; step < 5; ++step) {
+      Tensor q = positive_features(rng, {N, H, F}), k = positive_features(rng, {N, H, F}), vs = rng.randn({N, H, M});
+      linear_attention_step(q, k, vs, S, Z, out);
+      linear_attention_step(q.to(Device::cuda), k.to(Device::cuda), vs.to(Device::cuda), gS, gZ, gout);
+      INFO("step " << step);
+      CHECK(rel_error(gout, out) < 4e-3);
+      CHECK(bf16_error(gS, S) < 4e-3);
       CHECK(rel_error(gZ, Z) < 1e-5);
     }
   }

@@ -172,3 +172,70 @@ TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
     CHECK(std::abs(nll[b] - sum) < 1e-4 * std::abs(sum));
   }
 }
+
+TEST_CASE("cuda bf16 state: half the bytes of S, and generation log-likelihoods within a percent of the parallel pass") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModel gpu(c, kGpu);
+  gpu.init_parameters(seed);
+  const int64_t B = 4, S = c.subpixels();
+  const int64_t fp32_state = gpu.state_numel(B);
+  gpu.set_step_precision(StepPrecision::bf16);
+  CHECK(gpu.step_precision() == StepPrecision::bf16);
+  const int64_t H = c.transformer.heads, E = c.transformer.head_dim, layers = c.transformer.layers;
+  CHECK(fp32_state - gpu.state_numel(B) == layers * (B * H * E * E - (B * H * E * E + 1) / 2));
+  ImageGenerator gen(gpu, B);
+  std::vector<uint8_t> pixels;
+  std::vector<double> nll;
+  gen.generate(seed, pixels, nullptr, nullptr, &nll);
+  std::vector<int32_t> px(pixels.begin(), pixels.end());
+  Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
+  gpu.forward(Tensor::from_vector(px, {B, S}).to(kGpu), false, 0, &per);
+  std::vector<float> pv = per.to_vector();
+  for (int64_t b = 0; b < B; ++b) {
+    double sum = 0;
+    for (int64_t t = 0; t < c.sequence_length(); ++t) sum += pv[b * c.sequence_length() + t];
+    CHECK(std::abs(nll[b] - sum) < 1e-2 * std::abs(sum));
+  }
+}
+
+TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding of the fp32 state's") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModel fp32(c, kGpu), bf16(c, kGpu);
+  fp32.init_parameters(seed);
+  bf16.init_parameters(seed);
+  bf16.set_step_precision(StepPrecision::bf16);
+  const int64_t B = 3, S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 2);
+  std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
+  std::vector<int32_t> prefix;
+  for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
+  Tensor tokens = Tensor::from_vector(prefix, {B, T}).to(kGpu);
+  Tensor s32 = fp32.new_state(B), s16 = bf16.new_state(B);
+  Tensor h32 = Tensor::empty({B, c.head_width()}, kGpu), h16 = Tensor::empty({B, c.head_width()}, kGpu);
+  fp32.prefill(tokens, s32, h32);
+  bf16.prefill(tokens, s16, h16);
+  CHECK(rel_error(h16, h32) < 1e-4);  // the head after the prefix comes from the parallel pass
+  // Fork element 1 into slot 0 of a batch of 2 and step both to the end.
+  Tensor f32 = fp32.new_state(2), f16 = bf16.new_state(2);
+  fp32.copy_state_element(s32, B, 1, f32, 2, 0);
+  bf16.copy_state_element(s16, B, 1, f16, 2, 0);
+  Tensor g32 = Tensor::empty({2, c.head_width()}, kGpu), g16 = Tensor::empty({2, c.head_width()}, kGpu);
+  for (int64_t t = T; t < c.sequence_length(); ++t) {
+    std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
+    Tensor tt = Tensor::from_vector(tok, {2}).to(kGpu);
+    fp32.step(f32, tt, t, g32);
+    bf16.step(f16, tt, t, g16);
+  }
+  // Slot 0 continues element 1's prefix: only the state's rounding separates them.
+  const std::vector<float> a = g32.to_vector(), b = g16.to_vector();
+  const int64_t W = c.head_width();
+  std::vector<float> a0(a.begin(), a.begin() + W), b0(b.begin(), b.begin() + W);
+  CHECK(rel_error(b0, std::vector<double>(a0.begin(), a0.end())) < 2e-2);
+}

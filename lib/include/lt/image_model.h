@@ -76,11 +76,12 @@ class ImageModel {
   // Reads tokens int32 [B] at position t and writes head [B, head_width]: the
   // distribution of subpixel t+1. Allocation-free after the first call.
   void step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& head);
-  // The precision of step() on the CPU; packs the weights now
-  // (TransformerStack::pack_step_weights). fp32 until set; bf16 rounds the
-  // products' operands and stores the linear-attention state in bfloat16, so
-  // it changes state_numel: make states after setting it. bf16 throws on
-  // CUDA and on CPUs without AVX512_BF16.
+  // The precision of step(); packs the weights now on the CPU
+  // (TransformerStack::pack_step_weights). fp32 until set; bf16 stores the
+  // linear-attention state in bfloat16, so it changes state_numel: make
+  // states after setting it. On the CPU bf16 also rounds the products'
+  // operands (and throws without AVX512_BF16); on CUDA the products stay
+  // cuBLAS's.
   void set_step_precision(StepPrecision precision);
   StepPrecision step_precision() const;
   // Packs the current weights again (ImageGenerator does at every generate,

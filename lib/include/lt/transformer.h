@@ -71,8 +71,9 @@ class TransformerStack {
   // packed, and on CPUs without AVX-512, step() uses OpenBLAS. The packed
   // copy is a snapshot: pack again after changing the weights. bf16 also
   // keeps the linear-attention state S in bfloat16 (half its bytes; sums
-  // stay float32, Z stays float32). On a CUDA stack fp32 is a no-op and bf16
-  // throws lt::Error, as it does on a CPU without AVX512_BF16. Training and
+  // stay float32, Z stays float32). On a CUDA stack nothing is packed (cuBLAS
+  // computes the products, in fp32 or TF32) and bf16 means the bfloat16 state
+  // alone. bf16 throws lt::Error on a CPU without AVX512_BF16. Training and
   // prefill never use the packed copy.
   void pack_step_weights(StepPrecision precision);
   StepPrecision step_precision() const;
@@ -119,6 +120,7 @@ class TransformerStack {
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
   std::unique_ptr<StepWeights> packed_;
+  StepPrecision precision_ = StepPrecision::fp32;  // of step(): packed_'s, or on CUDA the state's
 };
 
 }  // namespace lt
