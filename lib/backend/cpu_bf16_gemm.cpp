@@ -1,9 +1,10 @@
-// bf16 matrix product, blocked as GotoBLAS: for each block of k, op(B) is
-// packed once into panels of 32 columns, each a run of 32-bit bf16 pairs
-// (B(2p, n), B(2p+1, n)); every 8 rows of op(A) are packed into pairs laid
-// out pair-major (all 8 rows of pair p together) and multiplied with every
-// panel by an 8 x 32 micro-tile: 16 zmm accumulators, one vdpbf16ps per row
-// and half-panel per pair (two multiply-adds per lane into fp32).
+// bf16 matrix product, blocked as GotoBLAS: for each block of k (up to 1,024,
+// so the layers' products run in one), op(B) is packed once into panels of 32
+// columns, each a run of 32-bit bf16 pairs (B(2p, n), B(2p+1, n)); every 16
+// rows of op(A) are packed into two micro-panels of 8 rows, pair-major (all 8
+// rows of pair p together), each multiplied with every panel by an 8 x 32
+// micro-tile: 16 zmm accumulators, one vdpbf16ps per row and half-panel per
+// pair (two multiply-adds per lane into fp32).
 // Packing rounds each operand element once; it is O(mk + kn) against the
 // O(mnk) product, vectorised where the operand is activations (the rows).
 #include "backend/cpu_bf16_gemm.h"

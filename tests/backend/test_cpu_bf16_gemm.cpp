@@ -28,8 +28,8 @@ TEST_CASE("bf16 gemm equals a float64 product of the rounded operands, for every
   Rng rng(seed);
   for (int trial = 0; trial < 16; ++trial) {
     const bool ta = trial & 1, tb = trial & 2, accumulate = trial & 4;
-    // Past 256 values of k the product runs in blocks; odd k pads a pair.
-    const int64_t m = rng.integer(1, 40), n = rng.integer(1, 90), k = trial >= 8 ? rng.integer(257, 700) : rng.integer(1, 60);
+    // Past 1,024 values of k the product runs in blocks; odd k pads a pair.
+    const int64_t m = rng.integer(1, 40), n = rng.integer(1, 90), k = trial >= 8 ? rng.integer(1025, 2600) : rng.integer(1, 60);
     const int64_t lda = (ta ? m : k) + rng.integer(0, 3), ldb = (tb ? k : n) + rng.integer(0, 3), ldc = n + rng.integer(0, 3);
     INFO("trans " << ta << tb << " m " << m << " n " << n << " k " << k << " accumulate " << accumulate);
     const std::vector<float> A = rng.normals((ta ? k : m) * lda, 2.0), B = rng.normals((tb ? n : k) * ldb, 0.5);
