@@ -29,6 +29,8 @@ if [ "$device" = cuda ]; then
   run attention-cuda attention -d cuda -r 5
   run generate-cuda-fp32 generate -d cuda -a linear -b 1 16 64 256 1024 4096 10000
   run generate-cuda-tf32 generate --tf32 -d cuda -a linear -b 1 16 64 256 1024 4096 10000
+  run generate-cuda-bf16-state generate --tf32 --bf16 -d cuda -a linear -b 1024 4096 10000
+  run generate-cuda-cifar-bf16-state generate --tf32 --bf16 -d cuda --shape cifar -a linear -b 1024 4096 --steps 192
   run generate-cuda-softmax generate --tf32 -d cuda -a softmax -b 1 64 256 1024 --steps 98 --max-memory 60
   run generate-cuda-cifar generate --tf32 -d cuda --shape cifar -a linear softmax -b 64 256 1024 4096 --steps 192 --max-memory 60
   run train-cuda-fp32 train -d cuda --shape mnist cifar -r 5
@@ -40,5 +42,9 @@ else
   run generate-cpu-length generate --shape mnist cifar --layers 8 -b 16 --steps 48 -a linear softmax
   run train-cpu train --shape mnist cifar -r 3
   run train-cpu-shipped train --layers 6 --d-model 128 --heads 4 -r 3
+  if grep -q avx512_bf16 /proc/cpuinfo; then
+    run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
+    run train-cpu-shipped-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
+  fi
 fi
 echo "bench.sh: tables in $out/" >&2

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "lt/packed_linear.h"  // cpu_has_bf16
 
 using namespace lt;
 using namespace lt::test;
@@ -103,6 +104,16 @@ TEST_CASE("lt-bench train writes a csv header and a row per shape") {
   for (const char* key : {"examples_per_s", "dense_gflops", "sgemm_gflops", "dense_fraction", "replicas"})
     CHECK_MESSAGE(header.find(key) != std::string::npos, key);
   CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+
+  if (cpu_has_bf16()) {  // bf16 products: the rows say so
+    r = lt_bench(dir, "train" + kTinyModel + "-b 2 -r 1 -q -f json --bf16");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    nlohmann::json rows = nlohmann::json::parse(r.out);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]["precision"] == "bf16");
+    CHECK(rows[0]["examples_per_s"].get<double>() > 0);
+  }
 }
 
 TEST_CASE("lt-bench refuses bad flags with one line") {
