@@ -149,28 +149,33 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
   }
 }
 
-TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
-  if (!cuda_or_skip()) return;
-  uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
-  ImageModel gpu(c, kGpu);
-  gpu.init_parameters(seed);
-  const int64_t B = 4, S = c.subpixels();
+// Generates B images on the GPU and compares each one's summed step
+// log-likelihood with the GPU's parallel pass over the same image.
+static void check_generation_against_parallel(ImageModel& gpu, uint64_t seed, int64_t B, double tolerance) {
+  const ImageModelConfig& c = gpu.config();
   ImageGenerator gen(gpu, B);
   std::vector<uint8_t> pixels;
   std::vector<double> nll;
   gen.generate(seed, pixels, nullptr, nullptr, &nll);
   std::vector<int32_t> px(pixels.begin(), pixels.end());
   Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
-  gpu.forward(Tensor::from_vector(px, {B, S}).to(kGpu), false, 0, &per);
+  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), false, 0, &per);
   std::vector<float> pv = per.to_vector();
   for (int64_t b = 0; b < B; ++b) {
     double sum = 0;
     for (int64_t t = 0; t < c.sequence_length(); ++t) sum += pv[b * c.sequence_length() + t];
-    CHECK(std::abs(nll[b] - sum) < 1e-4 * std::abs(sum));
+    CHECK(std::abs(nll[b] - sum) < tolerance * std::abs(sum));
   }
+}
+
+TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModel gpu(small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics), kGpu);
+  gpu.init_parameters(seed);
+  check_generation_against_parallel(gpu, seed, 4, 1e-4);
 }
 
 TEST_CASE("cuda bf16 state: half the bytes of S, and generation log-likelihoods within a percent of the parallel pass") {
@@ -181,25 +186,12 @@ TEST_CASE("cuda bf16 state: half the bytes of S, and generation log-likelihoods 
   ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
   ImageModel gpu(c, kGpu);
   gpu.init_parameters(seed);
-  const int64_t B = 4, S = c.subpixels();
-  const int64_t fp32_state = gpu.state_numel(B);
+  const int64_t B = 4, fp32_state = gpu.state_numel(B);
   gpu.set_step_precision(StepPrecision::bf16);
   CHECK(gpu.step_precision() == StepPrecision::bf16);
   const int64_t H = c.transformer.heads, E = c.transformer.head_dim, layers = c.transformer.layers;
   CHECK(fp32_state - gpu.state_numel(B) == layers * (B * H * E * E - (B * H * E * E + 1) / 2));
-  ImageGenerator gen(gpu, B);
-  std::vector<uint8_t> pixels;
-  std::vector<double> nll;
-  gen.generate(seed, pixels, nullptr, nullptr, &nll);
-  std::vector<int32_t> px(pixels.begin(), pixels.end());
-  Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
-  gpu.forward(Tensor::from_vector(px, {B, S}).to(kGpu), false, 0, &per);
-  std::vector<float> pv = per.to_vector();
-  for (int64_t b = 0; b < B; ++b) {
-    double sum = 0;
-    for (int64_t t = 0; t < c.sequence_length(); ++t) sum += pv[b * c.sequence_length() + t];
-    CHECK(std::abs(nll[b] - sum) < 1e-2 * std::abs(sum));
-  }
+  check_generation_against_parallel(gpu, seed, B, 1e-2);
 }
 
 TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding of the fp32 state's") {
