@@ -6,6 +6,7 @@
 
 #include "activations.h"
 #include "cuda_check.cuh"
+#include "feature_maps.cuh"
 
 namespace lt::cuda {
 namespace {
@@ -16,9 +17,6 @@ unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads)
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-struct Relu {
-  __device__ float operator()(float v) const { return v > 0.f ? v : 0.f; }
-};
 struct ReluGrad {
   __device__ float operator()(float v) const { return v > 0.f ? 1.f : 0.f; }
 };
@@ -29,9 +27,6 @@ struct GeluGrad {
   __device__ float operator()(float v) const {
     return 0.5f * (1.f + erff(v * kInvSqrt2)) + v * kInvSqrt2Pi * expf(-0.5f * v * v);
   }
-};
-struct EluPlusOne {
-  __device__ float operator()(float v) const { return v > 0.f ? v + 1.f : expf(v); }
 };
 struct EluPlusOneGrad {
   __device__ float operator()(float v) const { return v > 0.f ? 1.f : expf(v); }

@@ -1,5 +1,6 @@
 // Error checks for CUDA and cuBLAS calls: every call and launch goes through these.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -27,7 +28,9 @@
 #define LT_CUDA_LAUNCH_CHECK() LT_CUDA_CHECK(cudaGetLastError())
 
 namespace lt::cuda {
-cublasHandle_t cublas();  // one handle per process, created on first use
+cublasHandle_t cublas();        // one handle per process, created on first use
+cublasLtHandle_t cublas_lt();  // likewise, for the products with an epilogue
+bool tf32_enabled();           // what set_tf32 last asked for
 inline unsigned blocks_for(long long n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }

@@ -1,6 +1,6 @@
 // Elementwise sum and accumulation: grid-stride loops, so any n fits a grid
 // of bounded size. y may alias a or b: each element is read before written by
-// the same thread.
+// the same thread. Column copies are one strided cudaMemcpy2D.
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -34,6 +34,12 @@ void accumulate(float* dst, const float* src, int64_t n) {
   if (n == 0) return;
   accumulate_kernel<<<grid_for(n), kThreads>>>(dst, src, n);
   LT_CUDA_LAUNCH_CHECK();
+}
+
+void copy_columns(const float* src, int64_t src_cols, int64_t first, float* dst, int64_t rows, int64_t cols) {
+  if (rows == 0 || cols == 0) return;
+  LT_CUDA_CHECK(cudaMemcpy2DAsync(dst, cols * sizeof(float), src + first, src_cols * sizeof(float),
+                                  cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, 0));
 }
 
 }  // namespace lt::cuda

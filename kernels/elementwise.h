@@ -7,4 +7,6 @@ namespace lt::cuda {
 void add(const float* a, const float* b, float* y, int64_t n);
 // dst[i] += src[i].
 void accumulate(float* dst, const float* src, int64_t n);
+// dst[r, c] = src[r, first + c] for rows x cols of dst; src has src_cols columns.
+void copy_columns(const float* src, int64_t src_cols, int64_t first, float* dst, int64_t rows, int64_t cols);
 }  // namespace lt::cuda

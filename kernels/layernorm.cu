@@ -22,21 +22,25 @@ __device__ float warp_sum(float v) {
 unsigned row_blocks(int64_t rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
 
 // Every lane of a warp runs the same rows, so the full-mask shuffles are safe.
-__global__ void layernorm_forward_kernel(const float* x, const float* gamma, const float* beta, float* y,
-                                         float* mean, float* rstd, long long rows, int C, float eps) {
+// LayerNorm of x + res when res is given (the step's residual add), and the
+// row statistics only when mean is given.
+__global__ void layernorm_forward_kernel(const float* x, const float* res, const float* gamma, const float* beta,
+                                         float* y, float* mean, float* rstd, long long rows, int C, float eps) {
   const int lane = threadIdx.x % 32;
   const long long stride = (long long)gridDim.x * kWarpsPerBlock;
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
     const float* xr = x + r * C;
+    const float* rr = res ? res + r * C : nullptr;
+    auto at = [&](int c) { return rr ? xr[c] + rr[c] : xr[c]; };
     float s = 0.f;
-    for (int c = lane; c < C; c += 32) s += xr[c];
+    for (int c = lane; c < C; c += 32) s += at(c);
     const float m = warp_sum(s) / C;
     float v = 0.f;  // two passes, as on the CPU
-    for (int c = lane; c < C; c += 32) v += (xr[c] - m) * (xr[c] - m);
+    for (int c = lane; c < C; c += 32) v += (at(c) - m) * (at(c) - m);
     const float rs = rsqrtf(warp_sum(v) / C + eps);
     float* yr = y + r * C;
-    for (int c = lane; c < C; c += 32) yr[c] = (xr[c] - m) * rs * gamma[c] + beta[c];
-    if (lane == 0) {
+    for (int c = lane; c < C; c += 32) yr[c] = (at(c) - m) * rs * gamma[c] + beta[c];
+    if (lane == 0 && mean) {
       mean[r] = m;
       rstd[r] = rs;
     }
@@ -102,8 +106,16 @@ __global__ void layernorm_param_grad_kernel(const float* x, const float* mean, c
 void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                        float* rstd, int64_t rows, int64_t C) {
   if (rows == 0) return;
-  layernorm_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, gamma, beta, y, mean, rstd, rows,
-                                                                      (int)C, kLayerNormEps);
+  layernorm_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, nullptr, gamma, beta, y, mean, rstd,
+                                                                      rows, (int)C, kLayerNormEps);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void residual_layernorm_forward(const float* x, const float* res, const float* gamma, const float* beta, float* y,
+                                int64_t rows, int64_t C) {
+  if (rows == 0) return;
+  layernorm_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, res, gamma, beta, y, nullptr, nullptr,
+                                                                      rows, (int)C, kLayerNormEps);
   LT_CUDA_LAUNCH_CHECK();
 }
 

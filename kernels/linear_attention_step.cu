@@ -6,9 +6,12 @@
 // writing S, so a tile's 32 rows are all loaded before the first store. S is
 // float32, or bfloat16 for half the traffic (sums stay float32; each element
 // is rounded once per step, to nearest even, when it is stored, as on the CPU).
+// The packed variant reads q, k and v straight from the rows of one qkv
+// product and applies phi to q and k as it loads them.
 #include <cuda_bf16.h>
 
 #include "cuda_check.cuh"
+#include "feature_maps.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
 
@@ -27,24 +30,38 @@ __device__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 __device__ void store(float* p, float x) { *p = x; }
 __device__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
-template <typename T>
-__global__ void linear_attention_step_kernel(const float* __restrict__ fq, const float* __restrict__ fk,
-                                             const float* __restrict__ v, T* __restrict__ S,
-                                             float* __restrict__ Z, float* __restrict__ out, long long pairs,
-                                             int F, int M) {
+struct Identity {
+  __device__ float operator()(float v) const { return v; }
+};
+
+// Where the queries, keys and values of pair p = n H + h start: q and k rows
+// of n are qk_row floats apart, v rows v_row.
+struct StepLayout {
+  const float *q, *k, *v;
+  int heads;
+  long long qk_row, v_row;
+};
+
+template <typename T, class Phi>
+__global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, float* __restrict__ Z,
+                                             float* __restrict__ out, long long pairs, int F, int M) {
   const long long p = blockIdx.x * (long long)kWarps + threadIdx.y;
   if (p >= pairs) return;  // a whole warp leaves together
   const int lane = threadIdx.x;
-  const float *q = fq + p * F, *k = fk + p * F, *val = v + p * M;
+  const Phi phi;
+  const long long n = p / in.heads, h = p % in.heads;
+  const float* __restrict__ q = in.q + n * in.qk_row + h * F;
+  const float* __restrict__ k = in.k + n * in.qk_row + h * F;
+  const float* __restrict__ val = in.v + n * in.v_row + h * M;
   T* s = S + p * F * M;
   float *z = Z + p * F, *o = out + p * M;
 
   // Z += phi(k) (eq. 19) and the denominator phi(q)^T Z.
   float d = 0.f;
   for (int f = lane; f < F; f += 32) {
-    const float zf = z[f] + k[f];
+    const float zf = z[f] + phi(k[f]);
     z[f] = zf;
-    d += q[f] * zf;
+    d += phi(q[f]) * zf;
   }
   const float den = warp_sum(d) + kLinearAttentionEps;
 
@@ -56,7 +73,7 @@ __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const
     float acc = 0.f;
     for (int f0 = 0; f0 < F; f0 += 32) {
       const int nf = min(32, F - f0);
-      const float q_lane = lane < nf ? q[f0 + lane] : 0.f, k_lane = lane < nf ? k[f0 + lane] : 0.f;
+      const float q_lane = lane < nf ? phi(q[f0 + lane]) : 0.f, k_lane = lane < nf ? phi(k[f0 + lane]) : 0.f;
       T* col = s + (long long)f0 * M + m;
       float sf[32];  // the tile's rows of this column, all loaded before the first store
 #pragma unroll
@@ -76,26 +93,50 @@ __global__ void linear_attention_step_kernel(const float* __restrict__ fq, const
   }
 }
 
-template <typename T>
-void launch_step(const float* fq, const float* fk, const float* v, T* S, float* Z, float* out, int64_t pairs,
-                 int64_t F, int64_t M) {
+template <typename T, class Phi>
+void launch_step(const StepLayout& in, T* S, float* Z, float* out, int64_t pairs, int64_t F, int64_t M) {
   if (pairs == 0) return;
   if ((pairs + kWarps - 1) / kWarps > 0x7fffffffLL)
     throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid");
-  linear_attention_step_kernel<T><<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(fq, fk, v, S, Z, out, pairs,
-                                                                                   (int)F, (int)M);
+  linear_attention_step_kernel<T, Phi><<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(in, S, Z, out, pairs,
+                                                                                       (int)F, (int)M);
   LT_CUDA_LAUNCH_CHECK();
+}
+
+// One pair per "head" of a contiguous [pairs, F] layout.
+StepLayout unpacked(const float* fq, const float* fk, const float* v, int64_t F, int64_t M) {
+  return {fq, fk, v, 1, F, M};
+}
+
+template <typename T>
+void launch_packed(const float* qkv, StepPhi phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+  const StepLayout in{qkv, qkv + H * E, qkv + 2 * H * E, (int)H, 3 * H * E, 3 * H * E};
+  if (phi == StepPhi::relu)
+    launch_step<T, Relu>(in, S, Z, out, N * H, E, E);
+  else
+    launch_step<T, EluPlusOne>(in, S, Z, out, N * H, E, E);
 }
 }  // namespace
 
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
                            int64_t pairs, int64_t F, int64_t M) {
-  launch_step(fq, fk, v, S, Z, out, pairs, F, M);
+  launch_step<float, Identity>(unpacked(fq, fk, v, F, M), S, Z, out, pairs, F, M);
 }
 
 void linear_attention_step_bf16(const float* fq, const float* fk, const float* v, uint16_t* S, float* Z,
                                 float* out, int64_t pairs, int64_t F, int64_t M) {
-  launch_step(fq, fk, v, reinterpret_cast<__nv_bfloat16*>(S), Z, out, pairs, F, M);
+  launch_step<__nv_bfloat16, Identity>(unpacked(fq, fk, v, F, M), reinterpret_cast<__nv_bfloat16*>(S), Z, out,
+                                       pairs, F, M);
+}
+
+void linear_attention_step_packed(const float* qkv, StepPhi phi, float* S, float* Z, float* out, int64_t N,
+                                  int64_t H, int64_t E) {
+  launch_packed(qkv, phi, S, Z, out, N, H, E);
+}
+
+void linear_attention_step_packed_bf16(const float* qkv, StepPhi phi, uint16_t* S, float* Z, float* out,
+                                       int64_t N, int64_t H, int64_t E) {
+  launch_packed(qkv, phi, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, H, E);
 }
 
 }  // namespace lt::cuda

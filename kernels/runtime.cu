@@ -1,4 +1,4 @@
-// Device discovery, memory and the cuBLAS handle. Uses only the runtime API
+// Device discovery, memory and the cuBLAS handles. Uses only the runtime API
 // (cudart is linked statically; the driver library is never linked directly).
 #include <cstdio>
 
@@ -80,8 +80,24 @@ cublasHandle_t cublas() {
   return handle;
 }
 
+cublasLtHandle_t cublas_lt() {
+  static cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h = nullptr;
+    LT_CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  }();
+  return handle;
+}
+
+namespace {
+bool g_tf32 = false;  // cuBLASLt takes it per product, as its compute type
+}
+
 void set_tf32(bool on) {
   LT_CUBLAS_CHECK(cublasSetMathMode(cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  g_tf32 = on;
 }
+
+bool tf32_enabled() { return g_tf32; }
 
 }  // namespace lt::cuda

@@ -6,10 +6,12 @@
 // in float32 or in bfloat16 (half the bytes): sums are float32 either way,
 // and a bf16 state is rounded once per step, when it is stored.
 #include <string>
+#include <vector>
 
 #include "backend/dispatch.h"
 #include "core/bf16.h"
 #include "lt/attention.h"
+#include "ops/simd_math.h"
 
 namespace lt {
 
@@ -89,24 +91,56 @@ void step_pair_fixed(const float* __restrict q, const float* __restrict k, const
 }
 
 template <typename T>
+void step_one(const float* q, const float* k, const float* val, T* s, float* z, float* o, int64_t F, int64_t M) {
+  if (M == 32)
+    step_pair_fixed<32>(q, k, val, s, z, o, F);
+  else if (M == 64)
+    step_pair_fixed<64>(q, k, val, s, z, o, F);
+  else
+    step_pair(q, k, val, s, z, o, F, M);
+}
+
+// A thread fork costs about as much as a small head's whole step.
+inline bool parallel_step(int64_t pairs, int64_t F, int64_t M) { return pairs * F * M >= (1 << 15); }
+
+template <typename T>
 void step_pairs(const float* qp, const float* kp, const float* vp, T* Sp, float* Zp, float* op, int64_t pairs,
                 int64_t F, int64_t M) {
-  // A thread fork costs about as much as a small head's whole step.
-#pragma omp parallel for schedule(static) if (pairs * F * M >= (1 << 15))
-  for (int64_t p = 0; p < pairs; ++p) {
-    const float* q = qp + p * F;
-    const float* k = kp + p * F;
-    const float* val = vp + p * M;
-    T* s = Sp + p * F * M;
-    float* z = Zp + p * F;
-    float* o = op + p * M;
-    if (M == 32)
-      step_pair_fixed<32>(q, k, val, s, z, o, F);
-    else if (M == 64)
-      step_pair_fixed<64>(q, k, val, s, z, o, F);
-    else
-      step_pair(q, k, val, s, z, o, F, M);
+#pragma omp parallel for schedule(static) if (parallel_step(pairs, F, M))
+  for (int64_t p = 0; p < pairs; ++p)
+    step_one(qp + p * F, kp + p * F, vp + p * M, Sp + p * F * M, Zp + p * F, op + p * M, F, M);
+}
+
+// From qkv rows [N, 3, H, E]: phi(q) and phi(k) of a pair go to a per-thread
+// buffer of 2E floats, the values are read in place.
+template <typename T, float (*Phi)(float)>
+void step_pairs_packed(const float* qkv, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E) {
+  const int64_t pairs = N * H;
+#pragma omp parallel if (parallel_step(pairs, E, E))
+  {
+    thread_local std::vector<float> phi_qk;
+    if (int64_t(phi_qk.size()) < 2 * E) phi_qk.resize(2 * E);
+    float *fq = phi_qk.data(), *fk = fq + E;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < pairs; ++p) {
+      const float* q = qkv + (p / H) * 3 * H * E + (p % H) * E;
+      const float* k = q + H * E;
+#pragma omp simd
+      for (int64_t e = 0; e < E; ++e) {
+        fq[e] = Phi(q[e]);
+        fk[e] = Phi(k[e]);
+      }
+      step_one(fq, fk, k + H * E, Sp + p * E * E, Zp + p * E, op + p * E, E, E);
+    }
   }
+}
+
+template <typename T>
+void step_packed(const float* qkv, bool relu, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+  if (relu)
+    step_pairs_packed<T, simd_math::relu>(qkv, S, Z, out, N, H, E);
+  else
+    step_pairs_packed<T, simd_math::elu_plus_one>(qkv, S, Z, out, N, H, E);
 }
 }  // namespace
 
@@ -138,6 +172,35 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
     step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, F, M);
   else
     step_pairs(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M);
+}
+
+void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out) {
+  const char* what = "linear_attention_step_packed";
+  if (qkv.ndim() != 4 || qkv.dim(1) != 3)
+    throw Error(std::string(what) + ": projections must be [N, 3, H, E], got " + shape_str(qkv.shape()));
+  const std::string map = phi.name();
+  if (map != "elu" && map != "relu")
+    throw Error(std::string(what) + ": feature map '" + map + "' is not elementwise (elu or relu)");
+  const int64_t N = qkv.dim(0), H = qkv.dim(2), E = qkv.dim(3);
+  expect_shape(S, {N, H, E, E}, "linear_attention_step_packed state S");
+  expect_shape(Z, {N, H, E}, "linear_attention_step_packed normaliser Z");
+  expect_shape(out, {N, H, E}, "linear_attention_step_packed out");
+  Device dev = common_device({&qkv, &S, &Z, &out}, what);
+  if (out.numel() == 0) return;
+  const bool relu = map == "relu";
+#ifdef LT_WITH_CUDA
+  const cuda::StepPhi cuda_phi = relu ? cuda::StepPhi::relu : cuda::StepPhi::elu_plus_one;
+#endif
+  if (dev == Device::cuda && S.dtype() == DType::bf16)
+    LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), cuda_phi, S.data_bf16(), Z.data(), out.data(), N,
+                                                       H, E));
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), cuda_phi, S.data(), Z.data(), out.data(), N, H, E));
+
+  if (S.dtype() == DType::bf16)
+    step_packed(qkv.data(), relu, S.data_bf16(), Z.data(), out.data(), N, H, E);
+  else
+    step_packed(qkv.data(), relu, S.data(), Z.data(), out.data(), N, H, E);
 }
 
 }  // namespace lt

@@ -1,6 +1,7 @@
 // Buffers of TransformerStack, planned once per shape so that neither a
 // training step nor a generation step allocates.
 #pragma once
+#include "lt/ops.h"
 #include "lt/transformer.h"
 
 namespace lt {
@@ -26,16 +27,32 @@ struct TransformerStack::GradBuffers {
 
 struct TransformerStack::StepBuffers {
   int64_t B = 0;
-  Tensor q, k, v, fq, fk, att, o, res1, x1, res2, cur, next;  // [B, d]
-  Tensor mean, rstd;                                          // [B]
-  Tensor h;                                                   // [B, ff]
-  Tensor qkv;                                                 // [B, 3d] (CPU: packed path)
+  Tensor qkv;                             // [B, 3d]: one product's q | k | v
+  Tensor q, k, v;                         // [B, d]: split out of qkv for softmax attention
+  Tensor att, o, x1, cur, next;           // [B, d]
+  Tensor h;                               // [B, ff]
+  Tensor mean, rstd;                      // [B]: the final norm's
+};
+
+// One product of the step: the weights packed for this CPU's vector units
+// (PackedLinear), or the plain matrix for OpenBLAS and cuBLAS.
+struct StepLinear {
+  PackedLinear packed;
+  Tensor W;  // defined when not packed
+  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const {
+    if (!W.defined())
+      packed.forward(x, b, y, relu);
+    else if (relu)
+      linear_relu_forward(x, W, b, y);
+    else
+      linear_forward(x, W, b, y);
+  }
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.
 struct TransformerStack::StepWeights {
   struct Layer {
-    PackedLinear qkv, o, ff1, ff2;
+    StepLinear qkv, o, ff1, ff2;
     Tensor bqkv;  // [3d]
   };
   std::vector<Layer> layers;

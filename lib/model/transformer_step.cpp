@@ -54,16 +54,16 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
   if (config_.attention == AttentionKind::softmax)
     check(t >= 0 && t < max_len, "step position " + std::to_string(t) + " is past the KV cache length " +
                                      std::to_string(max_len));
-  if (!step_ || step_->B != B || step_->q.device() != x.device()) {
+  if (!packed_) pack_step_weights(precision_);
+  if (!step_ || step_->B != B || step_->cur.device() != x.device()) {
     step_ = std::make_unique<StepBuffers>();
     step_->B = B;
-    for (Tensor* b : {&step_->q, &step_->k, &step_->v, &step_->fq, &step_->fk, &step_->att, &step_->o,
-                      &step_->res1, &step_->x1, &step_->res2, &step_->cur, &step_->next})
+    step_->qkv = Tensor::empty({B, 3 * d}, x.device());
+    for (Tensor* b : {&step_->q, &step_->k, &step_->v, &step_->att, &step_->o, &step_->x1, &step_->cur, &step_->next})
       *b = Tensor::empty({B, d}, x.device());
+    step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
-    step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
-    if (x.device() == Device::cpu) step_->qkv = Tensor::empty({B, 3 * d}, x.device());  // packed path
   }
   StepBuffers& s = *step_;
   auto V = [&](size_t i) { return params_.value(i); };
@@ -71,74 +71,53 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
   s.cur.copy_from(x);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerParams& p = layers_[l];
-    // Packed weights (PackedLinear) when pack_step_weights made them: q, k
-    // and v as one product, ReLU inside the first feed-forward product.
-    const StepWeights::Layer* w = packed_ ? &packed_->layers[l] : nullptr;
+    const StepWeights::Layer& w = packed_->layers[l];
     StateViews st = state_views(state, l, B, max_len);
-    if (w) {
-      w->qkv.forward(s.cur, w->bqkv, s.qkv);
-      const float* qkv = s.qkv.data();
-      float *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
-      for (int64_t r = 0; r < B; ++r) {
-        std::copy_n(qkv + r * 3 * d, d, q + r * d);
-        std::copy_n(qkv + r * 3 * d + d, d, k + r * d);
-        std::copy_n(qkv + r * 3 * d + 2 * d, d, v + r * d);
-      }
-    } else {
-      linear_forward(s.cur, V(p.wq), V(p.bq), s.q);
-      linear_forward(s.cur, V(p.wk), V(p.bk), s.k);
-      linear_forward(s.cur, V(p.wv), V(p.bv), s.v);
-    }
+    w.qkv.forward(s.cur, w.bqkv, s.qkv);
     Tensor att3 = s.att.reshape(heads3);
     if (config_.attention == AttentionKind::causal_linear) {
-      phi_->forward(s.q, s.fq);
-      phi_->forward(s.k, s.fk);
-      linear_attention_step(s.fq.reshape(heads3), s.fk.reshape(heads3), s.v.reshape(heads3), st.a, st.b, att3);
+      linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phi_, st.a, st.b, att3);
     } else {
+      copy_columns(s.qkv, 0, s.q);
+      copy_columns(s.qkv, d, s.k);
+      copy_columns(s.qkv, 2 * d, s.v);
       softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
     }
-    if (w)
-      w->o.forward(s.att, V(p.bo), s.o);
-    else
-      linear_forward(s.att, V(p.wo), V(p.bo), s.o);
-    add(s.cur, s.o, s.res1);
-    layernorm_forward(s.res1, V(p.g1), V(p.be1), s.x1, s.mean, s.rstd);
-    if (w) {
-      w->ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
-      w->ff2.forward(s.h, V(p.b2), s.o);
-    } else {
-      linear_forward(s.x1, V(p.w1), V(p.b1), s.h);
-      relu_forward(s.h, s.h);
-      linear_forward(s.h, V(p.w2), V(p.b2), s.o);
-    }
-    add(s.x1, s.o, s.res2);
-    layernorm_forward(s.res2, V(p.g2), V(p.be2), s.next, s.mean, s.rstd);
+    w.o.forward(s.att, V(p.bo), s.o);
+    residual_layernorm_forward(s.o, s.cur, V(p.g1), V(p.be1), s.x1);
+    w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
+    w.ff2.forward(s.h, V(p.b2), s.o);
+    residual_layernorm_forward(s.o, s.x1, V(p.g2), V(p.be2), s.next);
     std::swap(s.cur, s.next);
   }
   layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
 }
 
 void TransformerStack::pack_step_weights(StepPrecision precision) {
-  if (params_.device() == Device::cuda) {  // cuBLAS reads the weights where they are; bf16 is the state's
-    precision_ = precision;
-    return;
-  }
-  packed_.reset();
-  precision_ = StepPrecision::fp32;
-  if (precision == StepPrecision::fp32 && !cpu_has_avx512()) return;  // OpenBLAS it is
+  const Device dev = params_.device();
+  // Packing pays on an AVX-512 CPU; elsewhere OpenBLAS or cuBLAS take the
+  // plain matrices. On CUDA bf16 is the state's precision alone.
+  const bool pack = dev == Device::cpu && (precision == StepPrecision::bf16 || cpu_has_avx512());
   const int64_t d = config_.d_model;
+  auto linear = [&](const Tensor& W) {
+    StepLinear s;
+    if (pack)
+      s.packed = PackedLinear(W, precision);
+    else
+      s.W = W;
+    return s;
+  };
   auto w = std::make_unique<StepWeights>();
   for (const LayerParams& p : layers_) {
-    Tensor wqkv = Tensor::empty({3 * d, d}), bqkv = Tensor::empty({3 * d});
+    Tensor wqkv = Tensor::empty({3 * d, d}, dev), bqkv = Tensor::empty({3 * d}, dev);
     int64_t part = 0;
     for (auto [wi, bi] : {std::pair{p.wq, p.bq}, {p.wk, p.bk}, {p.wv, p.bv}}) {
       wqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(wi));
       bqkv.rows(part * d, (part + 1) * d).copy_from(params_.value(bi));
       ++part;
     }
-    w->layers.push_back({PackedLinear(wqkv, precision), PackedLinear(params_.value(p.wo), precision),
-                         PackedLinear(params_.value(p.w1), precision), PackedLinear(params_.value(p.w2), precision),
-                         bqkv});
+    w->layers.push_back({linear(wqkv), linear(params_.value(p.wo)), linear(params_.value(p.w1)),
+                         linear(params_.value(p.w2)), bqkv});
   }
   packed_ = std::move(w);
   precision_ = precision;

@@ -1,6 +1,8 @@
 // Elementwise sum and in-place accumulation: the residual connection and the
-// gradient fan-in of a tensor used twice. Plain loops the compiler vectorises;
+// gradient fan-in of a tensor used twice; and column copies. Plain loops the compiler vectorises;
 // OpenMP only pays off above a few tens of thousands of elements.
+#include <algorithm>
+
 #include "backend/dispatch.h"
 #include "lt/ops.h"
 
@@ -36,6 +38,21 @@ void accumulate(Tensor& dst, const Tensor& src) {
   const float* sp = src.data();
 #pragma omp parallel for simd schedule(static) if (parallel : n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) dp[i] += sp[i];
+}
+
+void copy_columns(const Tensor& src, int64_t first, Tensor& dst) {
+  check(src.ndim() >= 1 && dst.ndim() >= 1, "copy_columns: needs tensors with a last axis");
+  const int64_t C = src.dim(-1), c = dst.dim(-1);
+  const int64_t rows = C > 0 ? src.numel() / C : 0;
+  check(first >= 0 && first + c <= C && dst.numel() == rows * c,
+        "copy_columns: columns " + std::to_string(first) + ".." + std::to_string(first + c) + " of " +
+            shape_str(src.shape()) + " do not fit " + shape_str(dst.shape()));
+  Device dev = common_device({&src, &dst}, "copy_columns");
+  if (dev == Device::cuda) LT_ON_CUDA(cuda::copy_columns(src.data(), C, first, dst.data(), rows, c));
+
+  const float* sp = src.data() + first;
+  float* dp = dst.data();
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(sp + r * C, c, dp + r * c);
 }
 
 }  // namespace lt

@@ -35,6 +35,36 @@ LayerNormDims layernorm_dims(const Tensor& x, const Tensor& gamma, const Tensor&
 }
 }  // namespace
 
+namespace {
+// Rows of LayerNorm(x + res) (Residual) or LayerNorm(x); mean and rstd are
+// written when given.
+template <bool Residual>
+void layernorm_rows(const float* xp, const float* rp, const float* g, const float* b, float* yp, float* mp,
+                    float* sp, int64_t rows, int64_t C) {
+#pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = xp + r * C;
+    const float* rr = Residual ? rp + r * C : nullptr;
+    auto at = [&](int64_t c) { return Residual ? xr[c] + rr[c] : xr[c]; };
+    float* yr = yp + r * C;
+    float s = 0.f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t c = 0; c < C; ++c) s += at(c);
+    const float m = s / static_cast<float>(C);
+    float v = 0.f;  // two passes: no cancellation when |mean| >> std
+#pragma omp simd reduction(+ : v)
+    for (int64_t c = 0; c < C; ++c) v += (at(c) - m) * (at(c) - m);
+    const float rs = 1.f / std::sqrt(v / static_cast<float>(C) + kLayerNormEps);
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) yr[c] = (at(c) - m) * rs * g[c] + b[c];
+    if (mp) {
+      mp[r] = m;
+      sp[r] = rs;
+    }
+  }
+}
+}  // namespace
+
 void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean,
                        Tensor& rstd) {
   const LayerNormDims d = layernorm_dims(x, gamma, mean, rstd, "layernorm_forward");
@@ -44,31 +74,25 @@ void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::layernorm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(),
                                        d.rows, d.C));
+  layernorm_rows<false>(x.data(), nullptr, gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), d.rows,
+                        d.C);
+}
 
-  const int64_t C = d.C;
-  const float* xp = x.data();
-  const float* g = gamma.data();
-  const float* b = beta.data();
-  float* yp = y.data();
-  float* mp = mean.data();
-  float* rp = rstd.data();
-#pragma omp parallel for schedule(static) if (d.rows * C >= kParallelMin)
-  for (int64_t r = 0; r < d.rows; ++r) {
-    const float* xr = xp + r * C;
-    float* yr = yp + r * C;
-    float s = 0.f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t c = 0; c < C; ++c) s += xr[c];
-    const float m = s / static_cast<float>(C);
-    float v = 0.f;  // two passes: no cancellation when |mean| >> std
-#pragma omp simd reduction(+ : v)
-    for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
-    const float rs = 1.f / std::sqrt(v / static_cast<float>(C) + kLayerNormEps);
-#pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * rs * g[c] + b[c];
-    mp[r] = m;
-    rp[r] = rs;
-  }
+void residual_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                                Tensor& y) {
+  const char* what = "residual_layernorm_forward";
+  check(x.ndim() >= 1 && x.dim(-1) > 0, std::string(what) + ": needs a non-empty last axis, got x " +
+                                            shape_str(x.shape()));
+  const int64_t C = x.dim(-1), rows = x.numel() / C;
+  check_shape(residual, x.shape(), "residual_layernorm_forward residual");
+  check_shape(gamma, {C}, "residual_layernorm_forward gamma");
+  check_shape(beta, {C}, "residual_layernorm_forward beta");
+  check_shape(y, x.shape(), "residual_layernorm_forward y");
+  Device dev = common_device({&x, &residual, &gamma, &beta, &y}, what);
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::residual_layernorm_forward(x.data(), residual.data(), gamma.data(), beta.data(), y.data(),
+                                                rows, C));
+  layernorm_rows<true>(x.data(), residual.data(), gamma.data(), beta.data(), y.data(), nullptr, nullptr, rows, C);
 }
 
 // With xhat = (x - mean) rstd and g = dy * gamma, per row:

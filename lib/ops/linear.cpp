@@ -30,11 +30,13 @@ LinearDims linear_dims(const Tensor& x, const Tensor& W, const Tensor& b, const 
 }
 }  // namespace
 
-void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
-  LinearDims d = linear_dims(x, W, b, y, "linear_forward");
-  Device dev = common_device({&x, &W, &b, &y}, "linear_forward");
+namespace {
+void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool relu, const char* what) {
+  LinearDims d = linear_dims(x, W, b, y, what);
+  Device dev = common_device({&x, &W, &b, &y}, what);
   const float* bp = b.defined() ? b.data() : nullptr;
-  if (dev == Device::cuda) LT_ON_CUDA(cuda::linear_forward(x.data(), W.data(), bp, y.data(), d.rows, d.in, d.out));
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::linear_forward(x.data(), W.data(), bp, y.data(), d.rows, d.in, d.out, relu));
 
   float* yp = y.data();
   if (bp) {
@@ -47,6 +49,16 @@ void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y
   else
     cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
                d.out);
+  if (relu) relu_forward(y, y);
+}
+}  // namespace
+
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
+  forward(x, W, b, y, false, "linear_forward");
+}
+
+void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
+  forward(x, W, b, y, true, "linear_relu_forward");
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,

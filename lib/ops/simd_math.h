@@ -30,6 +30,11 @@ inline float exp(float x) {
   return x < -87.3f ? 0.f : p * scale;
 }
 
+// The elementwise feature maps phi (eq. 7), here so that the activation ops
+// and the recurrent step that applies phi itself compute the same floats.
+inline float elu_plus_one(float v) { return v > 0.f ? v + 1.f : exp(v); }
+inline float relu(float v) { return v > 0.f ? v : 0.f; }
+
 // erfc(x) with relative error below 1.2e-7 for every x (Numerical Recipes'
 // Chebyshev fit erfcc), so that Phi(x) = erfc(-x / sqrt 2) / 2 is accurate in
 // both tails, which 1 + erf(x) is not.

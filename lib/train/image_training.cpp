@@ -114,6 +114,7 @@ TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOp
     TrainEvent e;
     e.kind = TrainEvent::checkpoint;
     e.step_index = trainer.step();
+    e.epoch = order.epoch(trainer.step(), s.batch);
     e.path = s.checkpoint;
     emit(e);
   };

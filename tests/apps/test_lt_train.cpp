@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -109,13 +110,18 @@ TEST_CASE("lt-train trains a tiny image model and --eval agrees with evaluate_im
   std::vector<nlohmann::json> lines = json_lines(log);
   int64_t train = 0;
   std::vector<int64_t> checkpoints;
+  std::map<int64_t, double> epoch_at;  // of the train lines, by step
   for (const auto& j : lines) {
     if (j["event"] == "train") {
       ++train;
       for (const char* k : {"step", "epoch", "loss", "bits_per_dim", "lr", "examples_per_s"})
         CHECK_MESSAGE(j.contains(k), "train line lacks " << k);
+      epoch_at[j["step"].get<int64_t>()] = j["epoch"].get<double>();
     }
-    if (j["event"] == "checkpoint") checkpoints.push_back(j["step"].get<int64_t>());
+    if (j["event"] == "checkpoint") {
+      checkpoints.push_back(j["step"].get<int64_t>());
+      CHECK(j["epoch"].get<double>() == epoch_at[checkpoints.back()]);
+    }
   }
   CHECK(train == 5);
   CHECK(checkpoints == std::vector<int64_t>{2, 4, 5});

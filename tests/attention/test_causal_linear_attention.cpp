@@ -1,12 +1,14 @@
 // Causal linear attention: the chunked parallel form against the masked
 // quadratic formula (eq. 8-9) in float64, its gradients against finite
 // differences and a float64 analytic reference, and the recurrent step
-// (eq. 16-20) against the parallel form, with a float32 or a bfloat16 state.
+// (eq. 16-20) against the parallel form, with a float32 or a bfloat16 state;
+// the packed step (phi applied inside) against phi + step and float64.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "lt/attention.h"
+#include "lt/feature_map.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -293,6 +295,81 @@ TEST_CASE("a bfloat16 state: the step sums in float32 and rounds S when it store
   }
 }
 
+TEST_CASE("the packed step applies phi to q | k | v rows itself: equal to phi + step, and to float64") {
+  for (const char* map : {"elu", "relu"})
+    for (int64_t fixed_e : {0, 32, 64})
+      for (DType state_type : {DType::f32, DType::bf16}) {
+        uint64_t seed = fresh_seed();
+        INFO("seed " << seed << " phi " << map << " state " << dtype_name(state_type));
+        Rng rng(seed);
+        const int64_t N = rng.integer(1, 3), H = rng.integer(1, 4), E = fixed_e ? fixed_e : rng.integer(1, 70);
+        const int64_t L = rng.integer(1, 20);
+        INFO("N " << N << " H " << H << " E " << E << " L " << L);
+        auto phi = make_feature_map(map);
+        Tensor S = Tensor::zeros({N, H, E, E}, Device::cpu, state_type), Z = Tensor::zeros({N, H, E});
+        Tensor S2 = S.clone(), Z2 = Z.clone();
+        Tensor out = Tensor::empty({N, H, E}), out2 = Tensor::empty({N, H, E});
+        Tensor q = Tensor::empty({N, H, E}), k = Tensor::empty({N, H, E}), v = Tensor::empty({N, H, E});
+        Tensor fq = Tensor::empty({N, H, E}), fk = Tensor::empty({N, H, E});
+        std::vector<double> S_ref(N * H * E * E, 0.0), Z_ref(N * H * E, 0.0), want(N * H * E);
+        auto phi_ref = [&](double x) { return std::string(map) == "elu" ? (x > 0 ? x + 1 : std::exp(x)) : std::max(x, 0.0); };
+        for (int64_t l = 0; l < L; ++l) {
+          INFO("position " << l);
+          const std::vector<float> qkv_v = rng.normals(N * 3 * H * E);
+          linear_attention_step_packed(Tensor::from_vector(qkv_v, {N, 3, H, E}), *phi, S, Z, out);
+
+          // The same step from separate tensors, phi applied by the feature map.
+          std::vector<float> part(N * H * E);
+          for (int64_t which = 0; which < 3; ++which) {
+            for (int64_t n = 0; n < N; ++n)
+              std::copy_n(qkv_v.begin() + (n * 3 + which) * H * E, H * E, part.begin() + n * H * E);
+            (which == 0 ? q : which == 1 ? k : v).copy_from(Tensor::from_vector(part, {N, H, E}));
+          }
+          phi->forward(q, fq);
+          phi->forward(k, fk);
+          linear_attention_step(fq, fk, v, S2, Z2, out2);
+          CHECK(out.to_vector() == out2.to_vector());
+          CHECK(Z.to_vector() == Z2.to_vector());
+
+          if (state_type == DType::bf16) continue;  // the unpacked step's own test covers the rounding
+          for (int64_t p = 0; p < N * H; ++p) {
+            const int64_t n = p / H, h = p % H;
+            auto at = [&](int64_t which, int64_t e) { return double(qkv_v[((n * 3 + which) * H + h) * E + e]); };
+            double den = kLinearAttentionEps;
+            for (int64_t f = 0; f < E; ++f) {
+              Z_ref[p * E + f] += phi_ref(at(1, f));
+              den += phi_ref(at(0, f)) * Z_ref[p * E + f];
+            }
+            for (int64_t m = 0; m < E; ++m) {
+              double num = 0;
+              for (int64_t f = 0; f < E; ++f) {
+                S_ref[(p * E + f) * E + m] += phi_ref(at(1, f)) * at(2, m);
+                num += phi_ref(at(0, f)) * S_ref[(p * E + f) * E + m];
+              }
+              want[p * E + m] = num / den;
+            }
+          }
+          CHECK(rel_error(out, want) < 1e-5);
+          CHECK(rel_error(Z, Z_ref) < 1e-5);
+        }
+        if (state_type == DType::bf16)
+          CHECK(bf16_values(S) == bf16_values(S2));
+        else
+          CHECK(rel_error(S, S_ref) < 1e-5);
+      }
+}
+
+namespace {
+// A feature map that is not elementwise: the packed step must refuse it.
+class WideMap final : public FeatureMap {
+ public:
+  std::string name() const override { return "wide"; }
+  int64_t feature_dim(int64_t head_dim) const override { return 2 * head_dim; }
+  void forward(const Tensor&, Tensor&) const override {}
+  void backward(const Tensor&, const Tensor&, Tensor&) const override {}
+};
+}  // namespace
+
 TEST_CASE("causal linear attention rejects mismatched shapes with messages naming them") {
   Tensor q = Tensor::zeros({2, 5, 3, 4}), k = Tensor::zeros({2, 5, 3, 4}), v = Tensor::zeros({2, 5, 3, 6});
   Tensor out = Tensor::zeros({2, 5, 3, 6});
@@ -311,4 +388,13 @@ TEST_CASE("causal linear attention rejects mismatched shapes with messages namin
   Tensor S = Tensor::zeros({2, 3, 6, 4}), Z = Tensor::zeros({2, 3, 4});
   CHECK_THROWS_WITH_AS(linear_attention_step(qs, qs, vs, S, Z, os),
                        doctest::Contains("state S: expected shape [2, 3, 4, 6], got [2, 3, 6, 4]"), lt::Error);
+
+  Tensor qkv = Tensor::zeros({2, 3, 3, 4}), Sp = Tensor::zeros({2, 3, 4, 4}), Zp = Tensor::zeros({2, 3, 4});
+  Tensor op = Tensor::zeros({2, 3, 4});
+  CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv.reshape({2, 9, 4}), *make_feature_map("elu"), Sp, Zp, op),
+                       doctest::Contains("projections must be [N, 3, H, E], got [2, 9, 4]"), lt::Error);
+  CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv, WideMap(), Sp, Zp, op),
+                       doctest::Contains("feature map 'wide' is not elementwise"), lt::Error);
+  CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv, *make_feature_map("relu"), S, Zp, op),
+                       doctest::Contains("state S: expected shape [2, 3, 4, 4], got [2, 3, 6, 4]"), lt::Error);
 }

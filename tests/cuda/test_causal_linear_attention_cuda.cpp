@@ -4,6 +4,7 @@
 
 #include "core/bf16.h"
 #include "lt/attention.h"
+#include "lt/feature_map.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -137,4 +138,35 @@ TEST_CASE("cuda linear attention step and prefix state with a bf16 S match the C
       CHECK(rel_error(gZ, Z) < 1e-5);
     }
   }
+}
+
+TEST_CASE("cuda packed step (phi applied to q | k | v rows inside) matches the CPU's") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (const char* map : {"elu", "relu"})
+    for (DType state_type : {DType::f32, DType::bf16})
+      for (int64_t E : {int64_t(32), int64_t(64), int64_t(33), rng.integer(1, 100)}) {
+        const int64_t N = rng.integer(1, 300), H = rng.integer(1, 8);
+        INFO("phi " << map << " state " << dtype_name(state_type) << " N " << N << " H " << H << " E " << E);
+        auto phi = make_feature_map(map);
+        Tensor S = Tensor::zeros({N, H, E, E}, Device::cpu, state_type), Z = Tensor::zeros({N, H, E});
+        Tensor gS = S.to(Device::cuda), gZ = Z.to(Device::cuda);
+        Tensor out = Tensor::empty({N, H, E}), gout = Tensor::empty({N, H, E}, Device::cuda);
+        for (int step = 0; step < 5; ++step) {
+          INFO("step " << step);
+          Tensor qkv = rng.randn({N, 3, H, E});
+          linear_attention_step_packed(qkv, *phi, S, Z, out);
+          linear_attention_step_packed(qkv.to(Device::cuda), *phi, gS, gZ, gout);
+          if (state_type == DType::f32) {
+            CHECK(rel_error(gout, out) < 1e-5);
+            CHECK(rel_error(gS, S) < 1e-5);
+          } else {  // a tie rounded the other way: one bf16 step (2^-8) at most
+            CHECK(rel_error(gout, out) < 4e-3);
+            CHECK(bf16_error(gS, S) < 4e-3);
+          }
+          CHECK(rel_error(gZ, Z) < 1e-5);
+        }
+      }
 }

@@ -1,5 +1,7 @@
+#include <tuple>
 #include <utility>
 
+#include "lt/backend.h"
 #include "lt/ops.h"
 #include "test_util.h"
 
@@ -30,5 +32,37 @@ TEST_CASE("cuda linear forward and backward match the CPU") {
     CHECK(rel_error(gdx, dx) < 1e-5);
     CHECK(rel_error(gdW, dW) < 1e-5);
     CHECK(rel_error(gdb, db) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda linear forward with the bias and ReLU in the product's epilogue matches the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  // Widths that are multiples of 4 (16-byte rows: cuBLASLt) and odd ones
+  // (a view one row in is misaligned: the sgemm path), and generation's shape.
+  for (auto [rows, in, out] : {std::tuple<int64_t, int64_t, int64_t>{rng.integer(1, 300), 4 * rng.integer(1, 80), 4 * rng.integer(1, 80)},
+                               {rng.integer(1, 300), rng.integer(1, 300) | 1, rng.integer(1, 300)},
+                               {10000, 256, 1024}}) {
+    INFO("rows " << rows << " in " << in << " out " << out);
+    Tensor xs = rng.randn({rows + 1, in}), W = rng.randn({out, in}, 0.1), b = rng.randn({out});
+    Tensor gxs = xs.to(Device::cuda), gW = W.to(Device::cuda), gb = b.to(Device::cuda);
+    for (int64_t first : {0, 1})
+      for (bool bias : {true, false})
+        for (bool relu : {true, false}) {
+          INFO("first row " << first << " bias " << bias << " relu " << relu);
+          Tensor x = xs.rows(first, first + rows), gx = gxs.rows(first, first + rows);
+          Tensor y = Tensor::empty({rows, out}), gy = Tensor::empty({rows, out}, Device::cuda);
+          auto forward = relu ? linear_relu_forward : linear_forward;
+          forward(x, W, bias ? b : Tensor(), y);
+          forward(gx, gW, bias ? gb : Tensor(), gy);
+          CHECK(rel_error(gy, y) < 1e-5);
+          // TF32 keeps 10 bits of each operand: products within about 1e-3.
+          set_cuda_tf32(true);
+          forward(gx, gW, bias ? gb : Tensor(), gy);
+          set_cuda_tf32(false);
+          CHECK(rel_error(gy, y) < 5e-3);
+        }
   }
 }

@@ -3,6 +3,7 @@
 // counts above 65535 for the row-wise kernels.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "lt/ops.h"
 #include "test_util.h"
@@ -49,6 +50,22 @@ TEST_CASE("cuda layernorm forward and backward match the CPU") {
     CHECK(rel_error(gdx, dx) < 1e-5);
     CHECK(rel_error(gdg, dg) < 1e-5);
     CHECK(rel_error(gdb, db) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda residual layernorm matches the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (auto [rows, C] : {std::pair<int64_t, int64_t>{rng.integer(1, 300), rng.integer(2, 1000)},
+                         {rng.integer(65536, 80000), rng.integer(2, 40)}}) {
+    INFO("rows " << rows << " C " << C);
+    Tensor x = rng.randn({rows, C}), res = rng.randn({rows, C}, 2.0), g = rng.randn({C}), b = rng.randn({C});
+    Tensor y = Tensor::empty({rows, C}), gy = Tensor::empty({rows, C}, kGpu);
+    residual_layernorm_forward(x, res, g, b, y);
+    residual_layernorm_forward(x.to(kGpu), res.to(kGpu), g.to(kGpu), b.to(kGpu), gy);
+    CHECK(rel_error(gy, y) < 1e-5);
   }
 }
 
@@ -157,6 +174,20 @@ TEST_CASE("cuda add and accumulate match the CPU") {
   accumulate(a, b);
   accumulate(ga, gb);
   CHECK(rel_error(ga, a) < 1e-5);
+}
+
+TEST_CASE("cuda copy_columns copies the CPU's columns") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t rows = rng.integer(1, 5000), C = rng.integer(1, 800), first = rng.integer(0, C - 1);
+  const int64_t c = rng.integer(1, C - first);
+  INFO("rows " << rows << " C " << C << " first " << first << " c " << c);
+  Tensor src = rng.randn({rows, C}), dst = Tensor::empty({rows, c}), gdst = Tensor::empty({rows, c}, kGpu);
+  copy_columns(src, first, dst);
+  copy_columns(src.to(kGpu), first, gdst);
+  CHECK(gdst.to_vector() == dst.to_vector());
 }
 
 TEST_CASE("cuda dropout draws exactly the CPU's mask in forward and backward") {

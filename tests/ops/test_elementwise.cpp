@@ -53,3 +53,20 @@ TEST_CASE("add and accumulate reject mismatched shapes") {
   CHECK_THROWS_WITH_AS(add(a, b, y), doctest::Contains("a [2, 3], b [3, 2], y [2, 3]"), lt::Error);
   CHECK_THROWS_WITH_AS(accumulate(a, b), doctest::Contains("dst [2, 3] and src [3, 2] differ"), lt::Error);
 }
+
+TEST_CASE("copy_columns copies a block of columns of every row") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t rows = rng.integer(1, 40), C = rng.integer(1, 50), first = rng.integer(0, C - 1);
+  const int64_t c = rng.integer(1, C - first);
+  INFO("rows " << rows << " C " << C << " first " << first << " c " << c);
+  Tensor src = rng.randn({rows, C}), dst = Tensor::empty({rows, c});
+  copy_columns(src, first, dst);
+  const std::vector<float> sv = src.to_vector();
+  std::vector<float> want;
+  for (int64_t r = 0; r < rows; ++r) want.insert(want.end(), sv.begin() + r * C + first, sv.begin() + r * C + first + c);
+  CHECK(dst.to_vector() == want);
+  Tensor wide = Tensor::empty({rows, C - first + 1});
+  CHECK_THROWS_WITH_AS(copy_columns(src, first, wide), doctest::Contains("do not fit"), lt::Error);
+}

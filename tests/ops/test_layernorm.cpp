@@ -47,6 +47,33 @@ TEST_CASE("layernorm forward matches a float64 reference") {
   }
 }
 
+TEST_CASE("residual layernorm is the layernorm of the float64 sum") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (int64_t max_rows : {9, 400}) {
+    const int64_t rows = rng.integer(1, max_rows), C = rng.integer(2, 300);
+    INFO("rows " << rows << " C " << C);
+    Tensor x = rng.randn({rows, C}, 2.0), res = rng.randn({rows, C}, 3.0), g = rng.randn({C}), b = rng.randn({C});
+    Tensor y = Tensor::empty({rows, C});
+    residual_layernorm_forward(x, res, g, b, y);
+    std::vector<double> sum = to_double(x), rv = to_double(res);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += rv[i];
+    CHECK(rel_error(y, layernorm_ref(sum, to_double(g), to_double(b), rows, C).y) < 1e-5);
+
+    // The same floats as add, then layernorm_forward.
+    Tensor s = Tensor::empty({rows, C}), y2 = Tensor::empty({rows, C});
+    Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+    add(x, res, s);
+    layernorm_forward(s, g, b, y2, mean, rstd);
+    CHECK(y.to_vector() == y2.to_vector());
+  }
+  Tensor x = Tensor::zeros({2, 4}), g = Tensor::zeros({4}), y = Tensor::zeros({2, 4});
+  CHECK_THROWS_WITH_AS(residual_layernorm_forward(x, Tensor::zeros({2, 3}), g, g, y),
+                       doctest::Contains("residual_layernorm_forward residual: expected shape [2, 4], got [2, 3]"),
+                       lt::Error);
+}
+
 TEST_CASE("layernorm backward matches finite differences") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "lt/ops.h"
 #include "test_util.h"
 
@@ -28,6 +30,28 @@ TEST_CASE("linear forward matches a float64 reference") {
   for (int64_t r = 0; r < N * L; ++r)
     for (int64_t o = 0; o < out; ++o) ref[r * out + o] -= bv[o];
   CHECK(rel_error(y, ref) < 1e-5);
+}
+
+TEST_CASE("linear relu forward is max(0, .) of the float64 product") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t rows = rng.integer(1, 70), in = rng.integer(1, 70), out = rng.integer(1, 70);
+  INFO("rows " << rows << " in " << in << " out " << out);
+  Tensor x = rng.randn({rows, in}), W = rng.randn({out, in}, 0.2), b = rng.randn({out});
+  Tensor y = Tensor::empty({rows, out});
+  for (bool bias : {true, false}) {
+    linear_relu_forward(x, W, bias ? b : Tensor(), y);
+    auto xv = to_double(x), Wv = to_double(W), bv = to_double(b);
+    std::vector<double> ref(rows * out);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double s = bias ? bv[o] : 0.0;
+        for (int64_t i = 0; i < in; ++i) s += xv[r * in + i] * Wv[o * in + i];
+        ref[r * out + o] = std::max(s, 0.0);
+      }
+    CHECK(rel_error(y, ref) < 1e-5);
+  }
 }
 
 TEST_CASE("linear backward matches finite differences") {

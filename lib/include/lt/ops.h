@@ -13,6 +13,9 @@ namespace lt {
 
 // y = x W^T + b.  x [..., in], W [out, in] (PyTorch layout), b [out] or undefined.
 void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y);
+// y = max(0, x W^T + b): a feed-forward's first product and its ReLU, in
+// one pass on the GPU (cuBLASLt's epilogue).
+void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y);
 // dx = dy W (skipped if dx undefined); dW += dy^T x; db += sum of dy rows (if defined).
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
                      Tensor& db);
@@ -23,6 +26,10 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
 constexpr float kLayerNormEps = 1e-5f;
 void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                        Tensor& mean, Tensor& rstd);
+// y = LayerNorm(x + residual) without statistics: the recurrent step's
+// residual add and norm in one pass over the rows.
+void residual_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                const Tensor& beta, Tensor& y);
 void layernorm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                         const Tensor& rstd, const Tensor& dy, Tensor& dx, Tensor& dgamma,
                         Tensor& dbeta);
@@ -49,6 +56,9 @@ void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable);
 void add(const Tensor& a, const Tensor& b, Tensor& y);
 // dst += src (same shapes): the backward of a residual add and of a fan-out.
 void accumulate(Tensor& dst, const Tensor& src);
+// dst [R, c] = columns first .. first + c - 1 of src [R, C] (leading axes
+// flattened into R): one strided copy, e.g. q out of packed q | k | v rows.
+void copy_columns(const Tensor& src, int64_t first, Tensor& dst);
 
 // Inverted dropout with probability p in [0, 1) (p = 0 is the identity):
 // y = x * mask / (1 - p). The mask is a pure function of (seed, flat element

@@ -65,16 +65,17 @@ class TransformerStack {
   // One position t for every batch element: x [B, d] -> y [B, d]; updates
   // state. Allocation-free after the first call with a given B.
   void step(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y);
-  // Packs the current weights for step()'s matrix products on the CPU
-  // (PackedLinear): fp32 is the same arithmetic about 1.7x faster than
-  // OpenBLAS at batch 64; bf16 rounds operands to 8 bits for about 3x. Until
-  // packed, and on CPUs without AVX-512, step() uses OpenBLAS. The packed
-  // copy is a snapshot: pack again after changing the weights. bf16 also
-  // keeps the linear-attention state S in bfloat16 (half its bytes; sums
-  // stay float32, Z stays float32). On a CUDA stack nothing is packed (cuBLAS
-  // computes the products, in fp32 or TF32) and bf16 means the bfloat16 state
-  // alone. bf16 throws lt::Error on a CPU without AVX512_BF16. Training and
-  // prefill never use the packed copy.
+  // Prepares the current weights for step()'s matrix products (step() does
+  // it at its first call): q, k and v become one product of 3d outputs, and
+  // on an AVX-512 CPU every product is packed (PackedLinear): fp32 is the
+  // same arithmetic about 1.7x faster than OpenBLAS at batch 64; bf16 rounds
+  // operands to 8 bits for about 3x. Elsewhere OpenBLAS or cuBLAS (fp32 or
+  // TF32, bias and ReLU in cuBLASLt's epilogue) multiply the plain matrices.
+  // The prepared copy is a snapshot: prepare again after changing the
+  // weights. bf16 also keeps the linear-attention state S in bfloat16 (half
+  // its bytes; sums stay float32, Z stays float32); on a CUDA stack it means
+  // the bfloat16 state alone. bf16 throws lt::Error on a CPU without
+  // AVX512_BF16. Training and prefill never use the prepared copy.
   void pack_step_weights(StepPrecision precision);
   StepPrecision step_precision() const;
   // Consumes positions 0..L-1 of x [B, L, d] in one parallel pass (eval mode)
@@ -94,7 +95,7 @@ class TransformerStack {
   struct LayerActs;    // saved activations of one layer
   struct GradBuffers;  // scratch of the backward pass, shared by the layers
   struct StepBuffers;  // scratch of step(), planned for one batch size
-  struct StepWeights;  // step()'s weights packed (PackedLinear)
+  struct StepWeights;  // step()'s weights, prepared by pack_step_weights
   void plan(int64_t B, int64_t L, Device d);
   void layer_forward(size_t l, const Tensor& x, bool train, uint64_t seed);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
@@ -120,7 +121,7 @@ class TransformerStack {
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
   std::unique_ptr<StepWeights> packed_;
-  StepPrecision precision_ = StepPrecision::fp32;  // of step(): packed_'s, or on CUDA the state's
+  StepPrecision precision_ = StepPrecision::fp32;  // of step(): its products' (CPU) and state's
 };
 
 }  // namespace lt
