@@ -45,6 +45,23 @@ void save_copy_checkpoint(const std::string& path, const CopyModel& model, const
   trainer.save_state(tensors, m);
   model.save(path, m, tensors);
 }
+// The paper's copy model with the flags that override it.
+CopyTaskConfig copy_config(const TrainArgs& a) {
+  CopyTaskConfig c;
+  TransformerConfig& t = c.transformer;
+  if (a.layers > 0) t.layers = a.layers;
+  if (a.heads > 0) t.heads = a.heads;
+  if (a.d_model > 0) t.d_model = a.d_model, t.ff_dim = 4 * a.d_model;
+  check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
+                                      std::to_string(t.heads));
+  t.head_dim = t.d_model / t.heads;
+  if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
+  t.attention = parse_attention(a.attention);
+  t.feature_map = a.feature_map;
+  if (a.dropout >= 0) t.dropout = a.dropout;
+  return c;
+}
+
 }  // namespace
 
 int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
@@ -60,20 +77,11 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     a.adopt_recipe(load_safetensors(a.output));
     set_cpu_bf16_matmul(a.bf16);
     model = CopyModel::load(a.output, device);
+    check_resumed_architecture(a, transformer_fields(copy_config(a).transformer, model->config().transformer),
+                               a.output);
+    if (a.dropout >= 0) model->set_dropout(a.dropout);  // a training option, whatever the checkpoint had
   } else {
-    CopyTaskConfig c;
-    TransformerConfig& t = c.transformer;
-    if (a.layers > 0) t.layers = a.layers;
-    if (a.heads > 0) t.heads = a.heads;
-    if (a.d_model > 0) t.d_model = a.d_model, t.ff_dim = 4 * a.d_model;
-    check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
-                                        std::to_string(t.heads));
-    t.head_dim = t.d_model / t.heads;
-    if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
-    t.attention = parse_attention(a.attention);
-    t.feature_map = a.feature_map;
-    if (a.dropout >= 0) t.dropout = a.dropout;
-    model = std::make_unique<CopyModel>(c, device);
+    model = std::make_unique<CopyModel>(copy_config(a), device);
     model->init_parameters(a.seed);
   }
   const int64_t batch = a.batch > 0 ? a.batch : 64;

@@ -92,6 +92,11 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     a.adopt_recipe(load_safetensors(a.output));
     set_cpu_bf16_matmul(a.bf16);
     model = ImageModel::load(a.output, device);
+    const ImageModelConfig want = image_config(a, data.train), &have = model->config();
+    std::vector<ArchitectureField> fields = transformer_fields(want.transformer, have.transformer);
+    fields.push_back({"--mixtures", std::to_string(want.mixtures), std::to_string(have.mixtures)});
+    fields.push_back({"--output-head", output_head_name(want.head), output_head_name(have.head)});
+    check_resumed_architecture(a, fields, a.output);
   } else if (!a.init.empty()) {
     for (const char* flag : kArchitectureOptions)
       check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
@@ -103,6 +108,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
     model = std::make_unique<ImageModel>(config, device);
     model->init_parameters(a.seed);
   }
+  if (a.dropout >= 0) model->set_dropout(a.dropout);  // a training option, whatever the checkpoint had
   const ImageModelConfig& c = model->config();
   check_image_size(*model, data.train);  // a resumed model meets its data before anything is printed
   const bool cifar_like = c.channels == 3;

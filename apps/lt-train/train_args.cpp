@@ -1,5 +1,6 @@
 // lt-train's training recipe in checkpoints: written as lt.train.* metadata,
-// read back by --resume for every option the command line leaves out.
+// read back by --resume for every option the command line leaves out; and
+// the check that flags repeated on --resume match the checkpoint's model.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -74,6 +75,26 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
       pos = comma + 1;
     }
   }
+}
+
+std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want, const TransformerConfig& have) {
+  using std::to_string;
+  return {{"--layers", to_string(want.layers), to_string(have.layers)},
+          {"--d-model", to_string(want.d_model), to_string(have.d_model)},
+          {"--heads", to_string(want.heads), to_string(have.heads)},
+          {"--ff-dim", to_string(want.ff_dim), to_string(have.ff_dim)},
+          {"--attention", attention_name(want.attention), attention_name(have.attention)},
+          {"--feature-map", want.feature_map, have.feature_map}};
+}
+
+void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,
+                                const std::string& path) {
+  const bool preset = a.given.count("--preset") > 0;
+  for (const ArchitectureField& f : fields)
+    if ((preset || a.given.count(f.flag)) && f.want != f.have)
+      throw Error(path + ": its model has " + f.flag + " " + f.have + ", the command line asks for " + f.want +
+                  (a.given.count(f.flag) ? "" : " (--preset " + a.preset + ")") +
+                  "; --resume keeps the checkpoint's architecture");
 }
 
 }  // namespace lt::app

@@ -9,6 +9,7 @@
 
 #include "lt/optim.h"
 #include "lt/safetensors.h"
+#include "lt/transformer.h"
 
 namespace lt::app {
 
@@ -49,6 +50,18 @@ struct TrainArgs {
   // learning rates the uninterrupted run would have.
   void adopt_recipe(const Checkpoint& ck);
 };
+
+// --resume takes the architecture from the checkpoint. Architecture flags
+// repeated on the command line (so that one line starts a run and resumes
+// it) must describe that model: a flag, or --preset, asking for another value
+// is refused in one line naming the checkpoint and both values.
+struct ArchitectureField {
+  const char* flag;
+  std::string want, have;
+};
+std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want, const TransformerConfig& have);
+void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,
+                                const std::string& path);
 
 // The resolved recipe as the lt.train.* metadata adopt_recipe reads (the
 // optimizer and seed come from Trainer::save_state).

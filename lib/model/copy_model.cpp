@@ -64,6 +64,11 @@ CopyModel::CopyModel(const CopyTaskConfig& config, Device device)
 
 CopyModel::~CopyModel() = default;
 
+void CopyModel::set_dropout(float p) {
+  stack_->set_dropout(p);
+  config_.transformer.dropout = p;
+}
+
 void CopyModel::init_parameters(uint64_t seed) {
   stack_->init_parameters(seed);
   std::mt19937_64 gen(seed ^ 0x5DEECE66Dull);

@@ -67,6 +67,11 @@ ImageModel::ImageModel(const ImageModelConfig& config, Device device)
 
 ImageModel::~ImageModel() = default;
 
+void ImageModel::set_dropout(float p) {
+  stack_->set_dropout(p);
+  config_.transformer.dropout = p;
+}
+
 void ImageModel::init_parameters(uint64_t seed) {
   stack_->init_parameters(seed);
   std::mt19937_64 gen(seed ^ 0x5DEECE66Dull);

@@ -10,6 +10,8 @@
 
 namespace lt {
 
+const char* output_head_name(OutputHead h) { return h == OutputHead::categorical ? "categorical" : "mol"; }
+
 std::map<std::string, std::string> ImageModel::metadata() const {
   const TransformerConfig& t = config_.transformer;
   std::map<std::string, std::string> m = {{"lt.format_version", "1"},
@@ -17,7 +19,7 @@ std::map<std::string, std::string> ImageModel::metadata() const {
           {"attention", attention_name(t.attention)},
           {"heads", std::to_string(t.heads)},
           {"feature_map", t.feature_map},
-          {"output_head", config_.head == OutputHead::categorical ? "categorical" : "mol"},
+          {"output_head", output_head_name(config_.head)},
           {"image_height", std::to_string(config_.height)},
           {"image_width", std::to_string(config_.width)},
           {"image_channels", std::to_string(config_.channels)},

@@ -59,6 +59,11 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
   norm_b_ = params.add(prefix + "norm.bias", {d});
 }
 
+void TransformerStack::set_dropout(float p) {
+  check(p >= 0.f && p < 1.f, "dropout must be in [0, 1), got " + std::to_string(p));
+  config_.dropout = p;
+}
+
 TransformerStack::~TransformerStack() = default;
 
 void TransformerStack::init_parameters(uint64_t seed) const {

@@ -225,6 +225,34 @@ TEST_CASE("lt-train --resume continues bitwise where training stopped and refuse
   }
 }
 
+TEST_CASE("lt-train --resume takes the command that started the run, refuses another architecture and a new --dropout applies") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), ckpt = dir.file("run.safetensors");
+  const std::string start = "--data " + q(data) + kTiny + "-q --checkpoint-every 100 -o " + q(ckpt);
+  REQUIRE(lt_train(dir, start + " --steps 2").exit_code == 0);
+  // The same line with --resume continues it.
+  CommandResult r = lt_train(dir, start + " --steps 3 --resume");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(load_safetensors(ckpt).meta_int("lt.train.step") == 3);
+  CHECK(std::stof(load_safetensors(ckpt).meta("dropout")) == doctest::Approx(0.1));
+
+  const std::vector<uint8_t> before = read_bytes(ckpt);
+  const std::string resume = "--data " + q(data) + " -q -o " + q(ckpt) + " --steps 4 --resume";
+  check_one_line_error(lt_train(dir, resume + " --layers 2"), {ckpt, "--layers 1", "asks for 2"});
+  check_one_line_error(lt_train(dir, resume + " --attention softmax"),
+                       {ckpt, "--attention causal-linear", "asks for softmax"});
+  check_one_line_error(lt_train(dir, resume + " --preset mnist"), {ckpt, "--preset mnist"});
+  CHECK(read_bytes(ckpt) == before);
+
+  r = lt_train(dir, start + " --steps 4 --resume --dropout 0");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::stof(load_safetensors(ckpt).meta("dropout")) == 0.f);
+}
+
 TEST_CASE("lt-train on SIGINT writes a checkpoint at the current step that --resume continues") {
   TempDir dir;
   const uint64_t seed = fresh_seed();

@@ -43,6 +43,7 @@ class CopyModel {
   void init_parameters(uint64_t seed);
 
   const CopyTaskConfig& config() const { return config_; }
+  void set_dropout(float p);  // for later training steps, and saved with the model
   Parameters& params() { return params_; }
   Device device() const { return device_; }
 

@@ -22,6 +22,7 @@
 namespace lt {
 
 enum class OutputHead { mixture_of_logistics, categorical };
+const char* output_head_name(OutputHead h);  // "mol" | "categorical", as --output-head and checkpoints say
 
 struct ImageModelConfig {
   int64_t height = 28, width = 28, channels = 1;
@@ -57,6 +58,7 @@ class ImageModel {
   std::map<std::string, std::string> metadata() const;
 
   const ImageModelConfig& config() const { return config_; }
+  void set_dropout(float p);  // for later training steps, and saved with the model
   Parameters& params() { return params_; }
   const Parameters& params() const { return params_; }
   Device device() const { return device_; }

@@ -42,6 +42,8 @@ class TransformerStack {
                    const std::string& prefix = "transformer.");
   ~TransformerStack();
   const TransformerConfig& config() const { return config_; }
+  // The dropout of later training forwards (a resumed run may change it).
+  void set_dropout(float p);
 
   // Fills the stack's parameters as torch's defaults do: Linear weights and
   // biases U(-1/sqrt(in), 1/sqrt(in)), LayerNorm ones and zeros.
