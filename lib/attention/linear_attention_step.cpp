@@ -113,8 +113,8 @@ void step_pairs(const float* qp, const float* kp, const float* vp, T* Sp, float*
 
 // From qkv rows [N, 3, H, E]: phi(q) and phi(k) of a pair go to a per-thread
 // buffer of 2E floats, the values are read in place.
-template <typename T, float (*Phi)(float)>
-void step_pairs_packed(const float* qkv, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E) {
+template <typename T, class Phi>
+void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E) {
   const int64_t pairs = N * H;
 #pragma omp parallel if (parallel_step(pairs, E, E))
   {
@@ -127,8 +127,8 @@ void step_pairs_packed(const float* qkv, T* Sp, float* Zp, float* op, int64_t N,
       const float* k = q + H * E;
 #pragma omp simd
       for (int64_t e = 0; e < E; ++e) {
-        fq[e] = Phi(q[e]);
-        fk[e] = Phi(k[e]);
+        fq[e] = phi(q[e]);
+        fk[e] = phi(k[e]);
       }
       step_one(fq, fk, k + H * E, Sp + p * E * E, Zp + p * E, op + p * E, E, E);
     }
@@ -137,10 +137,11 @@ void step_pairs_packed(const float* qkv, T* Sp, float* Zp, float* op, int64_t N,
 
 template <typename T>
 void step_packed(const float* qkv, bool relu, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+  // Lambdas, not function pointers: the phi loop then inlines and vectorises.
   if (relu)
-    step_pairs_packed<T, simd_math::relu>(qkv, S, Z, out, N, H, E);
+    step_pairs_packed(qkv, [](float v) { return simd_math::relu(v); }, S, Z, out, N, H, E);
   else
-    step_pairs_packed<T, simd_math::elu_plus_one>(qkv, S, Z, out, N, H, E);
+    step_pairs_packed(qkv, [](float v) { return simd_math::elu_plus_one(v); }, S, Z, out, N, H, E);
 }
 }  // namespace
 

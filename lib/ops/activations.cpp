@@ -42,7 +42,7 @@ void relu_forward(const Tensor& x, Tensor& y) {
   check_same(x, y, "relu_forward", "x", "y");
   Device dev = common_device({&x, &y}, "relu_forward");
   if (dev == Device::cuda) LT_ON_CUDA(cuda::relu_forward(x.data(), y.data(), x.numel()));
-  map(x, y, simd_math::relu);
+  map(x, y, [](float v) { return simd_math::relu(v); });
 }
 
 void relu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
@@ -79,7 +79,7 @@ void elu_plus_one_forward(const Tensor& x, Tensor& y) {
   check_same(x, y, "elu_plus_one_forward", "x", "y");
   Device dev = common_device({&x, &y}, "elu_plus_one_forward");
   if (dev == Device::cuda) LT_ON_CUDA(cuda::elu_plus_one_forward(x.data(), y.data(), x.numel()));
-  map(x, y, simd_math::elu_plus_one);
+  map(x, y, [](float v) { return simd_math::elu_plus_one(v); });
 }
 
 void elu_plus_one_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
