@@ -59,8 +59,10 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
     step_ = std::make_unique<StepBuffers>();
     step_->B = B;
     step_->qkv = Tensor::empty({B, 3 * d}, x.device());
-    for (Tensor* b : {&step_->q, &step_->k, &step_->v, &step_->att, &step_->o, &step_->x1, &step_->cur, &step_->next})
+    for (Tensor* b : {&step_->att, &step_->o, &step_->x1, &step_->cur, &step_->next})
       *b = Tensor::empty({B, d}, x.device());
+    if (config_.attention == AttentionKind::softmax)
+      for (Tensor* b : {&step_->q, &step_->k, &step_->v}) *b = Tensor::empty({B, d}, x.device());
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
