@@ -93,7 +93,7 @@ const LtPlan& lt_plan(int64_t rows, int64_t in, int64_t out, cublasLtEpilogue_t 
   // No algorithm is not an error: linear_forward falls back to sgemm.
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(cublas_lt(), p.op, p.w, p.x, p.y, p.y, pref, 1, &result, &n);
-  cublasLtMatmulPreferenceDestroy(pref);
+  LT_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (st == CUBLAS_STATUS_SUCCESS && n > 0) {
     p.found = true;
     p.algo = result.algo;
