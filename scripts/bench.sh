@@ -41,10 +41,12 @@ else
   run generate-cpu-softmax generate -b 1 16 64 256 -a softmax --steps 98
   run generate-cpu-length generate --shape mnist cifar --layers 8 -b 16 --steps 48 -a linear softmax
   run train-cpu train --shape mnist cifar -r 3
-  run train-cpu-shipped train --layers 6 --d-model 128 --heads 4 -r 3
+  run train-cpu-mnist-model train --layers 8 --d-model 192 --heads 6 -r 3      # the shipped models' shapes
+  run train-cpu-fashion-model train --layers 6 --d-model 128 --heads 4 -r 3
   if grep -q avx512_bf16 /proc/cpuinfo; then
     run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
-    run train-cpu-shipped-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
+    run train-cpu-mnist-model-bf16 train --bf16 --layers 8 --d-model 192 --heads 6 -r 3
+    run train-cpu-fashion-model-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
   fi
 fi
 echo "bench.sh: tables in $out/" >&2
