@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim");
 
   app.add_flag("--recurrent", a.recurrent, "with --eval: score through the recurrent step, position by position, as generation runs (default: the parallel pass)");
-  app.add_flag("--bf16", a.bf16, "cpu, AVX512_BF16: the linear layers' products in bf16 with fp32 sums (training, --eval); with --eval --recurrent the step's products and state (cuda: the state)");
+  app.add_flag("--bf16", a.bf16, "cpu, AVX512_BF16: the transformer's products in bf16 with fp32 sums (training, --eval; the output head stays fp32); with --eval --recurrent the step's products and state (cuda: the state)");
   app.add_option("--task", a.task, "image or copy")->capture_default_str()->check(CLI::IsMember({"image", "copy"}));
   app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
     lt::set_num_threads(a.threads);
     lt::check(!a.bf16 || a.device == "cpu" || a.recurrent,
               "--bf16 is a CPU option, and on cuda one of --eval --recurrent (the state in bf16)");
-    // With --recurrent, --bf16 is the step's precision alone, as in lt-sample-image: the
-    // output head's product stays fp32 there, and rounding it costs more than the rest.
+    // With --recurrent, --bf16 is the step's precision alone, as in lt-sample-image.
     lt::set_cpu_bf16_matmul(a.bf16 && a.device == "cpu" && !a.recurrent);
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);

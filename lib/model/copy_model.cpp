@@ -119,7 +119,7 @@ double CopyModel::forward(const CopyBatch& batch, bool train, uint64_t seed, dou
   concat_position_forward(b.emb, pe_, b.x);
   stack_->forward(b.x, b.y, train, seed);
   Tensor head3 = b.head.reshape({B, L, V});
-  linear_forward(b.y, params_.value(predictor_w_), params_.value(predictor_b_), head3);
+  linear_forward(b.y, params_.value(predictor_w_), params_.value(predictor_b_), head3, Products::fp32);
   for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
     b.picked.rows(o, o + b.last[r] - b.first[r]).copy_from(b.head.rows(r * L + b.first[r], r * L + b.last[r]));
   double loss = categorical_loss_forward(b.picked, b.targets, b.nll);
@@ -145,7 +145,7 @@ void CopyModel::backward() {
     b.dhead.rows(r * L + b.first[r], r * L + b.last[r]).copy_from(b.dpicked.rows(o, o + b.last[r] - b.first[r]));
   Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
   Tensor dy2 = b.dy.reshape({b.B * L, d});
-  linear_backward(b.y.reshape({b.B * L, d}), params_.value(predictor_w_), b.dhead, dy2, dW, db);
+  linear_backward(b.y.reshape({b.B * L, d}), params_.value(predictor_w_), b.dhead, dy2, dW, db, Products::fp32);
   stack_->backward(b.dy, b.dx);
   concat_position_backward(b.dx, b.demb);
   Tensor dtable = params_.grad(embedding_);

@@ -131,7 +131,7 @@ double ImageModel::forward(const Tensor& images, bool train, uint64_t seed, Tens
   embed(b.inputs, 0, b.x);
   stack_->forward(b.x, b.y, train, seed);
   Tensor head3 = b.head.reshape({B, L, config_.head_width()});
-  linear_forward(b.y, params_.value(predictor_w_), params_.value(predictor_b_), head3);
+  linear_forward(b.y, params_.value(predictor_w_), params_.value(predictor_b_), head3, Products::fp32);
   double loss = config_.head == OutputHead::categorical ? categorical_loss_forward(b.head, b.targets, b.nll)
                                                         : mol_loss_forward(b.head, b.targets, b.nll);
   if (nll) nll->copy_from(b.nll);
@@ -149,7 +149,7 @@ void ImageModel::backward() {
   Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
   Tensor dy2 = b.dy.reshape({b.head.dim(0), config_.transformer.d_model});
   linear_backward(b.y.reshape({b.head.dim(0), config_.transformer.d_model}), params_.value(predictor_w_), b.dhead,
-                  dy2, dW, db);
+                  dy2, dW, db, Products::fp32);
   stack_->backward(b.dy, b.dx);
   concat_position_backward(b.dx, b.demb);
   Tensor dtable = params_.grad(embedding_);
@@ -177,7 +177,7 @@ void ImageModel::step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& he
   }
   embed(tokens, t, b.step_x);
   stack_->step(state, L, b.step_x.reshape({B, d}), t, b.step_y);
-  linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head);
+  linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, Products::fp32);
 }
 
 void ImageModel::set_step_precision(StepPrecision precision) { stack_->pack_step_weights(precision); }
@@ -199,7 +199,7 @@ void ImageModel::prefill(const Tensor& tokens, Tensor& state, Tensor& head) {
   Tensor last = Tensor::empty({B, d}, device_);
   Tensor y2 = y.reshape({B * T, d});
   for (int64_t i = 0; i < B; ++i) last.rows(i, i + 1).copy_from(y2.rows(i * T + T - 1, i * T + T));
-  linear_forward(last, params_.value(predictor_w_), params_.value(predictor_b_), head);
+  linear_forward(last, params_.value(predictor_w_), params_.value(predictor_b_), head, Products::fp32);
 }
 
 void ImageModel::copy_state_element(const Tensor& src_state, int64_t src_batch, int64_t src, Tensor& dst_state,

@@ -1,6 +1,6 @@
 // Linear layer y = x W^T + b with W stored [out, in] like torch.nn.Linear, so
 // both passes are single sgemm calls over all rows at once (bf16_gemm ones
-// when set_cpu_bf16_matmul is on).
+// when set_cpu_bf16_matmul is on, unless the caller asks for fp32).
 #include <vector>
 
 #include "backend/cpu_bf16_gemm.h"
@@ -31,7 +31,8 @@ LinearDims linear_dims(const Tensor& x, const Tensor& W, const Tensor& b, const 
 }  // namespace
 
 namespace {
-void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool relu, const char* what) {
+void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool relu, Products products,
+             const char* what) {
   LinearDims d = linear_dims(x, W, b, y, what);
   Device dev = common_device({&x, &W, &b, &y}, what);
   const float* bp = b.defined() ? b.data() : nullptr;
@@ -44,7 +45,7 @@ void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool 
     for (int64_t r = 0; r < d.rows; ++r)
       for (int64_t o = 0; o < d.out; ++o) yp[r * d.out + o] = bp[o];
   }
-  if (cpu_bf16_matmul())
+  if (products == Products::as_set && cpu_bf16_matmul())
     cpu::bf16_gemm(false, true, d.rows, d.out, d.in, x.data(), d.in, W.data(), d.in, bp != nullptr, yp, d.out);
   else
     cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
@@ -53,16 +54,16 @@ void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool 
 }
 }  // namespace
 
-void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
-  forward(x, W, b, y, false, "linear_forward");
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, Products products) {
+  forward(x, W, b, y, false, products, "linear_forward");
 }
 
 void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
-  forward(x, W, b, y, true, "linear_relu_forward");
+  forward(x, W, b, y, true, Products::as_set, "linear_relu_forward");
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
-                     Tensor& db) {
+                     Tensor& db, Products products) {
   LinearDims d = linear_dims(x, W, db, dy, "linear_backward");
   check_shape(dW, W.shape(), "linear_backward dW");
   if (dx.defined()) check_shape(dx, x.shape(), "linear_backward dx");
@@ -73,7 +74,7 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
     LT_ON_CUDA(cuda::linear_backward(x.data(), W.data(), dy.data(), dxp, dW.data(), dbp, d.rows, d.in, d.out));
 
   const float* dyp = dy.data();
-  if (cpu_bf16_matmul()) {
+  if (products == Products::as_set && cpu_bf16_matmul()) {
     if (dxp) cpu::bf16_gemm(false, false, d.rows, d.in, d.out, dyp, d.out, W.data(), d.in, false, dxp, d.in);
     cpu::bf16_gemm(true, false, d.out, d.in, d.rows, dyp, d.out, x.data(), d.in, true, dW.data(), d.in);
   } else {

@@ -104,3 +104,23 @@ TEST_CASE("linear layer with bf16 products: forward and gradients of the rounded
     for (int64_t o = 0; o < out; ++o) db_want[o] += dyv[r * out + o];
   CHECK(rel_error(db, db_want) < 1e-5);
 }
+
+TEST_CASE("Products::fp32 keeps a linear layer's products in fp32 while bf16 products are on") {
+  if (skip_without_bf16()) return;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t rows = rng.integer(1, 300), in = rng.integer(1, 100), out = rng.integer(1, 100);
+  Tensor x = rng.randn({rows, in}), W = rng.randn({out, in}, 0.2), b = rng.randn({out}), dy = rng.randn({rows, out});
+  auto run = [&](bool bf16, Products products) {
+    Tensor y = Tensor::empty({rows, out}), dx = Tensor::empty({rows, in}), dW = Tensor::zeros({out, in}),
+           db = Tensor::zeros({out});
+    ScopedCpuBf16Matmul on(bf16);
+    linear_forward(x, W, b, y, products);
+    linear_backward(x, W, dy, dx, dW, db, products);
+    return std::vector<std::vector<float>>{y.to_vector(), dx.to_vector(), dW.to_vector()};
+  };
+  const auto fp32 = run(false, Products::as_set);
+  CHECK(run(true, Products::fp32) == fp32);
+  CHECK(run(true, Products::as_set)[0] != fp32[0]);  // the setting does reach the other products
+}

@@ -54,7 +54,9 @@ TEST_CASE("cuda linear forward with the bias and ReLU in the product's epilogue 
           INFO("first row " << first << " bias " << bias << " relu " << relu);
           Tensor x = xs.rows(first, first + rows), gx = gxs.rows(first, first + rows);
           Tensor y = Tensor::empty({rows, out}), gy = Tensor::empty({rows, out}, Device::cuda);
-          auto forward = relu ? linear_relu_forward : linear_forward;
+          auto forward = [relu](const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
+            relu ? linear_relu_forward(x, W, b, y) : linear_forward(x, W, b, y);
+          };
           forward(x, W, bias ? b : Tensor(), y);
           forward(gx, gW, bias ? gb : Tensor(), gy);
           CHECK(rel_error(gy, y) < 1e-5);
