@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <vector>
@@ -14,8 +15,10 @@
 
 namespace lt::test {
 
-// A fresh seed per call, reported through doctest's INFO by the caller.
+// A fresh seed per call, reported through doctest's INFO by the caller;
+// LT_TEST_SEED=<seed> replays a reported one (every call then returns it).
 inline uint64_t fresh_seed() {
+  if (const char* replay = std::getenv("LT_TEST_SEED")) return std::strtoull(replay, nullptr, 10);
   static std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd();
 }
