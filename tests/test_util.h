@@ -82,6 +82,39 @@ inline std::vector<double> numeric_grad(Tensor& x, const std::function<double()>
   return g;
 }
 
+// A whole model's gradient against central differences of its loss at
+// chosen coordinates of its flat parameter tensor. A ReLU or one of a loss's
+// clamps can switch inside [x - h, x + h]: there the difference estimates no
+// derivative, and two step sizes disagree; such probes are counted as kinks
+// and left out. Small steps make them rare (losses are summed in float64).
+struct GradientProbes {
+  std::vector<float> analytic;
+  std::vector<double> numeric;
+  int kinks = 0;
+  void probe(Tensor& values, const std::vector<float>& grads, int64_t offset, const std::function<double()>& loss) {
+    std::vector<float> v = values.to_vector();
+    const float keep = v[offset];
+    auto central = [&](double h) {
+      v[offset] = float(keep + h);
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      const double up = loss();
+      v[offset] = float(keep - h);
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      const double down = loss();
+      v[offset] = keep;
+      values.copy_from(Tensor::from_vector(v, values.shape()));
+      return (up - down) / (2 * h);
+    };
+    const double d1 = central(1e-3), d2 = central(5e-4);
+    if (std::abs(d1 - d2) > 0.05 * std::abs(d2) + 1e-3) {
+      ++kinks;
+      return;
+    }
+    analytic.push_back(grads[offset]);
+    numeric.push_back(d2);
+  }
+};
+
 // x rounded to the nearest value with 8 significant bits, ties to even (bf16),
 // computed apart from lt's own rounding.
 inline double bf16_round(double f) {
