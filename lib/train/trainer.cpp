@@ -3,7 +3,7 @@
 #include "lt/train.h"
 
 #include "lt/error.h"
-#include "lt/heads.h"
+#include "lt/random.h"
 
 namespace lt {
 
