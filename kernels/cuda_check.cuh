@@ -30,7 +30,6 @@
 namespace lt::cuda {
 cublasHandle_t cublas();        // one handle per process, created on first use
 cublasLtHandle_t cublas_lt();  // likewise, for the products with an epilogue
-bool tf32_enabled();           // what set_tf32 last asked for
 inline unsigned blocks_for(long long n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }

@@ -23,16 +23,16 @@ void synchronize();
 // which it needs while its caller holds slot 0.
 constexpr int kScratchSlots = 2;
 float* scratch(size_t floats, int slot = 0);
-void set_tf32(bool on);  // cuBLAS products in TF32 on the tensor cores (or full fp32)
 
 // --- linear.cu ---
 // y[rows,out] = x[rows,in] W[out,in]^T (+ b), then max(0, .) when relu;
-// cuBLASLt with the bias and ReLU in its epilogue.
+// cuBLASLt with the bias and ReLU in its epilogue. tf32: on the tensor
+// cores (compute type 32F_FAST_TF32), else full fp32.
 void linear_forward(const float* x, const float* W, const float* b, float* y,
-                    int64_t rows, int64_t in, int64_t out, bool relu = false);
+                    int64_t rows, int64_t in, int64_t out, bool relu, bool tf32);
 // dx = dy W (if dx), dW += dy^T x, db += colsum(dy) (if db).
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
-                     float* db, int64_t rows, int64_t in, int64_t out);
+                     float* db, int64_t rows, int64_t in, int64_t out, bool tf32);
 
 }  // namespace lt::cuda
 

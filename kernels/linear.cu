@@ -64,9 +64,8 @@ struct LtPlan {
 
 constexpr size_t kLtWorkspace = 32u << 20;  // what cuBLASLt suggests for Hopper
 
-const LtPlan& lt_plan(int64_t rows, int64_t in, int64_t out, cublasLtEpilogue_t epilogue) {
+const LtPlan& lt_plan(int64_t rows, int64_t in, int64_t out, cublasLtEpilogue_t epilogue, bool tf32) {
   static std::deque<LtPlan> plans;  // references stay valid as it grows
-  const bool tf32 = tf32_enabled();
   for (const LtPlan& p : plans)
     if (p.rows == rows && p.in == in && p.out == out && p.epilogue == epilogue && p.tf32 == tf32) return p;
   LtPlan p{rows, in, out, epilogue, tf32};
@@ -105,8 +104,21 @@ const LtPlan& lt_plan(int64_t rows, int64_t in, int64_t out, cublasLtEpilogue_t 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The older path: bias broadcast into y, then an accumulating sgemm, then ReLU.
+// The handle's math mode for one call, back to full fp32 after it: other
+// users of the handle (attention's products) stay fp32.
+struct MathMode {
+  explicit MathMode(bool tf32) : tf32_(tf32) {
+    if (tf32_) LT_CUBLAS_CHECK(cublasSetMathMode(cublas(), CUBLAS_TF32_TENSOR_OP_MATH));
+  }
+  ~MathMode() {
+    if (tf32_) cublasSetMathMode(cublas(), CUBLAS_DEFAULT_MATH);
+  }
+  bool tf32_;
+};
+
 void linear_forward_sgemm(const float* x, const float* W, const float* b, float* y, int64_t rows, int64_t in,
-                          int64_t out, bool relu) {
+                          int64_t out, bool relu, bool tf32) {
+  MathMode mode(tf32);
   float beta = 0.f;
   if (b) {
     broadcast_rows_kernel<<<blocks_for(rows * out, 256), 256>>>(b, y, rows, (int)out);
@@ -123,13 +135,13 @@ void linear_forward_sgemm(const float* x, const float* W, const float* b, float*
 }  // namespace
 
 void linear_forward(const float* x, const float* W, const float* b, float* y, int64_t rows, int64_t in,
-                    int64_t out, bool relu) {
+                    int64_t out, bool relu, bool tf32) {
   if (rows == 0 || out == 0) return;
   const bool lt_ok = in > 0 && aligned16(x) && aligned16(W) && aligned16(y) && (!b || aligned16(b));
   if (lt_ok) {
     const cublasLtEpilogue_t epilogue = b ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                           : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-    const LtPlan& p = lt_plan(rows, in, out, epilogue);
+    const LtPlan& p = lt_plan(rows, in, out, epilogue, tf32);
     if (p.found) {
       if (b) LT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b));
       static void* workspace = malloc(kLtWorkspace);
@@ -139,11 +151,12 @@ void linear_forward(const float* x, const float* W, const float* b, float* y, in
       return;
     }
   }
-  linear_forward_sgemm(x, W, b, y, rows, in, out, relu);
+  linear_forward_sgemm(x, W, b, y, rows, in, out, relu, tf32);
 }
 
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
-                     float* db, int64_t rows, int64_t in, int64_t out) {
+                     float* db, int64_t rows, int64_t in, int64_t out, bool tf32) {
+  MathMode mode(tf32);
   const float one = 1.f, zero = 0.f;
   if (dx)  // dx[rows, in] = dy[rows, out] W[out, in]  ->  dx^T(in x rows) = W^T(in x out) dy^T(out x rows)
     LT_CUBLAS_CHECK(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, (int)in, (int)rows, (int)out, &one, W,

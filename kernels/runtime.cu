@@ -73,7 +73,7 @@ cublasHandle_t cublas() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
     LT_CUBLAS_CHECK(cublasCreate(&h));
-    // Full fp32 unless set_tf32 asks for the tensor cores' TF32 mode.
+    // Full fp32; linear_backward asks for TF32 per call.
     LT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     return h;
   }();
@@ -88,16 +88,5 @@ cublasLtHandle_t cublas_lt() {
   }();
   return handle;
 }
-
-namespace {
-bool g_tf32 = false;  // cuBLASLt takes it per product, as its compute type
-}
-
-void set_tf32(bool on) {
-  LT_CUBLAS_CHECK(cublasSetMathMode(cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  g_tf32 = on;
-}
-
-bool tf32_enabled() { return g_tf32; }
 
 }  // namespace lt::cuda

@@ -15,7 +15,7 @@ Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
 }
 
 AttentionKind image_attention(const std::string& name) {
-  if (name == "linear" || name == "causal-linear") return AttentionKind::causal_linear;
+  if (name == "linear" || name == "causal-linear") return AttentionKind::linear;
   if (name == "softmax") return AttentionKind::softmax;
   throw Error("unknown attention '" + name + "' (expected linear or softmax)");
 }

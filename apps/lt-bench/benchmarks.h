@@ -41,7 +41,8 @@ struct GenerateBenchOptions {
   int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
   int repetitions = 1;
   double max_memory_gb = 16;
-  bool bf16 = false;      // cpu: the step's matrix products in bf16
+  bool bf16 = false;      // the state in bf16, and on the cpu the step's matrix products too
+  bool tf32 = false;      // cuda: the step's products in TF32
   bool openblas = false;  // cpu: the step's products through OpenBLAS, not packed weights
   bool verbose = true;
 };
@@ -54,7 +55,8 @@ struct TrainBenchOptions {
   int64_t batch = 0;   // 0: the paper's (16 for mnist, 10 for cifar)
   int64_t layers = 0, d_model = 0, heads = 0;  // 0: the shape's own
   int repetitions = 3;
-  bool bf16 = false;  // cpu: the linear layers' products in bf16 (set_cpu_bf16_matmul)
+  bool bf16 = false;  // cpu: the linear layers' products in bf16
+  bool tf32 = false;  // cuda: the linear layers' products in TF32
   bool verbose = true;
 };
 void run_train_bench(const TrainBenchOptions& o, Writer& out);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "benchmarks.h"
+#include "precision_options.h"
 #include "lt/error.h"
 #include "lt/image_model.h"
 
@@ -46,16 +47,18 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
         const size_t base = memory_in_use(dev);
         ImageModel model(c, dev);
         model.init_parameters(7);
-        if (!o.openblas) model.set_step_precision(o.bf16 ? StepPrecision::bf16 : StepPrecision::fp32);
+        const Precision precision = app::generation_precision(o.bf16, o.tf32, dev);
+        model.core().prepare_step(precision, /*pack_weights=*/!o.openblas);
         const size_t weights = memory_in_use(dev) - base;
         const int64_t L = c.sequence_length();
         for (int64_t B : o.batches) {
-          const double state_bytes = double(model.state_numel(B)) * 4;
+          const double state_bytes = double(model.core().state_numel(B, precision.state)) * 4;
           Row row = environment_row(dname, num_threads());
           row.set("shape", shape).set("attention", kind == AttentionKind::softmax ? "softmax-kv" : "linear");
           row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model);
           row.set("heads", c.transformer.heads).set("subpixels", c.subpixels()).set("batch", B);
-          row.set("precision", precision_name(model.step_precision()));
+          row.set("precision", products_name(precision.products));
+          row.set("state", precision.state == DType::bf16 ? "bf16" : "fp32");
           if (dev == Device::cpu) row.set("products", o.openblas ? "openblas" : "packed");
           if (state_bytes > o.max_memory_gb * 1e9) {
             if (o.verbose)
@@ -68,7 +71,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
           size_t peak = 0;
           for (int r = 0; r < o.repetitions + 1; ++r) {  // the first run plans buffers and warms up
             memory_reset_peak(dev);
-            Tensor state = model.new_state(B);
+            RecurrentState state = model.new_state(B, precision.state);
             Tensor head = Tensor::empty({B, c.head_width()}, dev);
             std::vector<int32_t> first(B);
             std::mt19937 gen{uint32_t(r)};

@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
-    lt::set_cuda_tf32(tf32);
+    lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
+    gen.tf32 = tr.tf32 = tf32;
     lt::bench::Writer writer(format);
     if (*attention) {
       att.verbose = !quiet;

@@ -18,7 +18,6 @@ Row environment_row(const std::string& device, int threads) {
   r.set("gpu", device == "cuda" ? device_description(Device::cuda) : std::string("none"));
   r.set("commit", build_commit());
   r.set("cuda_build", built_with_cuda());
-  if (device == "cuda") r.set("tf32", cuda_tf32());
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "benchmarks.h"
+#include "precision_options.h"
 #include "lt/error.h"
 #include "lt/image_model.h"
 #include "lt/image_training.h"
@@ -33,17 +34,17 @@ double dense_flops(const ImageModelConfig& c, int64_t B) {
 
 // Rate of one matrix product of the feed-forward shape [B*L, d] x [d, ff],
 // through the library's linear op (sgemm, bf16_gemm or cuBLAS plus the bias).
-double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repetitions) {
+double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repetitions, Products products) {
   std::mt19937 gen(3);
   const int64_t M = B * c.sequence_length(), K = c.transformer.d_model, N = c.transformer.ff_dim;
   Tensor x = random_tensor({M, K}, dev, gen), W = random_tensor({N, K}, dev, gen), b = random_tensor({N}, dev, gen);
   Tensor y = Tensor::empty({M, N}, dev);
-  linear_forward(x, W, b, y);  // warm-up
+  linear_forward(x, W, b, y, products);  // warm-up
   synchronize(dev);
   double best = 0;
   for (int r = 0; r < std::max(3, repetitions); ++r) {
     auto t0 = Clock::now();
-    linear_forward(x, W, b, y);
+    linear_forward(x, W, b, y, products);
     synchronize(dev);
     best = std::max(best, 2.0 * double(M) * double(K) * double(N) / seconds_since(t0) / 1e9);
   }
@@ -57,8 +58,9 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
-    check(dev == Device::cpu || !o.bf16, "--bf16 is a CPU option (the GPU has --tf32)");
-    set_cpu_bf16_matmul(o.bf16);
+    ForwardOptions options;
+    options.train = true;
+    options.precision = app::training_precision(o.bf16, o.tf32, dev);
     for (const std::string& shape : o.shapes) {
       const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
@@ -70,26 +72,27 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       std::mt19937 gen(9);
       std::vector<int32_t> px(B * c.subpixels());
       for (auto& x : px) x = int32_t(gen() % 256);
-      Tensor images = Tensor::from_vector(px, {B, c.subpixels()}).to(dev);
-      ReplicaSet replicas(model, B);  // as lt-train: the batch split over CPU threads
+      const SequenceBatch images = model.batch(px, B);
+      ReplicaSet replicas(model.core(), B);  // as lt-train: the batch split over CPU threads
 
       std::vector<double> step_s;
       for (int r = 0; r < o.repetitions + 1; ++r) {  // the first step plans buffers
         synchronize(dev);
         auto t0 = Clock::now();
-        replicas.forward_backward(images, trainer.dropout_seed());
+        options.seed = trainer.dropout_seed();
+        replicas.forward_backward(images, options);
         trainer.update();
         synchronize(dev);
         if (r > 0) step_s.push_back(seconds_since(t0));
         if (o.verbose) std::cerr << "train " << shape << " step " << r << ": " << seconds_since(t0) << " s\n";
       }
       Stats s = Stats::of(step_s);
-      const double gemm = sgemm_gflops(c, B, dev, o.repetitions);
+      const double gemm = sgemm_gflops(c, B, dev, o.repetitions, options.precision.products);
       const double dense = dense_flops(c, B) / s.mean / 1e9;
       Row row = environment_row(dname, num_threads());
       row.set("shape", shape).set("attention", attention_name(c.transformer.attention));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
-      row.set("replicas", replicas.replicas()).set("precision", o.bf16 ? "bf16" : "fp32");
+      row.set("replicas", replicas.replicas()).set("precision", products_name(options.precision.products));
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);
       row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);

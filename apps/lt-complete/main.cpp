@@ -12,6 +12,7 @@
 #include "blas_cores.h"
 #include "command_line.h"
 #include "image_sheet.h"
+#include "precision_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/heads.h"
@@ -95,10 +96,9 @@ int run(const Args& a) {
   if (!a.output.empty()) lt::app::check_output_file(a.output);
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
-  lt::set_cuda_tf32(a.tf32);
+  const lt::Precision precision = lt::app::generation_precision(a.bf16, a.tf32, device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   auto model = lt::ImageModel::load(model_path, device);
-  if (a.bf16) model->set_step_precision(lt::StepPrecision::bf16);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), P = c.height * c.width, K = a.completions;
 
@@ -123,7 +123,7 @@ int run(const Args& a) {
                  lt::attention_name(c.transformer.attention), a.inputs.size(), (long long)K,
                  (unsigned long long)seed);
 
-  lt::ImageGenerator generator(*model, K);
+  lt::ImageGenerator generator(*model, K, precision);
   lt::app::Progress progress(int64_t(a.inputs.size()) * S, a.quiet || draw);
   std::vector<uint8_t> pixels;
   const auto t0 = std::chrono::steady_clock::now();

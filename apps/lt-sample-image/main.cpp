@@ -11,6 +11,7 @@
 #include "blas_cores.h"
 #include "command_line.h"
 #include "image_sheet.h"
+#include "precision_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/heads.h"
@@ -34,7 +35,7 @@ int run(const Args& a) {
   lt::set_num_threads(a.threads);
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
-  lt::set_cuda_tf32(a.tf32);
+  const lt::Precision precision = lt::app::generation_precision(a.bf16, a.tf32, device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   if (!a.output.empty()) lt::app::check_output_file(a.output);
   if (!a.out_dir.empty()) {
@@ -43,7 +44,6 @@ int run(const Args& a) {
     lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
   }
   auto model = lt::ImageModel::load(model_path, device);
-  if (a.bf16) model->set_step_precision(lt::StepPrecision::bf16);
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
@@ -53,10 +53,10 @@ int run(const Args& a) {
                  model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
                  (long long)c.transformer.layers, lt::attention_name(c.transformer.attention), (long long)a.count,
                  (long long)batch, (unsigned long long)seed, lt::device_description(device).c_str(),
-                 !a.bf16 ? "" : device == lt::Device::cpu ? ", bf16 products and state" : ", bf16 state");
+                 precision == lt::Precision{} ? "" : (", " + precision.describe()).c_str());
 
   std::vector<uint8_t> all(a.count * S);
-  lt::ImageGenerator generator(*model, batch);
+  lt::ImageGenerator generator(*model, batch, precision);
   lt::app::Progress progress(a.count * S, a.quiet || draw);
   std::vector<uint8_t> pixels;
   std::vector<double> nll;

@@ -14,7 +14,9 @@
 #include "lt/image_training.h"
 #include "lt/safetensors.h"
 #include "metrics_log.h"
+#include "precision_options.h"
 #include "progress.h"
+#include "train_report.h"
 #include "train_tasks.h"
 
 namespace lt::app {
@@ -73,7 +75,7 @@ static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) 
   if (a.dropout >= 0) t.dropout = a.dropout;
   check(a.output_head == "mol" || a.output_head == "categorical",
         "--output-head must be mol or categorical, got '" + a.output_head + "'");
-  c.head = a.output_head == "categorical" ? OutputHead::categorical : OutputHead::mixture_of_logistics;
+  c.head = a.output_head == "categorical" ? HeadKind::categorical : HeadKind::mixture_of_logistics;
   c.validate();
   return c;
 }
@@ -90,12 +92,11 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   std::unique_ptr<ImageModel> model;
   if (resuming) {
     a.adopt_recipe(load_safetensors(a.output));
-    set_cpu_bf16_matmul(a.bf16);
     model = ImageModel::load(a.output, device);
     const ImageModelConfig want = image_config(a, data.train), &have = model->config();
     std::vector<ArchitectureField> fields = transformer_fields(want.transformer, have.transformer);
     fields.push_back({"--mixtures", std::to_string(want.mixtures), std::to_string(have.mixtures)});
-    fields.push_back({"--output-head", output_head_name(want.head), output_head_name(have.head)});
+    fields.push_back({"--output-head", want.output_head().name(), have.output_head().name()});
     check_resumed_architecture(a, fields, a.output);
   } else if (!a.init.empty()) {
     for (const char* flag : kArchitectureOptions)
@@ -125,14 +126,15 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   Trainer trainer(model->params(), opt);
   if (resuming) trainer.restore(load_safetensors(a.output));
 
-  ImageTrainSettings s;
+  TrainLoopSettings s;
   s.batch = batch;
   s.steps = steps;
   s.checkpoint_every = a.checkpoint_every;
   s.checkpoint = a.output;
   s.eval_every = a.eval_every;
-  s.eval_images = a.eval_images;
-  s.metadata = recipe_metadata(a, opt.schedule, batch, steps);
+  s.precision = training_precision(a.bf16, false, device);
+  s.metadata = model->metadata();  // the image geometry and histogram, which the core does not know
+  for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
   s.metadata["dataset"] = folder_name(a.data);
   if (!a.init.empty()) s.metadata["lt.train.init"] = a.init;
 
@@ -151,41 +153,12 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
 
   MetricsLog log(a.log);
   Progress progress(steps, a.quiet, 10.0, trainer.step());
-  double loss_avg = 0;
-  int64_t seen = 0;
-  auto on_event = [&](const TrainEvent& e) {
-    nlohmann::json j = {{"step", e.step_index}, {"epoch", e.epoch}};
-    if (e.kind == TrainEvent::step) {
-      loss_avg = seen == 0 ? e.loss : 0.98 * loss_avg + 0.02 * e.loss;
-      ++seen;
-      j.update({{"event", "train"}, {"loss", e.loss}, {"bits_per_dim", e.bits_per_dim}, {"lr", e.lr},
-                {"examples_per_s", e.examples_per_s}});
-      char text[160];
-      std::snprintf(text, sizeof text, "loss %.4f bpd %.4f lr %.2g %.1f img/s epoch %.2f", loss_avg,
-                    loss_avg / std::log(2.0), e.lr, e.examples_per_s, e.epoch);
-      progress.update(e.step_index, text);
-    } else if (e.kind == TrainEvent::eval) {
-      j.update({{"event", "eval"}, {"test_bits_per_dim", e.bits_per_dim}});
-      progress.finish();
-      if (!a.quiet) std::fprintf(stderr, "step %lld: test %.4f bits/dim\n", (long long)e.step_index, e.bits_per_dim);
-    } else {
-      j.update({{"event", "checkpoint"}, {"path", e.path}});
-    }
-    log.write(j);
-  };
-  TrainResult r = train_image_model(*model, trainer, opt, data, s, on_event, &stop);
+  ImageTrainingTask task(*model, data, a.seed, a.eval_images, batch);
+  const TrainResult r = train_model(model->core(), trainer, task, s, report_events(log, progress, true, a.quiet), &stop);
   progress.finish();
-  if (r.status == TrainStatus::diverged) {
-    std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
-    return 1;
-  }
-  if (r.status == TrainStatus::interrupted) {
-    std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
-                 (long long)r.step, a.output.c_str());
-    return 130;
-  }
-  set_cpu_bf16_matmul(false);  // the test bits/dim of every run in fp32 products, bf16 training or not
-  ImageEvaluation ev = evaluate_images(*model, data.test, batch, a.eval_images);
+  if (r.status != TrainStatus::finished) return report_unfinished(r, a.output);
+  // The test bits/dim of every run in fp32 products, bf16 training or not.
+  ImageEvaluation ev = evaluate_images(*model, data.test, batch, a.eval_images, s.eval_precision);
   log.write({{"event", "eval"}, {"step", r.step}, {"test_bits_per_dim", ev.bits_per_dim}});
   std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)r.step,
               ev.bits_per_dim, (long long)ev.images);
@@ -209,12 +182,13 @@ int run_eval(const TrainArgs& a) {
   const Device device = parse_device(a.device);
   require_device(device);
   auto model = ImageModel::load(a.model, device);
-  if (a.bf16) model->set_step_precision(StepPrecision::bf16);
   ImageDataset data = load_data(a.data);
   const auto t0 = std::chrono::steady_clock::now();
-  ImageEvaluation ev = a.recurrent
-                           ? evaluate_images_recurrent(*model, data.test, a.batch > 0 ? a.batch : 64, a.eval_images)
-                           : evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);
+  ImageEvaluation ev =
+      a.recurrent ? evaluate_images_recurrent(*model, data.test, a.batch > 0 ? a.batch : 64, a.eval_images,
+                                              generation_precision(a.bf16, false, device))
+                  : evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images,
+                                    training_precision(a.bf16, false, device));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const char* form = a.recurrent ? "recurrent" : "parallel";
   if (a.format == "json") {

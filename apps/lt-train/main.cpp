@@ -85,7 +85,6 @@ int main(int argc, char** argv) {
     lt::set_num_threads(a.threads);
     lt::check(!a.bf16 || a.device == "cpu" || a.recurrent,
               "--bf16 is a CPU option, and on cuda one of --eval --recurrent (the state in bf16)");
-    lt::set_cpu_bf16_matmul(a.bf16 && a.device == "cpu");
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);
     std::signal(SIGINT, on_sigint);

@@ -10,7 +10,6 @@
 
 #include "backend/device_memory.h"
 #include "lt/error.h"
-#include "lt/packed_linear.h"  // cpu_has_bf16
 #include "lt_build_commit.h"  // generated at build time: LT_GIT_COMMIT
 #ifdef LT_WITH_CUDA
 #include "kernels.h"
@@ -63,26 +62,16 @@ std::string cuda_unavailable_reason() {
 #endif
 }
 
-namespace {
-bool g_tf32 = false, g_cpu_bf16 = false;
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
 }
 
-void set_cuda_tf32(bool on) {
-  if (on == g_tf32) return;  // the default needs no cuBLAS handle
-#ifdef LT_WITH_CUDA
-  if (cuda_available()) cuda::set_tf32(on);
-#endif
-  g_tf32 = on;
+bool cpu_has_bf16() {
+  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+  return has;
 }
-
-bool cuda_tf32() { return g_tf32; }
-
-void set_cpu_bf16_matmul(bool on) {
-  check(!on || cpu_has_bf16(), "bf16 products need a CPU with AVX512_BF16 (this one lacks it)");
-  g_cpu_bf16 = on;
-}
-
-bool cpu_bf16_matmul() { return g_cpu_bf16; }
 
 void require_device(Device d) {
   if (d == Device::cuda) {

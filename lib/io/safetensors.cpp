@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -342,6 +344,17 @@ int64_t Checkpoint::meta_int(const std::string& key) const {
   auto [ptr, err] = std::from_chars(value.data(), end, out);
   if (value.empty() || err != std::errc() || ptr != end)
     fail(path, "metadata '" + key + "' is '" + value + "', not an integer");
+  return out;
+}
+
+double Checkpoint::meta_double(const std::string& key) const {
+  const std::string value = meta(key);
+  char* end = nullptr;
+  errno = 0;
+  const double out = std::strtod(value.c_str(), &end);
+  if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || end != value.c_str() + value.size() ||
+      errno == ERANGE || !std::isfinite(out))
+    fail(path, "metadata '" + key + "' is '" + value + "', not a finite number");
   return out;
 }
 

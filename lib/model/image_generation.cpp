@@ -3,7 +3,7 @@
 #include "lt/image_generation.h"
 
 #include "lt/error.h"
-#include "lt/heads.h"
+#include "lt/random.h"
 
 namespace lt {
 
@@ -13,10 +13,12 @@ int64_t ImageConstraint::known_prefix() const {
   return t;
 }
 
-ImageGenerator::ImageGenerator(ImageModel& model, int64_t batch) : model_(model), batch_(batch) {
+ImageGenerator::ImageGenerator(ImageModel& model, int64_t batch, const Precision& precision)
+    : model_(model), batch_(batch), precision_(precision) {
   check(batch >= 1, "generation batch must be >= 1, got " + std::to_string(batch));
   const Device d = model.device();
-  state_ = model.new_state(batch);
+  precision.check_runs_on(d);
+  state_ = model.new_state(batch, precision.state);
   head_ = Tensor::empty({batch, model.config().head_width()}, d);
   tokens_ = Tensor::empty({batch}, d, DType::i32);
   next_ = Tensor::empty({batch}, d, DType::i32);
@@ -55,11 +57,8 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
   // start: the first subpixel still to decide; tokens_ then holds subpixel
   // start-1 and the state everything before it.
   int64_t start = 0;
-  model_.pack_step_weights();
-  if (state_.numel() != model_.state_numel(B))  // the step precision changed how the state is stored
-    state_ = model_.new_state(B);
-  else
-    state_.zero();
+  model_.prepare_step(precision_);  // the current weights: a model may have changed since the last call
+  state_.buffer.zero();
   if (c && c->known_prefix() > 0) {
     const int64_t T = std::min(c->known_prefix(), S);
     for (int64_t t = 0; t < T; ++t) {
@@ -69,10 +68,11 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
     if (T == S) return;
     // One parallel pass over the prefix for one image, then its state forked into every row.
     std::vector<int32_t> prefix(c->values.begin(), c->values.begin() + T);
-    Tensor one_state = model_.new_state(1), one_head = Tensor::empty({1, cfg.head_width()}, model_.device());
+    RecurrentState one_state = model_.new_state(1, precision_.state);
+    Tensor one_head = Tensor::empty({1, cfg.head_width()}, model_.device());
     model_.prefill(Tensor::from_vector(prefix, {1, T}, model_.device()), one_state, one_head);
     for (int64_t b = 0; b < B; ++b) {
-      model_.copy_state_element(one_state, 1, 0, state_, B, b);
+      model_.copy_state_element(one_state, 0, state_, b);
       head_.rows(b, b + 1).copy_from(one_head);
     }
     model_.sample(head_, seed, T, next_);  // subpixel T is unknown by definition of the prefix

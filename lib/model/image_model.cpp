@@ -1,36 +1,47 @@
-// ImageModel: embedding + position code + TransformerStack + output head.
+// ImageModel: the image family on SequenceModel. Images add their geometry,
+// the first subpixel's histogram and the shift of a row of subpixels into
+// inputs x[:-1] and targets x[1:]; metadata image_height, image_width,
+// image_channels and first_subpixel_histogram (docs/checkpoint-format.md).
 #include "lt/image_model.h"
 
+#include <algorithm>
 #include <cmath>
-#include <random>
+#include <cstdlib>
 
-#include "lt/heads.h"
-#include "lt/ops.h"
 #include "lt/safetensors.h"
 
 namespace lt {
 
-struct ImageModel::Buffers {
-  int64_t B = 0;                      // training/eval batch the buffers below are planned for
-  Tensor inputs, targets;             // int32 [B, L], [B * L]
-  Tensor emb, x, y, head, nll;        // [B, L, d/2], [B, L, d] x2, [B*L, P], [B*L]
-  Tensor dhead, dy, dx, demb;
-  int64_t step_B = 0;                 // generation batch
-  Tensor step_emb, step_x, step_y;    // [B, 1, d/2], [B, 1, d], [B, d]
-};
+OutputHead ImageModelConfig::output_head() const {
+  OutputHead h;
+  h.kind = head;
+  h.mixtures = mixtures;
+  h.classes = 256;
+  return h;
+}
 
 void ImageModelConfig::validate() const {
   check(height >= 1 && width >= 1 && (channels == 1 || channels == 3),
         "image must be at least 1x1 with 1 or 3 channels, got " + std::to_string(height) + "x" +
             std::to_string(width) + "x" + std::to_string(channels));
+  check(height <= 4096 && width <= 4096, "images up to 4096x4096, got " + std::to_string(height) + "x" +
+                                             std::to_string(width));
   check(subpixels() >= 2, "an image model needs at least 2 subpixels");
   check(mixtures >= 1, "mixtures must be >= 1");
   check(first_subpixel_histogram.empty() || first_subpixel_histogram.size() == 256,
         "first_subpixel_histogram needs 256 counts or none");
-  transformer.validate();
-  check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
-                                          " must be a multiple of 4 (embedding and position code are d/2 each, "
-                                          "the position code needs an even width)");
+  check(transformer.direction == Direction::causal, "an image model is causal");
+  sequence_config().validate();
+}
+
+SequenceModelConfig ImageModelConfig::sequence_config() const {
+  SequenceModelConfig c;
+  c.family = "image";
+  c.vocabulary = 256;
+  c.max_positions = sequence_length();
+  c.transformer = transformer;
+  c.head = output_head();
+  return c;
 }
 
 ImageModelConfig ImageModelConfig::preset(const std::string& name) {
@@ -51,174 +62,140 @@ ImageModelConfig ImageModelConfig::preset(const std::string& name) {
   return c;
 }
 
-ImageModel::ImageModel(const ImageModelConfig& config, Device device)
-    : config_(config), device_(device), buf_(std::make_unique<Buffers>()) {
+ImageModel::ImageModel(const ImageModelConfig& config, Device device) : config_(config) {
   config_.validate();
-  require_device(device);
-  const int64_t d = config_.transformer.d_model;
-  embedding_ = params_.add("value_embedding.weight", {256, d / 2});
-  stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.");
-  predictor_w_ = params_.add("predictor.weight", {config_.head_width(), d});
-  predictor_b_ = params_.add("predictor.bias", {config_.head_width()});
-  params_.allocate(device);
-  pe_ = Tensor::empty({config_.sequence_length(), d / 2}, device);
-  position_code(0, pe_);
+  core_ = std::make_unique<SequenceModel>(config_.sequence_config(), device);
 }
 
 ImageModel::~ImageModel() = default;
 
 void ImageModel::set_dropout(float p) {
-  stack_->set_dropout(p);
+  core_->set_dropout(p);
   config_.transformer.dropout = p;
 }
 
-void ImageModel::init_parameters(uint64_t seed) {
-  stack_->init_parameters(seed);
-  std::mt19937_64 gen(seed ^ 0x5DEECE66Dull);
-  auto fill = [&](size_t idx, auto dist) {
-    Tensor t = params_.value(idx);
-    std::vector<float> v(t.numel());
-    for (auto& x : v) x = float(dist(gen));
-    t.copy_from(Tensor::from_vector(v, t.shape()));
-  };
-  fill(embedding_, std::normal_distribution<double>(0, 1));  // torch.nn.Embedding's default
-  double bound = 1.0 / std::sqrt(double(config_.transformer.d_model));
-  fill(predictor_w_, std::uniform_real_distribution<double>(-bound, bound));
-  fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
+SequenceBatch ImageModel::batch(const std::vector<int32_t>& images, int64_t rows) const {
+  const int64_t S = config_.subpixels(), L = config_.sequence_length();
+  check(int64_t(images.size()) == rows * S, "image batch holds " + std::to_string(images.size()) +
+                                                " subpixels, not " + std::to_string(rows) + " x " + std::to_string(S));
+  SequenceBatch b;
+  b.rows = rows;
+  b.length = L;
+  b.inputs.resize(rows * L);
+  b.targets.resize(rows * L);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t t = 0; t < L; ++t) {
+      const int32_t v = images[i * S + t + 1];
+      check(v >= 0 && v <= 255, "image bytes must be in 0..255, got " + std::to_string(v));
+      b.inputs[i * L + t] = images[i * S + t];
+      b.targets[i * L + t] = v;
+    }
+  return b;
 }
 
-void ImageModel::embed(const Tensor& tokens, int64_t offset, Tensor& x) {
-  Buffers& b = *buf_;
-  Tensor& emb = tokens.ndim() == 1 ? b.step_emb : b.emb;
-  Shape ids_by_channel = tokens.shape();
-  ids_by_channel.push_back(emb.dim(2));
-  Tensor rows = emb.reshape(ids_by_channel);
-  embedding_forward(tokens, params_.value(embedding_), rows);
-  concat_position_forward(emb, pe_.rows(offset, offset + emb.dim(1)), x);
-}
-
-double ImageModel::forward(const Tensor& images, bool train, uint64_t seed, Tensor* nll) {
-  const int64_t S = config_.subpixels(), L = config_.sequence_length(), d = config_.transformer.d_model;
+double ImageModel::forward(const Tensor& images, const ForwardOptions& options, Tensor* nll) {
+  const int64_t S = config_.subpixels();
   check(images.ndim() == 2 && images.dim(1) == S && images.dtype() == DType::i32,
         "images must be int32 [B, " + std::to_string(S) + "] for a " + std::to_string(config_.height) + "x" +
             std::to_string(config_.width) + "x" + std::to_string(config_.channels) + " model, got " +
             shape_str(images.shape()));
-  const int64_t B = images.dim(0);
-  Buffers& b = *buf_;
-  if (b.B != B) {
-    b.B = B;
-    b.inputs = Tensor::empty({B, L}, device_, DType::i32);
-    b.targets = Tensor::empty({B * L}, device_, DType::i32);
-    b.emb = Tensor::empty({B, L, d / 2}, device_);
-    b.demb = Tensor::empty({B, L, d / 2}, device_);
-    for (Tensor* t : {&b.x, &b.y, &b.dy, &b.dx}) *t = Tensor::empty({B, L, d}, device_);
-    b.head = Tensor::empty({B * L, config_.head_width()}, device_);
-    b.dhead = Tensor::empty({B * L, config_.head_width()}, device_);
-    b.nll = Tensor::empty({B * L}, device_);
-  }
-  // inputs x[:, :-1], targets x[:, 1:]
-  std::vector<int32_t> all = images.to_vector_i32(), in(B * L), out(B * L);
-  for (int64_t i = 0; i < B; ++i)
-    for (int64_t t = 0; t < L; ++t) {
-      int32_t v = all[i * S + t + 1];
-      check(v >= 0 && v <= 255, "image bytes must be in 0..255, got " + std::to_string(v));
-      in[i * L + t] = all[i * S + t];
-      out[i * L + t] = v;
-    }
-  b.inputs.copy_from(Tensor::from_vector(in, {B, L}));
-  b.targets.copy_from(Tensor::from_vector(out, {B * L}));
-
-  embed(b.inputs, 0, b.x);
-  stack_->forward(b.x, b.y, train, seed);
-  Tensor head3 = b.head.reshape({B, L, config_.head_width()});
-  linear_forward(b.y, params_.value(predictor_w_), params_.value(predictor_b_), head3, Products::fp32);
-  double loss = config_.head == OutputHead::categorical ? categorical_loss_forward(b.head, b.targets, b.nll)
-                                                        : mol_loss_forward(b.head, b.targets, b.nll);
-  if (nll) nll->copy_from(b.nll);
-  return loss;
-}
-
-void ImageModel::backward() {
-  Buffers& b = *buf_;
-  check(b.B > 0, "backward before forward");
-  const float scale = 1.f / float(b.targets.numel());
-  if (config_.head == OutputHead::categorical)
-    categorical_loss_backward(b.head, b.targets, scale, b.dhead);
-  else
-    mol_loss_backward(b.head, b.targets, scale, b.dhead);
-  Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
-  Tensor dy2 = b.dy.reshape({b.head.dim(0), config_.transformer.d_model});
-  linear_backward(b.y.reshape({b.head.dim(0), config_.transformer.d_model}), params_.value(predictor_w_), b.dhead,
-                  dy2, dW, db, Products::fp32);
-  stack_->backward(b.dy, b.dx);
-  concat_position_backward(b.dx, b.demb);
-  Tensor dtable = params_.grad(embedding_);
-  embedding_backward(b.inputs, b.demb, dtable);
-}
-
-int64_t ImageModel::state_numel(int64_t batch) const {
-  return stack_->state_numel(batch, config_.sequence_length());
-}
-
-Tensor ImageModel::new_state(int64_t batch) const { return Tensor::zeros({state_numel(batch)}, device_); }
-
-void ImageModel::step(Tensor& state, const Tensor& tokens, int64_t t, Tensor& head) {
-  const int64_t L = config_.sequence_length(), d = config_.transformer.d_model;
-  check(tokens.ndim() == 1 && tokens.dtype() == DType::i32, "step tokens must be int32 [B], got " + shape_str(tokens.shape()));
-  check(t >= 0 && t < L, "step position " + std::to_string(t) + " outside 0.." + std::to_string(L - 1));
-  const int64_t B = tokens.dim(0);
-  check_shape(head, {B, config_.head_width()}, "step head");
-  Buffers& b = *buf_;
-  if (b.step_B != B) {
-    b.step_B = B;
-    b.step_emb = Tensor::empty({B, 1, d / 2}, device_);
-    b.step_x = Tensor::empty({B, 1, d}, device_);
-    b.step_y = Tensor::empty({B, d}, device_);
-  }
-  embed(tokens, t, b.step_x);
-  stack_->step(state, L, b.step_x.reshape({B, d}), t, b.step_y);
-  linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, Products::fp32);
-}
-
-void ImageModel::set_step_precision(StepPrecision precision) { stack_->pack_step_weights(precision); }
-StepPrecision ImageModel::step_precision() const { return stack_->step_precision(); }
-void ImageModel::pack_step_weights() { stack_->pack_step_weights(stack_->step_precision()); }
-
-void ImageModel::prefill(const Tensor& tokens, Tensor& state, Tensor& head) {
-  const int64_t L = config_.sequence_length(), d = config_.transformer.d_model;
-  check(tokens.ndim() == 2 && tokens.dtype() == DType::i32 && tokens.dim(1) >= 1 && tokens.dim(1) <= L,
-        "prefill tokens must be int32 [B, T] with 1 <= T <= " + std::to_string(L) + ", got " + shape_str(tokens.shape()));
-  const int64_t B = tokens.dim(0), T = tokens.dim(1);
-  check_shape(head, {B, config_.head_width()}, "prefill head");
-  Tensor emb = Tensor::empty({B, T, d / 2}, device_), x = Tensor::empty({B, T, d}, device_),
-         y = Tensor::empty({B, T, d}, device_);
-  embedding_forward(tokens, params_.value(embedding_), emb);
-  concat_position_forward(emb, pe_.rows(0, T), x);
-  stack_->prefill(x, y, state, L);
-  // The last position's output predicts subpixel T.
-  Tensor last = Tensor::empty({B, d}, device_);
-  Tensor y2 = y.reshape({B * T, d});
-  for (int64_t i = 0; i < B; ++i) last.rows(i, i + 1).copy_from(y2.rows(i * T + T - 1, i * T + T));
-  linear_forward(last, params_.value(predictor_w_), params_.value(predictor_b_), head, Products::fp32);
-}
-
-void ImageModel::copy_state_element(const Tensor& src_state, int64_t src_batch, int64_t src, Tensor& dst_state,
-                                    int64_t dst_batch, int64_t dst) const {
-  stack_->copy_state_element(src_state, src_batch, src, dst_state, dst_batch, dst, config_.sequence_length());
+  return core_->forward(batch(images.to_vector_i32(), images.dim(0)), options, nll);
 }
 
 void ImageModel::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& bytes) const {
-  if (config_.head == OutputHead::categorical)
-    categorical_sample(head, seed, step, bytes);
-  else
-    mol_sample(head, seed, step, bytes);
+  core_->config().head.sample(head, seed, step, bytes);
 }
 
 void ImageModel::log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const {
-  if (config_.head == OutputHead::categorical)
-    categorical_loss_forward(head, bytes, nll);
-  else
-    mol_loss_forward(head, bytes, nll);
+  core_->config().head.loss_forward(head, bytes, nll);
+}
+
+std::map<std::string, std::string> ImageModel::metadata() const {
+  std::map<std::string, std::string> m = core_->metadata();
+  m["image_height"] = std::to_string(config_.height);
+  m["image_width"] = std::to_string(config_.width);
+  m["image_channels"] = std::to_string(config_.channels);
+  if (!config_.first_subpixel_histogram.empty()) {
+    std::string h;
+    for (double v : config_.first_subpixel_histogram) h += (h.empty() ? "" : ",") + std::to_string(int64_t(v));
+    m["first_subpixel_histogram"] = h;
+  }
+  return m;
+}
+
+void ImageModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
+                      const std::map<std::string, Tensor>& extra_tensors) const {
+  std::map<std::string, std::string> meta = metadata();
+  for (const auto& [k, v] : extra) meta[k] = v;
+  core_->save(path, meta, extra_tensors);
+}
+
+namespace {
+// Image size from the metadata, or for the reference's checkpoints from the
+// sequence length its pos_embedding.pe carries.
+void read_image_size(const Checkpoint& ck, ImageModelConfig& c) {
+  if (ck.metadata.count("image_height")) {
+    c.height = ck.meta_int("image_height");
+    c.width = ck.meta_int("image_width");
+    c.channels = ck.meta_int("image_channels");
+    check(c.height >= 1 && c.height <= 4096 && c.width >= 1 && c.width <= 4096 && (c.channels == 1 || c.channels == 3),
+          ck.path + ": metadata image size " + std::to_string(c.height) + "x" + std::to_string(c.width) + "x" +
+              std::to_string(c.channels) + " is not 1..4096 x 1..4096 x 1 or 3");
+    return;
+  }
+  check(ck.has("pos_embedding.pe") && ck.tensors.at("pos_embedding.pe").ndim() >= 2,
+        ck.path + ": missing metadata 'image_height' (and no 2-D pos_embedding.pe to infer it)");
+  const int64_t S = ck.tensors.at("pos_embedding.pe").dim(-2) + 1;
+  if (S == 784) c.height = c.width = 28, c.channels = 1;
+  else if (S == 3072) c.height = c.width = 32, c.channels = 3;
+  else throw Error(ck.path + ": cannot infer the image size from a sequence of " + std::to_string(S) +
+                   " subpixels: add image_height, image_width, image_channels metadata");
+}
+
+std::vector<double> read_histogram(const Checkpoint& ck) {
+  std::vector<double> counts;
+  if (!ck.metadata.count("first_subpixel_histogram")) return counts;
+  const std::string h = ck.meta("first_subpixel_histogram");
+  size_t pos = 0;
+  while (pos <= h.size() && counts.size() <= 256) {
+    size_t comma = std::min(h.find(',', pos), h.size());
+    char* end = nullptr;
+    std::string item = h.substr(pos, comma - pos);
+    double v = std::strtod(item.c_str(), &end);
+    check(!item.empty() && end == item.c_str() + item.size() && v >= 0 && std::isfinite(v),
+          ck.path + ": metadata first_subpixel_histogram has a bad count '" + item + "'");
+    counts.push_back(v);
+    pos = comma + 1;
+  }
+  check(counts.size() == 256, ck.path + ": metadata first_subpixel_histogram needs 256 counts, has " +
+                                  (counts.size() > 256 ? std::string("more") : std::to_string(counts.size())));
+  return counts;
+}
+}  // namespace
+
+std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device device) {
+  const Checkpoint ck = load_safetensors(path);
+  const std::string family = ck.meta("lt.model", "image");
+  check(family == "image", path + ": a " + family + " model, not an image model (metadata lt.model)");
+  ImageModelConfig c;
+  read_image_size(ck, c);
+  c.first_subpixel_histogram = read_histogram(ck);
+  auto core = SequenceModel::load(ck, device, c.sequence_length());
+  const SequenceModelConfig& s = core->config();
+  check(s.vocabulary == 256, path + ": value_embedding.weight has " + std::to_string(s.vocabulary) +
+                                 " rows, an image model 256");
+  c.transformer = s.transformer;
+  c.head = s.head.kind;
+  c.mixtures = s.head.mixtures;
+  check(c.head != HeadKind::categorical || s.head.classes == 256,
+        path + ": a categorical image head has 256 classes, this one " + std::to_string(s.head.classes));
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  auto model = std::unique_ptr<ImageModel>(new ImageModel(c, std::move(core)));
+  return model;
 }
 
 }  // namespace lt

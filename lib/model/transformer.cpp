@@ -10,14 +10,23 @@
 
 namespace lt {
 
-const char* attention_name(AttentionKind k) {
-  return k == AttentionKind::softmax ? "softmax" : "causal-linear";
+const char* attention_name(AttentionKind k, Direction d) {
+  if (k == AttentionKind::softmax) return "softmax";
+  return d == Direction::causal ? "causal-linear" : "linear";
 }
 
 AttentionKind parse_attention(const std::string& s) {
-  if (s == "causal-linear" || s == "linear") return AttentionKind::causal_linear;
+  if (s == "causal-linear" || s == "linear") return AttentionKind::linear;
   if (s == "softmax" || s == "full") return AttentionKind::softmax;
-  throw Error("unknown attention '" + s + "' (expected causal-linear or softmax)");
+  throw Error("unknown attention '" + s + "' (expected causal-linear, linear or softmax)");
+}
+
+const char* direction_name(Direction d) { return d == Direction::causal ? "causal" : "bidirectional"; }
+
+Direction parse_direction(const std::string& s) {
+  if (s == "causal") return Direction::causal;
+  if (s == "bidirectional") return Direction::bidirectional;
+  throw Error("unknown direction '" + s + "' (expected causal or bidirectional)");
 }
 
 void TransformerConfig::validate() const {
@@ -38,7 +47,7 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
   const int64_t d = config_.d_model, ff = config_.ff_dim;
   for (int64_t i = 0; i < config_.layers; ++i) {
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
-    LayerParams lp;
+    LayerIndices lp;
     auto linear = [&](const std::string& name, int64_t out, int64_t in, size_t& w, size_t& b) {
       w = params.add(p + name + ".weight", {out, in});
       b = params.add(p + name + ".bias", {out});
@@ -79,7 +88,7 @@ void TransformerStack::init_parameters(uint64_t seed) const {
     Tensor t = params_.value(idx);
     t.copy_from(Tensor::from_vector(std::vector<float>(t.numel(), c), t.shape()));
   };
-  for (const LayerParams& lp : layers_) {
+  for (const LayerIndices& lp : layers_) {
     for (auto [w, b] : {std::pair{lp.wq, lp.bq}, {lp.wk, lp.bk}, {lp.wv, lp.bv}, {lp.wo, lp.bo},
                         {lp.w1, lp.b1}, {lp.w2, lp.b2}}) {
       double bound = 1.0 / std::sqrt(double(params_.shape(w)[1]));
@@ -103,7 +112,7 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
   for (int64_t l = 0; l < config_.layers; ++l) {
     auto a = std::make_unique<LayerActs>();
     for (Tensor* x : {&a->q, &a->k, &a->v, &a->att, &a->res1, &a->x1, &a->res2}) *x = t({R, d});
-    if (config_.attention == AttentionKind::causal_linear) {
+    if (config_.attention == AttentionKind::linear) {
       a->fq = t({R, d});
       a->fk = t({R, d});
     } else {
@@ -129,48 +138,55 @@ static uint64_t site_seed(uint64_t seed, size_t layer, int site) {
   return seed ^ (0x9E3779B97F4A7C15ull * (layer * 4 + site + 1));
 }
 
-void TransformerStack::forward(const Tensor& x, Tensor& y, bool train, uint64_t seed) {
+void TransformerStack::forward(const Tensor& x, Tensor& y, const ForwardOptions& options) {
   check(x.ndim() == 3 && x.dim(2) == config_.d_model,
         "transformer input must be [B, L, " + std::to_string(config_.d_model) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "transformer output");
   plan(x.dim(0), x.dim(1), x.device());
   input_ = x.reshape({B_ * L_, config_.d_model});
-  train_ = train && config_.dropout > 0.f;
-  seed_ = seed;
-  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(l, l ? layer_out_[l - 1] : input_, train_, seed);
+  pass_ = options;
+  pass_.train = options.train && config_.dropout > 0.f;
+  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(l, l ? layer_out_[l - 1] : input_);
   Tensor y2 = y.reshape({B_ * L_, config_.d_model});
   layernorm_forward(layer_out_.back(), params_.value(norm_g_), params_.value(norm_b_), y2, final_mean_,
                     final_rstd_);
 }
 
-void TransformerStack::layer_forward(size_t l, const Tensor& x, bool train, uint64_t seed) {
-  const LayerParams& p = layers_[l];
+void TransformerStack::layer_forward(size_t l, const Tensor& x) {
+  const LayerIndices& p = layers_[l];
   LayerActs& a = *acts_[l];
   const Shape heads4{B_, L_, config_.heads, config_.head_dim};
   auto V = [&](size_t i) { return params_.value(i); };
   Tensor& o = grads_->o;
   const float drop = config_.dropout;
+  const bool train = pass_.train;
+  const uint64_t seed = pass_.seed;
+  const Products P = pass_.precision.products;
+  const bool causal = config_.direction == Direction::causal;
 
-  linear_forward(x, V(p.wq), V(p.bq), a.q);
-  linear_forward(x, V(p.wk), V(p.bk), a.k);
-  linear_forward(x, V(p.wv), V(p.bv), a.v);
+  linear_forward(x, V(p.wq), V(p.bq), a.q, P);
+  linear_forward(x, V(p.wk), V(p.bk), a.k, P);
+  linear_forward(x, V(p.wv), V(p.bv), a.v, P);
   Tensor att4 = a.att.reshape(heads4);
-  if (config_.attention == AttentionKind::causal_linear) {
+  if (config_.attention == AttentionKind::linear) {
     phi_->forward(a.q, a.fq);
     phi_->forward(a.k, a.fk);
-    causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), att4);
+    if (causal)
+      causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), att4);
+    else
+      linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(), att4);
   } else {
-    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), true, a.probs,
+    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), causal, a.probs,
                               att4);
   }
-  linear_forward(a.att, V(p.wo), V(p.bo), o);
+  linear_forward(a.att, V(p.wo), V(p.bo), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o);
   add(x, o, a.res1);
   layernorm_forward(a.res1, V(p.g1), V(p.be1), a.x1, a.mean1, a.rstd1);
-  linear_forward(a.x1, V(p.w1), V(p.b1), a.h);
+  linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
   relu_forward(a.h, a.ad);
   if (train) dropout_forward(a.ad, drop, site_seed(seed, l, 1), a.ad);
-  linear_forward(a.ad, V(p.w2), V(p.b2), o);
+  linear_forward(a.ad, V(p.w2), V(p.b2), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o);
   add(a.x1, o, a.res2);
   layernorm_forward(a.res2, V(p.g2), V(p.be2), layer_out_[l], a.mean2, a.rstd2);
@@ -185,16 +201,18 @@ void TransformerStack::backward(const Tensor& dy, Tensor& dx) {
   layernorm_backward(layer_out_.back(), params_.value(norm_g_), final_mean_, final_rstd_,
                      dy.reshape({B_ * L_, config_.d_model}), g.dcur, dg, db);
   for (size_t l = layers_.size(); l-- > 0;) {
-    layer_backward(l, l ? layer_out_[l - 1] : input_, g.dcur, g.dnext, seed_);
+    layer_backward(l, l ? layer_out_[l - 1] : input_, g.dcur, g.dnext, pass_.seed);
     std::swap(g.dcur, g.dnext);
   }
   if (dx.defined()) dx.copy_from(g.dcur);
 }
 
 void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed) {
-  const LayerParams& p = layers_[l];
+  const LayerIndices& p = layers_[l];
   LayerActs& a = *acts_[l];
   GradBuffers& g = *grads_;
+  const bool train = pass_.train;
+  const Products P = pass_.precision.products;
   const Shape heads4{B_, L_, config_.heads, config_.head_dim};
   auto V = [&](size_t i) { return params_.value(i); };
   auto G = [&](size_t i) { return params_.grad(i); };
@@ -204,32 +222,36 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   Tensor dg2 = G(p.g2), dbe2 = G(p.be2), dg1 = G(p.g1), dbe1 = G(p.be1);
   layernorm_backward(a.res2, V(p.g2), a.mean2, a.rstd2, dy, g.dres, dg2, dbe2);
   const Tensor* dff_out = &g.dres;
-  if (train_) {
+  if (train) {
     dropout_backward(g.dres, drop, site_seed(seed, l, 2), g.dtmp);
     dff_out = &g.dtmp;
   }
   Tensor dW2 = G(p.w2), db2 = G(p.b2);
-  linear_backward(a.ad, V(p.w2), *dff_out, g.dff, dW2, db2);
-  if (train_) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff);
+  linear_backward(a.ad, V(p.w2), *dff_out, g.dff, dW2, db2, P);
+  if (train) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff);
   relu_backward(a.h, g.dff, g.dff);
   Tensor dW1 = G(p.w1), db1 = G(p.b1);
-  linear_backward(a.x1, V(p.w1), g.dff, g.dx1, dW1, db1);
+  linear_backward(a.x1, V(p.w1), g.dff, g.dx1, dW1, db1, P);
   accumulate(g.dx1, g.dres);
 
   // x1 = norm1(res1), res1 = x + dropout(out_proj(attention))
   layernorm_backward(a.res1, V(p.g1), a.mean1, a.rstd1, g.dx1, g.dres, dg1, dbe1);
   const Tensor* dattn_out = &g.dres;
-  if (train_) {
+  if (train) {
     dropout_backward(g.dres, drop, site_seed(seed, l, 0), g.dtmp);
     dattn_out = &g.dtmp;
   }
   Tensor dWo = G(p.wo), dbo = G(p.bo);
-  linear_backward(a.att, V(p.wo), *dattn_out, g.datt, dWo, dbo);
+  linear_backward(a.att, V(p.wo), *dattn_out, g.datt, dWo, dbo, P);
   Tensor dq4 = g.dq.reshape(heads4), dk4 = g.dk.reshape(heads4), dv4 = g.dv.reshape(heads4);
-  if (config_.attention == AttentionKind::causal_linear) {
+  if (config_.attention == AttentionKind::linear) {
     Tensor dfq4 = g.dfq.reshape(heads4), dfk4 = g.dfk.reshape(heads4);
-    causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4),
-                                     g.datt.reshape(heads4), dfq4, dfk4, dv4);
+    if (config_.direction == Direction::causal)
+      causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4),
+                                       g.datt.reshape(heads4), dfq4, dfk4, dv4);
+    else
+      linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(),
+                                g.datt.reshape(heads4), dfq4, dfk4, dv4);
     phi_->backward(a.q, g.dfq, g.dq);
     phi_->backward(a.k, g.dfk, g.dk);
   } else {
@@ -237,10 +259,10 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
                                g.datt.reshape(heads4), dq4, dk4, dv4);
   }
   Tensor dWq = G(p.wq), dbq = G(p.bq), dWk = G(p.wk), dbk = G(p.bk), dWv = G(p.wv), dbv = G(p.bv);
-  linear_backward(x, V(p.wq), g.dq, dx, dWq, dbq);
-  linear_backward(x, V(p.wk), g.dk, g.dtmp, dWk, dbk);
+  linear_backward(x, V(p.wq), g.dq, dx, dWq, dbq, P);
+  linear_backward(x, V(p.wk), g.dk, g.dtmp, dWk, dbk, P);
   accumulate(dx, g.dtmp);
-  linear_backward(x, V(p.wv), g.dv, g.dtmp, dWv, dbv);
+  linear_backward(x, V(p.wv), g.dv, g.dtmp, dWv, dbv, P);
   accumulate(dx, g.dtmp);
   accumulate(dx, g.dres);
 }

@@ -39,13 +39,14 @@ struct TransformerStack::StepBuffers {
 struct StepLinear {
   PackedLinear packed;
   Tensor W;  // defined when not packed
+  Products products = Products::fp32;
   void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const {
     if (!W.defined())
       packed.forward(x, b, y, relu);
     else if (relu)
-      linear_relu_forward(x, W, b, y);
+      linear_relu_forward(x, W, b, y, products);
     else
-      linear_forward(x, W, b, y);
+      linear_forward(x, W, b, y, products);
   }
 };
 

@@ -12,49 +12,59 @@ namespace lt {
 namespace {
 // Floats of one layer's state. A bfloat16 S takes half as many (rounded up,
 // so that Z stays 4-byte aligned).
-int64_t layer_state_numel(const TransformerConfig& c, int64_t B, int64_t T, bool bf16_state) {
+int64_t layer_state_numel(const TransformerConfig& c, int64_t B, int64_t T, DType dtype) {
   const int64_t H = c.heads, E = c.head_dim;
-  if (c.attention != AttentionKind::causal_linear) return 2 * B * T * H * E;
+  if (c.attention != AttentionKind::linear) return 2 * B * T * H * E;
   const int64_t s = B * H * E * E;
-  return (bf16_state ? (s + 1) / 2 : s) + B * H * E;
+  return (dtype == DType::bf16 ? (s + 1) / 2 : s) + B * H * E;
 }
 }  // namespace
 
-bool TransformerStack::bf16_state() const {
-  return config_.attention == AttentionKind::causal_linear && step_precision() == StepPrecision::bf16;
+int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len, DType dtype) const {
+  return config_.layers * layer_state_numel(config_, batch, max_len, dtype);
 }
 
-int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len) const {
-  return config_.layers * layer_state_numel(config_, batch, max_len, bf16_state());
+RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype) const {
+  check(config_.direction == Direction::causal, "a bidirectional stack has no recurrent form");
+  check(batch >= 1 && max_len >= 1, "a recurrent state needs batch and length >= 1");
+  check(dtype == DType::f32 || (dtype == DType::bf16 && config_.attention == AttentionKind::linear),
+        std::string("a recurrent state is float32, or bfloat16 for linear attention; not ") + dtype_name(dtype) +
+            " for " + attention_name(config_.attention));
+  RecurrentState s;
+  s.buffer = Tensor::zeros({state_numel(batch, max_len, dtype)}, params_.device());
+  s.batch = batch;
+  s.max_len = max_len;
+  s.dtype = dtype;
+  return s;
 }
 
-TransformerStack::StateViews TransformerStack::state_views(Tensor& state, size_t l, int64_t B,
-                                                           int64_t T) const {
-  check(state.numel() == state_numel(B, T),
-        "recurrent state has " + std::to_string(state.numel()) + " floats, expected " +
-            std::to_string(state_numel(B, T)) + " for batch " + std::to_string(B) + " at " +
-            precision_name(step_precision()) + " precision");
+TransformerStack::StateViews TransformerStack::state_views(const RecurrentState& state, size_t l) const {
+  const int64_t B = state.batch, T = state.max_len;
+  check(state.buffer.numel() == state_numel(B, T, state.dtype),
+        "recurrent state has " + std::to_string(state.buffer.numel()) + " floats, expected " +
+            std::to_string(state_numel(B, T, state.dtype)) + " for batch " + std::to_string(B) + " and a " +
+            dtype_name(state.dtype) + " S");
   const int64_t H = config_.heads, E = config_.head_dim;
-  const bool bf16 = bf16_state();
-  const int64_t per = layer_state_numel(config_, B, T, bf16);
-  Tensor flat = state.reshape({state.numel()}).rows(l * per, (l + 1) * per);
-  if (config_.attention != AttentionKind::causal_linear)
+  const int64_t per = layer_state_numel(config_, B, T, state.dtype);
+  Tensor flat = state.buffer.rows(l * per, (l + 1) * per);
+  if (config_.attention != AttentionKind::linear)
     return {flat.rows(0, per / 2).reshape({B, T, H, E}), flat.rows(per / 2, per).reshape({B, T, H, E})};
   const int64_t s = per - B * H * E;
   Tensor Z = flat.rows(s, per).reshape({B, H, E});
-  if (!bf16) return {flat.rows(0, s).reshape({B, H, E, E}), Z};
-  return {Tensor::wrap(flat.raw(), {B, H, E, E}, state.device(), DType::bf16), Z};
+  if (state.dtype == DType::f32) return {flat.rows(0, s).reshape({B, H, E, E}), Z};
+  return {Tensor::wrap(flat.raw(), {B, H, E, E}, flat.device(), DType::bf16), Z};
 }
 
-void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int64_t t, Tensor& y) {
+void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, Tensor& y) {
   const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim;
   check(x.ndim() == 2 && x.dim(1) == d, "step input must be [B, " + std::to_string(d) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "step output");
   const int64_t B = x.dim(0);
+  check(B == state.batch, "step input has batch " + std::to_string(B) + ", the state " + std::to_string(state.batch));
   if (config_.attention == AttentionKind::softmax)
-    check(t >= 0 && t < max_len, "step position " + std::to_string(t) + " is past the KV cache length " +
-                                     std::to_string(max_len));
-  if (!packed_) pack_step_weights(precision_);
+    check(t >= 0 && t < state.max_len, "step position " + std::to_string(t) + " is past the KV cache length " +
+                                           std::to_string(state.max_len));
+  if (!packed_) prepare_step(step_products_);
   if (!step_ || step_->B != B || step_->cur.device() != x.device()) {
     step_ = std::make_unique<StepBuffers>();
     step_->B = B;
@@ -72,12 +82,12 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
   const Shape heads3{B, H, E};
   s.cur.copy_from(x);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerParams& p = layers_[l];
+    const LayerIndices& p = layers_[l];
     const StepWeights::Layer& w = packed_->layers[l];
-    StateViews st = state_views(state, l, B, max_len);
+    StateViews st = state_views(state, l);
     w.qkv.forward(s.cur, w.bqkv, s.qkv);
     Tensor att3 = s.att.reshape(heads3);
-    if (config_.attention == AttentionKind::causal_linear) {
+    if (config_.attention == AttentionKind::linear) {
       linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phi_, st.a, st.b, att3);
     } else {
       copy_columns(s.qkv, 0, s.q);
@@ -95,22 +105,25 @@ void TransformerStack::step(Tensor& state, int64_t max_len, const Tensor& x, int
   layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
 }
 
-void TransformerStack::pack_step_weights(StepPrecision precision) {
+void TransformerStack::prepare_step(Products products, bool pack_weights) {
   const Device dev = params_.device();
+  Precision{products}.check_runs_on(dev);
   // Packing pays on an AVX-512 CPU; elsewhere OpenBLAS or cuBLAS take the
-  // plain matrices. On CUDA bf16 is the state's precision alone.
-  const bool pack = dev == Device::cpu && (precision == StepPrecision::bf16 || cpu_has_avx512());
+  // plain matrices.
+  check(pack_weights || products != Products::bf16, "bf16 step products need packed weights");
+  const bool pack = pack_weights && dev == Device::cpu && (products == Products::bf16 || cpu_has_avx512());
   const int64_t d = config_.d_model;
   auto linear = [&](const Tensor& W) {
     StepLinear s;
     if (pack)
-      s.packed = PackedLinear(W, precision);
+      s.packed = PackedLinear(W, products);
     else
       s.W = W;
+    s.products = products;
     return s;
   };
   auto w = std::make_unique<StepWeights>();
-  for (const LayerParams& p : layers_) {
+  for (const LayerIndices& p : layers_) {
     Tensor wqkv = Tensor::empty({3 * d, d}, dev), bqkv = Tensor::empty({3 * d}, dev);
     int64_t part = 0;
     for (auto [wi, bi] : {std::pair{p.wq, p.bq}, {p.wk, p.bk}, {p.wv, p.bv}}) {
@@ -122,21 +135,24 @@ void TransformerStack::pack_step_weights(StepPrecision precision) {
                          linear(params_.value(p.w2)), bqkv});
   }
   packed_ = std::move(w);
-  precision_ = precision;
+  step_products_ = products;
 }
 
-StepPrecision TransformerStack::step_precision() const { return precision_; }
-
-void TransformerStack::prefill(const Tensor& x, Tensor& y, Tensor& state, int64_t max_len) {
-  forward(x, y, /*train=*/false, 0);
+void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state) {
+  check(x.ndim() == 3 && x.dim(0) == state.batch,
+        "prefill input " + shape_str(x.shape()) + " does not match the state's batch " + std::to_string(state.batch));
+  const int64_t max_len = state.max_len;
+  check(config_.attention == AttentionKind::linear || x.dim(1) <= max_len,
+        "prefill of " + std::to_string(x.dim(1)) + " positions does not fit a KV cache of " + std::to_string(max_len));
+  ForwardOptions eval;
+  eval.precision.products = step_products_;
+  forward(x, y, eval);
   const int64_t B = B_, L = L_, H = config_.heads, E = config_.head_dim;
-  check(config_.attention == AttentionKind::causal_linear || L <= max_len,
-        "prefill of " + std::to_string(L) + " positions does not fit a KV cache of " + std::to_string(max_len));
   const Shape heads4{B, L, H, E};
   for (size_t l = 0; l < layers_.size(); ++l) {
-    StateViews st = state_views(state, l, B, max_len);
+    StateViews st = state_views(state, l);
     const LayerActs& a = *acts_[l];
-    if (config_.attention == AttentionKind::causal_linear) {
+    if (config_.attention == AttentionKind::linear) {
       linear_attention_state(a.fk.reshape(heads4), a.v.reshape(heads4), st.a, st.b);
       continue;
     }
@@ -150,14 +166,14 @@ void TransformerStack::prefill(const Tensor& x, Tensor& y, Tensor& state, int64_
   }
 }
 
-void TransformerStack::copy_state_element(const Tensor& src_state, int64_t src_batch, int64_t src,
-                                          Tensor& dst_state, int64_t dst_batch, int64_t dst,
-                                          int64_t max_len) const {
-  check(src >= 0 && src < src_batch && dst >= 0 && dst < dst_batch, "state element index out of range");
-  Tensor src_copy = src_state;
+void TransformerStack::copy_state_element(const RecurrentState& from_state, int64_t src, RecurrentState& to_state,
+                                          int64_t dst) const {
+  check(src >= 0 && src < from_state.batch && dst >= 0 && dst < to_state.batch, "state element index out of range");
+  check(from_state.max_len == to_state.max_len && from_state.dtype == to_state.dtype,
+        "copy between states of different length or dtype");
   for (size_t l = 0; l < layers_.size(); ++l) {
-    StateViews from = state_views(src_copy, l, src_batch, max_len);
-    StateViews to = state_views(dst_state, l, dst_batch, max_len);
+    StateViews from = state_views(from_state, l);
+    StateViews to = state_views(to_state, l);
     to.a.rows(dst, dst + 1).copy_from(from.a.rows(src, src + 1));
     to.b.rows(dst, dst + 1).copy_from(from.b.rows(src, src + 1));
   }

@@ -1,6 +1,6 @@
 // Linear layer y = x W^T + b with W stored [out, in] like torch.nn.Linear, so
 // both passes are single sgemm calls over all rows at once (bf16_gemm ones
-// when set_cpu_bf16_matmul is on, unless the caller asks for fp32).
+// for bf16 products).
 #include <vector>
 
 #include "backend/cpu_bf16_gemm.h"
@@ -31,13 +31,22 @@ LinearDims linear_dims(const Tensor& x, const Tensor& W, const Tensor& b, const 
 }  // namespace
 
 namespace {
+void check_products(Products products, Device dev, const char* what) {
+  if (products == Products::fp32) return;
+  check(products != Products::tf32 || dev == Device::cuda, std::string(what) + ": tf32 products need CUDA");
+  check(products != Products::bf16 || (dev == Device::cpu && cpu_has_bf16()),
+        std::string(what) + ": bf16 products need a CPU with AVX512_BF16");
+}
+
 void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool relu, Products products,
              const char* what) {
   LinearDims d = linear_dims(x, W, b, y, what);
   Device dev = common_device({&x, &W, &b, &y}, what);
+  check_products(products, dev, what);
   const float* bp = b.defined() ? b.data() : nullptr;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::linear_forward(x.data(), W.data(), bp, y.data(), d.rows, d.in, d.out, relu));
+    LT_ON_CUDA(cuda::linear_forward(x.data(), W.data(), bp, y.data(), d.rows, d.in, d.out, relu,
+                                    products == Products::tf32));
 
   float* yp = y.data();
   if (bp) {
@@ -45,7 +54,7 @@ void forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, bool 
     for (int64_t r = 0; r < d.rows; ++r)
       for (int64_t o = 0; o < d.out; ++o) yp[r * d.out + o] = bp[o];
   }
-  if (products == Products::as_set && cpu_bf16_matmul())
+  if (products == Products::bf16)
     cpu::bf16_gemm(false, true, d.rows, d.out, d.in, x.data(), d.in, W.data(), d.in, bp != nullptr, yp, d.out);
   else
     cpu::sgemm(false, true, d.rows, d.out, d.in, 1.f, x.data(), d.in, W.data(), d.in, bp ? 1.f : 0.f, yp,
@@ -58,8 +67,8 @@ void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y
   forward(x, W, b, y, false, products, "linear_forward");
 }
 
-void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
-  forward(x, W, b, y, true, Products::as_set, "linear_relu_forward");
+void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, Products products) {
+  forward(x, W, b, y, true, products, "linear_relu_forward");
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
@@ -68,13 +77,15 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
   check_shape(dW, W.shape(), "linear_backward dW");
   if (dx.defined()) check_shape(dx, x.shape(), "linear_backward dx");
   Device dev = common_device({&x, &W, &dy, &dx, &dW, &db}, "linear_backward");
+  check_products(products, dev, "linear_backward");
   float* dxp = dx.defined() ? dx.data() : nullptr;
   float* dbp = db.defined() ? db.data() : nullptr;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::linear_backward(x.data(), W.data(), dy.data(), dxp, dW.data(), dbp, d.rows, d.in, d.out));
+    LT_ON_CUDA(cuda::linear_backward(x.data(), W.data(), dy.data(), dxp, dW.data(), dbp, d.rows, d.in, d.out,
+                                     products == Products::tf32));
 
   const float* dyp = dy.data();
-  if (products == Products::as_set && cpu_bf16_matmul()) {
+  if (products == Products::bf16) {
     if (dxp) cpu::bf16_gemm(false, false, d.rows, d.in, d.out, dyp, d.out, W.data(), d.in, false, dxp, d.in);
     cpu::bf16_gemm(true, false, d.out, d.in, d.rows, dyp, d.out, x.data(), d.in, true, dW.data(), d.in);
   } else {

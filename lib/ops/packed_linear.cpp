@@ -110,30 +110,18 @@ LT_AVX512_BF16 void round_rows(const float* x, int64_t rows, int64_t in, uint32_
 }
 }  // namespace
 
-const char* precision_name(StepPrecision p) { return p == StepPrecision::bf16 ? "bf16" : "fp32"; }
-
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-}
-
-bool cpu_has_bf16() {
-  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
-
-PackedLinear::PackedLinear(const Tensor& W, StepPrecision precision) : precision_(precision) {
+PackedLinear::PackedLinear(const Tensor& W, Products products) : products_(products) {
   check(W.device() == Device::cpu && W.ndim() == 2,
         "packed linear weights must be a 2-D CPU tensor, got " + shape_str(W.shape()));
-  if (precision == StepPrecision::bf16)
+  check(products != Products::tf32, "tf32 products are a CUDA precision; the CPU packs fp32 or bf16");
+  if (products == Products::bf16)
     check(cpu_has_bf16(), "bf16 products need a CPU with AVX512_BF16 (this one lacks it)");
   else
     check(cpu_has_avx512(), "packed fp32 products need a CPU with AVX-512 (this one lacks it)");
   out_ = W.dim(0), in_ = W.dim(1);
   const int64_t panels = (out_ + kPanel - 1) / kPanel;
   const float* w = W.data();
-  if (precision == StepPrecision::fp32) {
+  if (products == Products::fp32) {
     packed_ = Tensor::zeros({panels * in_ * kPanel});
     float* p = packed_.data();
     for (int64_t n = 0; n < out_; ++n)
@@ -160,7 +148,7 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   if (b.defined() && b.numel() != out_)
     throw Error("packed linear bias must have " + std::to_string(out_) + " values, got " + std::to_string(b.numel()));
   const int64_t panels = (out_ + kPanel - 1) / kPanel;
-  const bool bf16 = precision_ == StepPrecision::bf16;
+  const bool bf16 = products_ == Products::bf16;
   const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
   const void* xs = x.data();
   if (bf16) {

@@ -1,7 +1,6 @@
-// The image model's training loop and its test-split evaluation.
+// The image task of the training loop, and its test-split evaluations.
 #include "lt/image_training.h"
 
-#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -17,6 +16,40 @@ ImageEvaluation evaluation(double total, int64_t images) {
   e.bits_per_dim = e.nats_per_dim / std::log(2.0);
   return e;
 }
+
+// Images `indices` of set as int32 subpixels [indices.size(), subpixels].
+void gather(const ImageSet& set, const std::vector<int64_t>& indices, std::vector<int32_t>& out) {
+  const int64_t S = set.image_bytes();
+  out.resize(indices.size() * S);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const uint8_t* src = set.pixels.data() + indices[i] * S;
+    for (int64_t j = 0; j < S; ++j) out[i * S + j] = src[j];
+  }
+}
+
+int64_t images_to_evaluate(const ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+  check_image_size(model, set);
+  check(batch >= 1, "evaluation batch must be >= 1");
+  const int64_t n = limit > 0 ? std::min(limit, set.count) : set.count;
+  check(n > 0, set.source + ": no images to evaluate");
+  return n;
+}
+
+// Mean nats per subpixel of images 0..n-1 through replicas, batch images at a time.
+double mean_nll(const ImageModel& model, const ImageSet& set, int64_t n, int64_t batch, ReplicaSet& replicas,
+                const ForwardOptions& options) {
+  double total = 0;
+  std::vector<int64_t> idx;
+  std::vector<int32_t> pixels;
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t B = std::min(batch, n - start);
+    idx.resize(B);
+    for (int64_t i = 0; i < B; ++i) idx[i] = start + i;
+    gather(set, idx, pixels);
+    total += replicas.forward(model.batch(pixels, B), options).loss * double(B);
+  }
+  return total;
+}
 }  // namespace
 
 void check_image_size(const ImageModel& model, const ImageSet& set) {
@@ -27,49 +60,26 @@ void check_image_size(const ImageModel& model, const ImageSet& set) {
             std::to_string(c.width) + "x" + std::to_string(c.channels));
 }
 
-void gather_images(const ImageSet& set, const std::vector<int64_t>& indices, Tensor& tokens) {
-  const int64_t S = set.image_bytes(), B = int64_t(indices.size());
-  std::vector<int32_t> v(B * S);
-  for (int64_t i = 0; i < B; ++i) {
-    const uint8_t* src = set.pixels.data() + indices[i] * S;
-    for (int64_t j = 0; j < S; ++j) v[i * S + j] = src[j];
-  }
-  tokens.copy_from(Tensor::from_vector(v, {B, S}));
-}
-
-static int64_t images_to_evaluate(const ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
-  check_image_size(model, set);
-  check(batch >= 1, "evaluation batch must be >= 1");
-  const int64_t n = limit > 0 ? std::min(limit, set.count) : set.count;
-  check(n > 0, set.source + ": no images to evaluate");
-  return n;
-}
-
-ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+ImageEvaluation evaluate_images(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit,
+                                const Precision& precision) {
   const int64_t n = images_to_evaluate(model, set, batch, limit);
-  double total = 0;
-  std::vector<int64_t> idx;
-  ReplicaSet replicas(model, batch);
-  for (int64_t start = 0; start < n; start += batch) {
-    const int64_t B = std::min(batch, n - start);
-    idx.resize(B);
-    for (int64_t i = 0; i < B; ++i) idx[i] = start + i;
-    Tensor tokens = Tensor::empty({B, set.image_bytes()}, model.device(), DType::i32);
-    gather_images(set, idx, tokens);
-    total += replicas.forward(tokens) * double(B);
-  }
-  return evaluation(total, n);
+  ReplicaSet replicas(model.core(), batch);
+  ForwardOptions options;
+  options.precision = precision;
+  return evaluation(mean_nll(model, set, n, batch, replicas, options), n);
 }
 
-ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit) {
+ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set, int64_t batch, int64_t limit,
+                                          const Precision& precision) {
   const int64_t n = images_to_evaluate(model, set, batch, limit);
   const int64_t S = set.image_bytes(), L = model.config().sequence_length();
   const Device d = model.device();
-  model.pack_step_weights();
+  model.prepare_step(precision);
   double total = 0;
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t B = std::min(batch, n - start);
-    Tensor state = model.new_state(B), head = Tensor::empty({B, model.config().head_width()}, d);
+    RecurrentState state = model.new_state(B, precision.state);
+    Tensor head = Tensor::empty({B, model.config().head_width()}, d);
     Tensor nll = Tensor::empty({B}, d);
     // The batch's subpixels position-major [S, B], on the device once: row t
     // is what step t reads and what step t - 1 is scored on.
@@ -87,88 +97,24 @@ ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set
   return evaluation(total / double(L), n);
 }
 
-void save_training_checkpoint(const std::string& path, const ImageModel& model, const Trainer& trainer,
-                              const std::map<std::string, std::string>& metadata) {
-  std::map<std::string, Tensor> tensors;
-  std::map<std::string, std::string> meta = metadata;
-  trainer.save_state(tensors, meta);
-  model.save(path, meta, tensors);
+ImageTrainingTask::ImageTrainingTask(const ImageModel& model, const ImageDataset& data, uint64_t seed,
+                                     int64_t eval_images, int64_t eval_batch)
+    : model_(model), data_(data), order_(data.train.count, seed), eval_images_(eval_images), eval_batch_(eval_batch) {
+  check_image_size(model, data.train);
 }
 
-TrainResult train_image_model(ImageModel& model, Trainer& trainer, const TrainOptions& options,
-                              const ImageDataset& data, const ImageTrainSettings& s,
-                              const std::function<void(const TrainEvent&)>& on_event,
-                              const std::atomic<bool>* stop) {
-  check_image_size(model, data.train);
-  check(s.batch >= 1, "batch must be >= 1");
-  BatchOrder order(data.train.count, options.seed);
-  std::vector<int64_t> idx;
-  Tensor tokens = Tensor::empty({s.batch, data.train.image_bytes()}, model.device(), DType::i32);
-  ReplicaSet replicas(model, s.batch);
-  auto emit = [&](TrainEvent e) {
-    if (on_event) on_event(e);
-  };
-  auto checkpoint = [&] {
-    if (s.checkpoint.empty()) return;
-    save_training_checkpoint(s.checkpoint, model, trainer, s.metadata);
-    TrainEvent e;
-    e.kind = TrainEvent::checkpoint;
-    e.step_index = trainer.step();
-    e.epoch = order.epoch(trainer.step(), s.batch);
-    e.path = s.checkpoint;
-    emit(e);
-  };
+void ImageTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
+  order_.batch(step, rows, indices_);
+  gather(data_.train, indices_, pixels_);
+  out = model_.batch(pixels_, rows);
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t first = trainer.step();
-  TrainResult result;
-  while (trainer.step() < s.steps) {
-    if (stop && stop->load()) {
-      checkpoint();
-      result.status = TrainStatus::interrupted;
-      result.step = trainer.step();
-      return result;
-    }
-    const int64_t t = trainer.step();
-    order.batch(t, s.batch, idx);
-    gather_images(data.train, idx, tokens);
-    double loss = replicas.forward_backward(tokens, trainer.dropout_seed());
-    if (!std::isfinite(loss)) {
-      result.status = TrainStatus::diverged;
-      result.step = t;
-      result.message = "loss is " + std::string(std::isnan(loss) ? "NaN" : "Inf") + " at step " +
-                       std::to_string(t + 1) + "; stopped without updating" +
-                       (s.checkpoint.empty() ? std::string() : ", " + s.checkpoint + " keeps the last good state");
-      return result;
-    }
-    float lr = trainer.update();
-
-    TrainEvent e;
-    e.step_index = trainer.step();
-    e.loss = loss;
-    e.bits_per_dim = loss / std::log(2.0);
-    e.lr = lr;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    e.examples_per_s = secs > 0 ? double(trainer.step() - first) * double(s.batch) / secs : 0;
-    e.epoch = order.epoch(trainer.step(), s.batch);
-    emit(e);
-
-    if (s.eval_every > 0 && trainer.step() % s.eval_every == 0 && data.test.count > 0) {
-      ScopedCpuBf16Matmul fp32(false);  // test bits/dim comparable across runs, bf16 or not
-      ImageEvaluation ev = evaluate_images(model, data.test, s.batch, s.eval_images);
-      TrainEvent te;
-      te.kind = TrainEvent::eval;
-      te.step_index = trainer.step();
-      te.loss = ev.nats_per_dim;
-      te.bits_per_dim = ev.bits_per_dim;
-      te.epoch = e.epoch;
-      emit(te);
-    }
-    if (s.checkpoint_every > 0 && trainer.step() % s.checkpoint_every == 0 && trainer.step() < s.steps) checkpoint();
-  }
-  checkpoint();
-  result.step = trainer.step();
-  return result;
+Evaluation ImageTrainingTask::evaluate(ReplicaSet& replicas, const ForwardOptions& options) {
+  const int64_t n = images_to_evaluate(model_, data_.test, eval_batch_, eval_images_);
+  Evaluation e;
+  e.examples = n;
+  e.loss = mean_nll(model_, data_.test, n, eval_batch_, replicas, options) / double(n);
+  return e;
 }
 
 }  // namespace lt

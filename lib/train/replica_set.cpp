@@ -7,14 +7,14 @@
 #include "backend/cpu_blas.h"
 #include "lt/backend.h"
 #include "lt/error.h"
-#include "lt/image_training.h"
+#include "lt/training_loop.h"
 
 namespace lt {
 
-ReplicaSet::ReplicaSet(ImageModel& model, int64_t batch) : model_(model) {
+ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch) : model_(model) {
   const int64_t n = model.device() == Device::cpu ? std::min<int64_t>(num_threads(), batch) : 1;
   for (int64_t r = 1; r < n; ++r) {
-    auto m = std::make_unique<ImageModel>(model.config(), Device::cpu);
+    auto m = std::make_unique<SequenceModel>(model.config(), Device::cpu);
     m->params().share_values(model.params());
     extra_.push_back(std::move(m));
   }
@@ -22,20 +22,34 @@ ReplicaSet::ReplicaSet(ImageModel& model, int64_t batch) : model_(model) {
 
 ReplicaSet::~ReplicaSet() = default;
 
-// Runs pass(model, images of its share, r) on every replica in parallel;
-// returns the replicas' losses. An error in any replica (bad image bytes, say)
-// is rethrown here: one escaping an OpenMP region would end the process.
+namespace {
+int64_t counted(const SequenceBatch& b) {
+  if (b.first.empty()) return b.rows * b.length;
+  int64_t n = 0;
+  for (int64_t r = 0; r < b.rows; ++r) n += b.last[r] - b.first[r];
+  return n;
+}
+
+// Replica r's rows of a batch of B split n ways.
+int64_t split(int64_t B, int64_t r, int64_t n) { return B * r / n; }
+}  // namespace
+
+// Runs pass(model, its share of the batch, r) on every replica in parallel and
+// weights the scores by the shares' counted positions. An error in any replica
+// (a bad token, say) is rethrown here: one escaping an OpenMP region would end
+// the process.
 template <class Pass>
-std::vector<double> ReplicaSet::run(const Tensor& images, Pass&& pass) {
-  const int64_t n = replicas(), B = images.dim(0);
-  std::vector<double> loss(n);
+std::vector<BatchScore> ReplicaSet::run(const SequenceBatch& batch, Pass&& pass) {
+  const int64_t n = replicas();
+  std::vector<BatchScore> score(n);
   std::vector<std::exception_ptr> error(n);
   {
     cpu::SingleThreadedBlas single;
 #pragma omp parallel for schedule(static, 1) num_threads(int(n))
     for (int64_t r = 0; r < n; ++r) {
       try {
-        loss[r] = pass(r == 0 ? model_ : *extra_[r - 1], images.rows(B * r / n, B * (r + 1) / n), r);
+        const SequenceBatch part = batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n));
+        score[r] = pass(r == 0 ? model_ : *extra_[r - 1], part, r);
       } catch (...) {
         error[r] = std::current_exception();
       }
@@ -43,57 +57,70 @@ std::vector<double> ReplicaSet::run(const Tensor& images, Pass&& pass) {
   }
   for (const std::exception_ptr& e : error)
     if (e) std::rethrow_exception(e);
-  return loss;
+  return score;
 }
 
-double ReplicaSet::share(int64_t r, int64_t B) const {
-  const int64_t n = replicas();
-  return double(B * (r + 1) / n - B * r / n) / double(B);
-}
-
-double ReplicaSet::forward(const Tensor& images) {
-  if (replicas() == 1 || images.dim(0) < replicas()) return model_.forward(images, false, 0);
-  std::vector<double> loss = run(images, [](ImageModel& m, const Tensor& part, int64_t) {
-    return m.forward(part, false, 0);
-  });
-  double total = 0;
-  for (int64_t r = 0; r < replicas(); ++r) total += loss[r] * share(r, images.dim(0));
-  return total;
-}
-
-double ReplicaSet::forward_backward(const Tensor& images, uint64_t seed) {
-  const int64_t n = replicas(), B = images.dim(0);
-  check(B >= n, "a training batch needs at least one image per replica");
-  if (n == 1) {
-    double loss = model_.forward(images, true, seed);
-    if (std::isfinite(loss)) model_.backward();
-    return loss;
+BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
+  BatchScore s;
+  if (replicas() == 1 || batch.rows < replicas()) {
+    s.loss = model_.forward(batch, options, nullptr, accuracy ? &s.accuracy : nullptr);
+    return s;
   }
-  std::vector<double> loss = run(images, [seed](ImageModel& m, const Tensor& part, int64_t r) {
-    if (r > 0) m.params().zero_grad();
-    double l = m.forward(part, true, seed ^ (0xD1B54A32D192ED03ull * uint64_t(r)));
-    if (std::isfinite(l)) m.backward();
-    return l;
+  std::vector<BatchScore> part = run(batch, [&](SequenceModel& m, const SequenceBatch& b, int64_t) {
+    BatchScore p;
+    p.loss = m.forward(b, options, nullptr, accuracy ? &p.accuracy : nullptr);
+    return p;
   });
-  // The batch mean: replica r's mean weighted by its share of the images.
-  double total = 0;
+  const double total = double(counted(batch));
+  const int64_t n = replicas();
+  for (int64_t r = 0; r < n; ++r) {
+    const double w = double(counted(batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n)))) / total;
+    s.loss += part[r].loss * w;
+    s.accuracy += part[r].accuracy * w;
+  }
+  return s;
+}
+
+BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
+  const int64_t n = replicas();
+  check(batch.rows >= n, "a training batch needs at least one row per replica");
+  BatchScore s;
+  if (n == 1) {
+    s.loss = model_.forward(batch, options, nullptr, accuracy ? &s.accuracy : nullptr);
+    if (std::isfinite(s.loss)) model_.backward();
+    return s;
+  }
+  std::vector<BatchScore> part = run(batch, [&](SequenceModel& m, const SequenceBatch& b, int64_t r) {
+    if (r > 0) m.params().zero_grad();
+    ForwardOptions o = options;
+    o.seed = options.seed ^ (0xD1B54A32D192ED03ull * uint64_t(r));
+    BatchScore p;
+    p.loss = m.forward(b, o, nullptr, accuracy ? &p.accuracy : nullptr);
+    if (std::isfinite(p.loss)) m.backward();
+    return p;
+  });
+  // The batch mean: replica r's mean weighted by its share of the counted positions.
   float* g = model_.params().grads().data();
   const int64_t numel = model_.params().grads().numel();
+  const double total = double(counted(batch));
   std::vector<float> w(n);
   std::vector<const float*> grads(n, g);
   for (int64_t r = 0; r < n; ++r) {
-    w[r] = float(share(r, B));
-    total += loss[r] * share(r, B);
+    const double share =
+        double(counted(batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n)))) / total;
+    w[r] = float(share);
+    s.loss += part[r].loss * share;
+    s.accuracy += part[r].accuracy * share;
     if (r > 0) grads[r] = extra_[r - 1]->params().grads().data();
   }
-  if (!std::isfinite(total)) return total;
+  if (!std::isfinite(s.loss)) return s;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < numel; ++i) {
     float sum = w[0] * g[i];
     for (int64_t r = 1; r < n; ++r) sum += w[r] * grads[r][i];
     g[i] = sum;
   }
-  return total;
+  return s;
 }
 
 }  // namespace lt

@@ -42,14 +42,14 @@ inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const
 // milliseconds: height x width x channels, 2 layers, d 16, 2 heads.
 inline std::string tiny_image_checkpoint(const TempDir& dir, const std::string& name, int64_t height = 6,
                                          int64_t width = 5, int64_t channels = 1,
-                                         AttentionKind attention = AttentionKind::causal_linear,
+                                         AttentionKind attention = AttentionKind::linear,
                                          uint64_t seed = 7) {
   ImageModelConfig c;
   c.height = height;
   c.width = width;
   c.channels = channels;
   c.mixtures = 3;
-  c.transformer = TransformerConfig{2, 2, 8, 16, 32, attention, "elu", 0.1f};
+  c.transformer = TransformerConfig{2, 2, 8, 16, 32, attention, Direction::causal, "elu", 0.1f};
   ImageModel model(c, Device::cpu);
   model.init_parameters(seed);
   const std::string path = dir.file(name);

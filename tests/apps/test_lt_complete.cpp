@@ -24,7 +24,7 @@ TEST_CASE("lt-complete keeps the top rows exactly and writes completions and a s
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const std::string model = tiny_image_checkpoint(dir, "m.safetensors", 6, 5, 3, kind);
     Image in = random_image(rng, 5, 6, 3);
     write_png(dir.file("in.png"), in);

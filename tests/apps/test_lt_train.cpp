@@ -165,9 +165,8 @@ TEST_CASE("lt-train trains a tiny image model and --eval agrees with evaluate_im
     // ... and exactly what lt-sample-image and lt-complete run with --bf16: the step in
     // bf16, every other product (the output head's) in fp32.
     auto bf16_step = ImageModel::load(ckpt, Device::cpu);
-    bf16_step->set_step_precision(StepPrecision::bf16);
-    REQUIRE_FALSE(cpu_bf16_matmul());
-    const ImageEvaluation sampled = evaluate_images_recurrent(*bf16_step, load_image_dataset(data).test, 64);
+    const ImageEvaluation sampled = evaluate_images_recurrent(*bf16_step, load_image_dataset(data).test, 64, 0,
+                                                              Precision{Products::bf16, DType::bf16});
     CHECK(j["bits_per_dim"].get<double>() == doctest::Approx(sampled.bits_per_dim).epsilon(1e-12));
     // The parallel pass with bf16 products: within a percent too, and not the fp32 number.
     r = lt_train(dir, "--eval --bf16 -m " + q(ckpt) + " --data " + q(data) + " -f json");

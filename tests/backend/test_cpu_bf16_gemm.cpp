@@ -76,13 +76,8 @@ TEST_CASE("linear layer with bf16 products: forward and gradients of the rounded
   Tensor x = rng.randn({rows, in}), W = rng.randn({out, in}, 0.2), b = rng.randn({out}), dy = rng.randn({rows, out});
   Tensor y = Tensor::empty({rows, out}), dx = Tensor::empty({rows, in}), dW = rng.randn({out, in}), db = Tensor::zeros({out});
   const std::vector<float> dW0 = dW.to_vector();
-  {
-    ScopedCpuBf16Matmul on(true);
-    CHECK(cpu_bf16_matmul());
-    linear_forward(x, W, b, y);
-    linear_backward(x, W, dy, dx, dW, db);
-  }
-  CHECK_FALSE(cpu_bf16_matmul());
+  linear_forward(x, W, b, y, Products::bf16);
+  linear_backward(x, W, dy, dx, dW, db, Products::bf16);
   const std::vector<float> xv = x.to_vector(), Wv = W.to_vector(), bv = b.to_vector(), dyv = dy.to_vector();
   std::vector<double> y_want(rows * out), dx_want(rows * in, 0.0), dW_want(dW0.begin(), dW0.end());
   for (int64_t r = 0; r < rows; ++r)
@@ -104,16 +99,19 @@ TEST_CASE("linear layer with bf16 products: forward and gradients of the rounded
     for (int64_t o = 0; o < out; ++o) db_want[o] += dyv[r * out + o];
   CHECK(rel_error(db, db_want) < 1e-5);
 
-  // Products::fp32 (an output head) opts out: the fp32 products, bitwise.
-  auto run = [&](bool bf16, Products products) {
+  // The precision is the call's alone: an fp32 call after a bf16 one gives
+  // OpenBLAS's fp32 products bitwise.
+  auto run = [&](Products products) {
     Tensor y = Tensor::empty({rows, out}), dx = Tensor::empty({rows, in}), dW = Tensor::zeros({out, in}),
            db = Tensor::zeros({out});
-    ScopedCpuBf16Matmul on(bf16);
     linear_forward(x, W, b, y, products);
     linear_backward(x, W, dy, dx, dW, db, products);
     return std::vector<std::vector<float>>{y.to_vector(), dx.to_vector(), dW.to_vector()};
   };
-  const auto fp32 = run(false, Products::as_set);
-  CHECK(run(true, Products::fp32) == fp32);
-  CHECK(run(true, Products::as_set)[0] != fp32[0]);  // the setting does reach the other products
+  const auto fp32 = run(Products::fp32);
+  CHECK(run(Products::bf16)[0] != fp32[0]);
+  CHECK(run(Products::fp32) == fp32);
+  // A precision the device cannot run is refused.
+  CHECK_THROWS_WITH_AS(linear_forward(x, W, b, y, Products::tf32), doctest::Contains("tf32 products need CUDA"),
+                       lt::Error);
 }

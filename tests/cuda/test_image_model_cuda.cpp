@@ -16,7 +16,7 @@ namespace {
 constexpr Device kGpu = Device::cuda;
 
 // Head dims that are not multiples of 32 and a length past one causal chunk.
-ImageModelConfig small_config(Rng& rng, AttentionKind attention, OutputHead head) {
+ImageModelConfig small_config(Rng& rng, AttentionKind attention, HeadKind head) {
   ImageModelConfig c;
   c.height = rng.integer(5, 9);
   c.width = rng.integer(5, 9);
@@ -59,8 +59,8 @@ struct Pair {
 
 TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, both heads, dropout on)") {
   if (!cuda_or_skip()) return;
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
-    for (OutputHead head : {OutputHead::mixture_of_logistics, OutputHead::categorical}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+    for (HeadKind head : {HeadKind::mixture_of_logistics, HeadKind::categorical}) {
       uint64_t seed = fresh_seed();
       INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
       Rng rng(seed);
@@ -69,8 +69,8 @@ TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, b
       const int64_t B = rng.integer(1, 4), L = c.sequence_length();
       Tensor images = random_images(rng, B, c.subpixels());
       Tensor nll_cpu = Tensor::empty({B * L}), nll_gpu = Tensor::empty({B * L}, kGpu);
-      double loss_cpu = m.cpu.forward(images, true, 91, &nll_cpu);
-      double loss_gpu = m.gpu.forward(images.to(kGpu), true, 91, &nll_gpu);
+      double loss_cpu = m.cpu.forward(images, {true, 91}, &nll_cpu);
+      double loss_gpu = m.gpu.forward(images.to(kGpu), {true, 91}, &nll_gpu);
       CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
       CHECK(rel_error(nll_gpu, nll_cpu) < 1e-4);
       m.cpu.params().zero_grad();
@@ -96,15 +96,15 @@ TEST_CASE("cuda training steps follow the CPU") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   Pair m(c, seed);
   TrainOptions options;
   options.schedule.lr = 1e-3f;
   Trainer tc(m.cpu.params(), options), tg(m.gpu.params(), options);
   for (int s = 0; s < 5; ++s) {
     Tensor images = random_images(rng, 2, c.subpixels());
-    m.cpu.forward(images, true, tc.dropout_seed());
-    m.gpu.forward(images.to(kGpu), true, tg.dropout_seed());
+    m.cpu.forward(images, {true, tc.dropout_seed()});
+    m.gpu.forward(images.to(kGpu), {true, tg.dropout_seed()});
     m.cpu.backward();
     m.gpu.backward();
     tc.update();
@@ -115,11 +115,11 @@ TEST_CASE("cuda training steps follow the CPU") {
 
 TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
   if (!cuda_or_skip()) return;
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
-    ImageModelConfig c = small_config(rng, kind, OutputHead::mixture_of_logistics);
+    ImageModelConfig c = small_config(rng, kind, HeadKind::mixture_of_logistics);
     Pair m(c, seed);
     const int64_t B = 3, S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 2);
     std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
@@ -127,17 +127,17 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
     for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
     Tensor tokens = Tensor::from_vector(prefix, {B, T});
 
-    Tensor sc = m.cpu.new_state(B), sg = m.gpu.new_state(B);
+    RecurrentState sc = m.cpu.new_state(B), sg = m.gpu.new_state(B);
     Tensor hc = Tensor::empty({B, c.head_width()}), hg = Tensor::empty({B, c.head_width()}, kGpu);
     m.cpu.prefill(tokens, sc, hc);
     m.gpu.prefill(tokens.to(kGpu), sg, hg);
     CHECK(rel_error(hg, hc) < 1e-4);
-    CHECK(rel_error(sg, sc) < 1e-4);
+    CHECK(rel_error(sg.buffer, sc.buffer) < 1e-4);
 
     // Fork element 1 into a fresh batch of 2 at slot 0 and step on both devices.
-    Tensor fc = m.cpu.new_state(2), fg = m.gpu.new_state(2);
-    m.cpu.copy_state_element(sc, B, 1, fc, 2, 0);
-    m.gpu.copy_state_element(sg, B, 1, fg, 2, 0);
+    RecurrentState fc = m.cpu.new_state(2), fg = m.gpu.new_state(2);
+    m.cpu.copy_state_element(sc, 1, fc, 0);
+    m.gpu.copy_state_element(sg, 1, fg, 0);
     Tensor hc2 = Tensor::empty({2, c.head_width()}), hg2 = Tensor::empty({2, c.head_width()}, kGpu);
     for (int64_t t = T; t < c.sequence_length(); ++t) {
       std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
@@ -151,15 +151,16 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
 
 // Generates B images on the GPU and compares each one's summed step
 // log-likelihood with the GPU's parallel pass over the same image.
-static void check_generation_against_parallel(ImageModel& gpu, uint64_t seed, int64_t B, double tolerance) {
+static void check_generation_against_parallel(ImageModel& gpu, uint64_t seed, int64_t B, double tolerance,
+                                             const Precision& precision = {}) {
   const ImageModelConfig& c = gpu.config();
-  ImageGenerator gen(gpu, B);
+  ImageGenerator gen(gpu, B, precision);
   std::vector<uint8_t> pixels;
   std::vector<double> nll;
   gen.generate(seed, pixels, nullptr, nullptr, &nll);
   std::vector<int32_t> px(pixels.begin(), pixels.end());
   Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
-  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), false, 0, &per);
+  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), {false, 0}, &per);
   std::vector<float> pv = per.to_vector();
   for (int64_t b = 0; b < B; ++b) {
     double sum = 0;
@@ -173,7 +174,7 @@ TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModel gpu(small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics), kGpu);
+  ImageModel gpu(small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics), kGpu);
   gpu.init_parameters(seed);
   check_generation_against_parallel(gpu, seed, 4, 1e-4);
 }
@@ -183,15 +184,13 @@ TEST_CASE("cuda bf16 state: half the bytes of S, and generation log-likelihoods 
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   ImageModel gpu(c, kGpu);
   gpu.init_parameters(seed);
-  const int64_t B = 4, fp32_state = gpu.state_numel(B);
-  gpu.set_step_precision(StepPrecision::bf16);
-  CHECK(gpu.step_precision() == StepPrecision::bf16);
+  const int64_t B = 4, fp32_state = gpu.core().state_numel(B, DType::f32);
   const int64_t H = c.transformer.heads, E = c.transformer.head_dim, layers = c.transformer.layers;
-  CHECK(fp32_state - gpu.state_numel(B) == layers * (B * H * E * E - (B * H * E * E + 1) / 2));
-  check_generation_against_parallel(gpu, seed, B, 1e-2);
+  CHECK(fp32_state - gpu.core().state_numel(B, DType::bf16) == layers * (B * H * E * E - (B * H * E * E + 1) / 2));
+  check_generation_against_parallel(gpu, seed, B, 1e-2, Precision{Products::fp32, DType::bf16});
 }
 
 TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding of the fp32 state's") {
@@ -199,25 +198,25 @@ TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding 
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = small_config(rng, AttentionKind::causal_linear, OutputHead::mixture_of_logistics);
+  ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   ImageModel fp32(c, kGpu), bf16(c, kGpu);
   fp32.init_parameters(seed);
   bf16.init_parameters(seed);
-  bf16.set_step_precision(StepPrecision::bf16);
+  bf16.prepare_step(Precision{Products::fp32, DType::bf16});
   const int64_t B = 3, S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 2);
   std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
   std::vector<int32_t> prefix;
   for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
   Tensor tokens = Tensor::from_vector(prefix, {B, T}).to(kGpu);
-  Tensor s32 = fp32.new_state(B), s16 = bf16.new_state(B);
+  RecurrentState s32 = fp32.new_state(B), s16 = bf16.new_state(B, DType::bf16);
   Tensor h32 = Tensor::empty({B, c.head_width()}, kGpu), h16 = Tensor::empty({B, c.head_width()}, kGpu);
   fp32.prefill(tokens, s32, h32);
   bf16.prefill(tokens, s16, h16);
   CHECK(rel_error(h16, h32) < 1e-4);  // the head after the prefix comes from the parallel pass
   // Fork element 1 into slot 0 of a batch of 2 and step both to the end.
-  Tensor f32 = fp32.new_state(2), f16 = bf16.new_state(2);
-  fp32.copy_state_element(s32, B, 1, f32, 2, 0);
-  bf16.copy_state_element(s16, B, 1, f16, 2, 0);
+  RecurrentState f32 = fp32.new_state(2), f16 = bf16.new_state(2, DType::bf16);
+  fp32.copy_state_element(s32, 1, f32, 0);
+  bf16.copy_state_element(s16, 1, f16, 0);
   Tensor g32 = Tensor::empty({2, c.head_width()}, kGpu), g16 = Tensor::empty({2, c.head_width()}, kGpu);
   for (int64_t t = T; t < c.sequence_length(); ++t) {
     std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};

@@ -54,17 +54,18 @@ TEST_CASE("cuda linear forward with the bias and ReLU in the product's epilogue 
           INFO("first row " << first << " bias " << bias << " relu " << relu);
           Tensor x = xs.rows(first, first + rows), gx = gxs.rows(first, first + rows);
           Tensor y = Tensor::empty({rows, out}), gy = Tensor::empty({rows, out}, Device::cuda);
-          auto forward = [relu](const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y) {
-            relu ? linear_relu_forward(x, W, b, y) : linear_forward(x, W, b, y);
+          auto forward = [relu](const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y, Products p) {
+            relu ? linear_relu_forward(x, W, b, y, p) : linear_forward(x, W, b, y, p);
           };
-          forward(x, W, bias ? b : Tensor(), y);
-          forward(gx, gW, bias ? gb : Tensor(), gy);
+          forward(x, W, bias ? b : Tensor(), y, Products::fp32);
+          forward(gx, gW, bias ? gb : Tensor(), gy, Products::fp32);
           CHECK(rel_error(gy, y) < 1e-5);
           // TF32 keeps 10 bits of each operand: products within about 1e-3.
-          set_cuda_tf32(true);
-          forward(gx, gW, bias ? gb : Tensor(), gy);
-          set_cuda_tf32(false);
+          forward(gx, gW, bias ? gb : Tensor(), gy, Products::tf32);
           CHECK(rel_error(gy, y) < 5e-3);
+          // and the next fp32 product is full fp32 again
+          forward(gx, gW, bias ? gb : Tensor(), gy, Products::fp32);
+          CHECK(rel_error(gy, y) < 1e-5);
         }
   }
 }

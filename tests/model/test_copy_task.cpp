@@ -1,5 +1,5 @@
 // The copy task (paper section 4.1.1): the batches against the reference's
-// CopyTask formulas, CopyModel's loss and accuracy against a float64 model,
+// CopyTask formulas, the copy model's loss and accuracy against a float64 model,
 // its gradients against finite differences, checkpoints, and that a tiny model
 // actually learns to copy with both attentions.
 #include <algorithm>
@@ -25,7 +25,7 @@ CopyTaskConfig tiny_copy_config(AttentionKind attention, int64_t layers = 2, int
   CopyTaskConfig c;
   c.sequence_length = 16;
   c.symbols = 4;
-  c.transformer = TransformerConfig{layers, heads, d / heads, d, 2 * d, attention, "elu", 0.f};
+  c.transformer = TransformerConfig{layers, heads, d / heads, d, 2 * d, attention, Direction::causal, "elu", 0.f};
   return c;
 }
 
@@ -38,15 +38,15 @@ struct RefScore {
   int64_t close = 0, counted = 0;
 };
 
-RefScore reference_score(CopyModel& model, const CopyBatch& b) {
-  const CopyTaskConfig& c = model.config();
+RefScore reference_score(SequenceModel& model, const SequenceBatch& b) {
+  const CopyTaskConfig c = copy_task_of(model.config());
   const int64_t L = c.sequence_length, V = c.symbols + 1, d = c.transformer.d_model;
   RefWeights W(model.params().named_values());
   std::vector<double> pe = ref_position_code(L, d / 2);
   RefScore s;
   int64_t right = 0;
   for (int64_t r = 0; r < b.rows; ++r) {
-    std::vector<int32_t> x(b.x.begin() + r * L, b.x.begin() + (r + 1) * L);
+    std::vector<int32_t> x(b.inputs.begin() + r * L, b.inputs.begin() + (r + 1) * L);
     std::vector<double> logits = ref_sequence_model(W, c.transformer.layers, c.transformer.heads,
                                                     c.transformer.attention == AttentionKind::softmax, x, pe);
     for (int64_t i = b.first[r]; i < b.last[r]; ++i) {
@@ -54,7 +54,7 @@ RefScore reference_score(CopyModel& model, const CopyBatch& b) {
       const double top = *std::max_element(row, row + V);
       double sum = 0;
       for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - top);
-      const int32_t target = b.y[r * L + i];
+      const int32_t target = b.targets[r * L + i];
       s.loss += -(row[target] - top - std::log(sum));
       const int64_t best = std::max_element(row, row + V) - row;
       right += best == target;
@@ -88,14 +88,14 @@ TEST_CASE("copy batches follow the reference CopyTask formulas") {
     std::set<int64_t> lengths;
     std::set<int32_t> symbols;
     for (int64_t step = 0; step < 10; ++step) {
-      CopyBatch b;
+      SequenceBatch b;
       make_copy_batch(c, seed, step, 64, b);
       REQUIRE(b.rows == 64);
-      REQUIRE(b.x.size() == size_t(64 * k.L));
-      REQUIRE(b.y.size() == size_t(64 * k.L));
+      REQUIRE(b.inputs.size() == size_t(64 * k.L));
+      REQUIRE(b.targets.size() == size_t(64 * k.L));
       for (int64_t r = 0; r < b.rows; ++r) {
-        const int32_t* x = &b.x[r * k.L];
-        const int32_t* y = &b.y[r * k.L];
+        const int32_t* x = &b.inputs[r * k.L];
+        const int32_t* y = &b.targets[r * k.L];
         // The symbols are 1..S, so the separator is the first 0.
         const int64_t n = std::find(x, x + k.L, 0) - x;
         INFO("row " << r << " n " << n);
@@ -126,33 +126,33 @@ TEST_CASE("copy batches are a function of seed and step and row only") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   CopyTaskConfig c;
-  CopyBatch a, b, other, few;
+  SequenceBatch a, b, other, few;
   make_copy_batch(c, seed, 5, 32, a);
   make_copy_batch(c, seed, 6, 32, other);  // in between: no hidden state
   make_copy_batch(c, seed, 5, 32, b);
   make_copy_batch(c, seed, 5, 3, few);
-  CHECK(a.x == b.x);
-  CHECK(a.y == b.y);
+  CHECK(a.inputs == b.inputs);
+  CHECK(a.targets == b.targets);
   CHECK(a.first == b.first);
   CHECK(a.last == b.last);
-  CHECK(a.x != other.x);
-  CHECK(std::equal(few.x.begin(), few.x.end(), a.x.begin()));
+  CHECK(a.inputs != other.inputs);
+  CHECK(std::equal(few.inputs.begin(), few.inputs.end(), a.inputs.begin()));
   make_copy_batch(c, seed + 1, 5, 32, other);
-  CHECK(a.x != other.x);
+  CHECK(a.inputs != other.inputs);
 }
 
 TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and softmax)") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     CopyTaskConfig c = tiny_copy_config(kind);
     c.transformer.dropout = 0.3f;  // train=false must switch it off
-    CopyModel model(c, Device::cpu);
+    SequenceModel model(c.sequence_config(), Device::cpu);
     model.init_parameters(seed);
-    CopyBatch b;
+    SequenceBatch b;
     make_copy_batch(c, seed, 0, 6, b);
     double accuracy = -1;
-    const double loss = model.forward(b, false, 123, &accuracy);
+    const double loss = model.forward(b, {false, 123}, nullptr, &accuracy);
     RefScore ref = reference_score(model, b);
     CHECK(std::abs(loss - ref.loss) < 1e-5 * std::max(1.0, ref.loss));
     CHECK(std::abs(accuracy - ref.accuracy) <= double(ref.close) / double(ref.counted) + 1e-12);
@@ -166,12 +166,12 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
     Trainer trainer(model.params(), opt);
     for (int64_t step = 0; step < 40; ++step) {
       make_copy_batch(c, seed, step + 1, 16, b);
-      model.forward(b, false, 0);
+      model.forward(b, {false, 0});
       model.backward();
       trainer.update();
     }
     make_copy_batch(c, seed, 1000, 8, b);
-    const double loss2 = model.forward(b, false, 0, &accuracy);
+    const double loss2 = model.forward(b, {false, 0}, nullptr, &accuracy);
     ref = reference_score(model, b);
     CHECK(std::abs(loss2 - ref.loss) < 1e-5 * std::max(1.0, ref.loss));
     CHECK(std::abs(accuracy - ref.accuracy) <= double(ref.close) / double(ref.counted) + 1e-12);
@@ -179,17 +179,17 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
 }
 
 TEST_CASE("copy model gradients match finite differences") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
     CopyTaskConfig c = tiny_copy_config(kind);
-    CopyModel model(c, Device::cpu);
+    SequenceModel model(c.sequence_config(), Device::cpu);
     model.init_parameters(seed);
-    CopyBatch b;
+    SequenceBatch b;
     make_copy_batch(c, seed, 3, 3, b);
     model.params().zero_grad();
-    model.forward(b, true, 9);
+    model.forward(b, {true, 9});
     model.backward();
     std::vector<float> grads = model.params().grads().to_vector();
     Tensor values = model.params().values();
@@ -199,7 +199,7 @@ TEST_CASE("copy model gradients match finite differences") {
       Tensor t = model.params().value(p);
       for (int probe = 0; probe < 3; ++probe)
         g.probe(values, grads, (t.data() - values.data()) + rng.integer(0, t.numel() - 1),
-                [&] { return model.forward(b, true, 9); });
+                [&] { return model.forward(b, {true, 9}); });
     }
     CHECK(g.kinks <= int(g.analytic.size()) / 5);
     CHECK(rel_error(g.analytic, g.numeric) < 2e-2);
@@ -214,13 +214,13 @@ TEST_CASE("copy model checkpoints round-trip and reject image checkpoints") {
   c.sequence_length = 12;
   c.symbols = 6;
   c.transformer.dropout = 0.25f;
-  CopyModel model(c, Device::cpu);
+  SequenceModel model(c.sequence_config(), Device::cpu);
   model.init_parameters(seed);
   const std::string path = dir.file("copy.safetensors");
   model.save(path, {{"note", "kept"}});
 
-  auto loaded = CopyModel::load(path, Device::cpu);
-  const CopyTaskConfig& l = loaded->config();
+  auto loaded = load_copy_model(path, Device::cpu);
+  const CopyTaskConfig l = copy_task_of(loaded->config());
   CHECK(l.sequence_length == 12);
   CHECK(l.symbols == 6);
   CHECK(l.transformer.layers == 1);
@@ -232,20 +232,20 @@ TEST_CASE("copy model checkpoints round-trip and reject image checkpoints") {
   std::vector<float> a = model.params().values().to_vector(), b = loaded->params().values().to_vector();
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-  CopyBatch batch;
+  SequenceBatch batch;
   make_copy_batch(c, seed, 0, 4, batch);
-  CHECK(model.forward(batch, false, 0) == loaded->forward(batch, false, 0));
+  CHECK(model.forward(batch, {false, 0}) == loaded->forward(batch, {false, 0}));
   CHECK(load_safetensors(path).meta("note") == "kept");
 
   // An image model's checkpoint is not a copy model.
   ImageModelConfig ic;
   ic.height = 2, ic.width = 3;
   ic.mixtures = 2;
-  ic.transformer = TransformerConfig{1, 2, 4, 8, 16, AttentionKind::causal_linear, "elu", 0.1f};
+  ic.transformer = TransformerConfig{1, 2, 4, 8, 16, AttentionKind::linear, Direction::causal, "elu", 0.1f};
   ImageModel image(ic, Device::cpu);
   const std::string image_path = dir.file("image.safetensors");
   image.save(image_path);
-  std::string err = error_of([&] { CopyModel::load(image_path, Device::cpu); });
+  std::string err = error_of([&] { load_copy_model(image_path, Device::cpu); });
   CHECK(err.find(image_path) != std::string::npos);
   CHECK(err.find("copy") != std::string::npos);
 }
@@ -265,31 +265,32 @@ TEST_CASE("a tiny copy model learns to copy with causal-linear and softmax atten
     OneThread() { set_num_threads(1); }
     ~OneThread() { set_num_threads(before); }
   } one_thread;
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = 11;  // fixed: the thresholds were measured with it
     INFO("attention " << std::string(attention_name(kind)));
     const auto start = std::chrono::steady_clock::now();
     CopyTaskConfig c = tiny_copy_config(kind, 2, 32, 4);
     c.transformer.ff_dim = 128;
-    CopyModel model(c, Device::cpu);
+    SequenceModel model(c.sequence_config(), Device::cpu);
     model.init_parameters(seed);
     TrainOptions opt;
     opt.optimizer = "adam";
     opt.schedule.lr = 3e-3f;
     opt.seed = seed;
     Trainer trainer(model.params(), opt);
-    CopyBatch b;
-    while (trainer.step() < 300) {
-      make_copy_batch(c, seed, trainer.step(), 32, b);
-      model.forward(b, true, trainer.dropout_seed());
-      model.backward();
-      trainer.update();
-    }
+    // The one training loop, as lt-train runs it (one thread: one replica).
+    CopyTrainingTask task(c, seed, 32);
+    TrainLoopSettings s;
+    s.batch = 32;
+    s.steps = 300;
+    s.checkpoint_every = 0;
+    REQUIRE(train_model(model, trainer, task, s, nullptr).status == TrainStatus::finished);
+    SequenceBatch b;
     double loss = 0, accuracy = 0;
     for (int64_t i = 0; i < 10; ++i) {
       double acc = 0;
       make_copy_batch(c, seed + 1000, i, 32, b);
-      loss += model.forward(b, false, 0, &acc) / 10;
+      loss += model.forward(b, {false, 0}, nullptr, &acc) / 10;
       accuracy += acc / 10;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -18,7 +18,7 @@ ImageModelConfig small_config(AttentionKind attention, int64_t channels) {
   c.width = 3;
   c.channels = channels;
   c.mixtures = 4;
-  c.transformer = TransformerConfig{2, 2, 4, 8, 16, attention, "elu", 0.f};
+  c.transformer = TransformerConfig{2, 2, 4, 8, 16, attention, Direction::causal, "elu", 0.f};
   return c;
 }
 
@@ -31,7 +31,7 @@ Tensor as_tokens(const std::vector<uint8_t>& pixels, int64_t B, int64_t S) {
 std::vector<double> parallel_nll(ImageModel& model, const std::vector<uint8_t>& pixels, int64_t B) {
   const int64_t S = model.config().subpixels();
   Tensor per = Tensor::empty({B, S - 1});
-  model.forward(as_tokens(pixels, B, S), false, 0, &per);
+  model.forward(as_tokens(pixels, B, S), {false, 0}, &per);
   std::vector<float> p = per.to_vector();
   std::vector<double> total(B, 0.0);
   for (int64_t b = 0; b < B; ++b)
@@ -41,9 +41,12 @@ std::vector<double> parallel_nll(ImageModel& model, const std::vector<uint8_t>& 
 
 // The NLL of image's subpixels T.. when its prefix 0..T-1 goes in by
 // prefill and the rest by steps, and the same sum from the parallel pass.
-std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std::vector<int32_t>& image, int64_t T) {
+std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std::vector<int32_t>& image, int64_t T,
+                                                   const Precision& precision = {}) {
   const int64_t S = int64_t(image.size());
-  Tensor state = model.new_state(1), head = Tensor::empty({1, model.config().head_width()}), nll = Tensor::empty({1});
+  model.prepare_step(precision);
+  RecurrentState state = model.new_state(1, precision.state);
+  Tensor head = Tensor::empty({1, model.config().head_width()}), nll = Tensor::empty({1});
   model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, head);
   double total = 0;
   for (int64_t t = T; t < S; ++t) {
@@ -52,7 +55,7 @@ std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std:
     if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, head);
   }
   Tensor per = Tensor::empty({1, S - 1});
-  model.forward(Tensor::from_vector(image, {1, S}), false, 0, &per);
+  model.forward(Tensor::from_vector(image, {1, S}), {false, 0}, &per);
   std::vector<float> p = per.to_vector();
   double parallel = 0;
   for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];
@@ -62,7 +65,7 @@ std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std:
 }  // namespace
 
 TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sampled images") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax})
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax})
     for (int64_t channels : {1, 3}) {
       const uint64_t seed = fresh_seed();
       INFO("seed " << seed << " " << std::string(attention_name(kind)) << " channels " << channels);
@@ -81,7 +84,7 @@ TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sa
 TEST_CASE("the same seed gives the same images and another seed other images") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  ImageModel model(small_config(AttentionKind::causal_linear, 1), Device::cpu);
+  ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu);
   model.init_parameters(seed);
   ImageGenerator gen(model, 4);
   std::vector<uint8_t> a, b, c;
@@ -93,7 +96,7 @@ TEST_CASE("the same seed gives the same images and another seed other images") {
 }
 
 TEST_CASE("the first subpixel is drawn from the model's histogram") {
-  ImageModelConfig c = small_config(AttentionKind::causal_linear, 1);
+  ImageModelConfig c = small_config(AttentionKind::linear, 1);
   c.first_subpixel_histogram.assign(256, 0.0);
   c.first_subpixel_histogram[77] = 3;
   c.first_subpixel_histogram[200] = 1;
@@ -111,7 +114,7 @@ TEST_CASE("the first subpixel is drawn from the model's histogram") {
 }
 
 TEST_CASE("completions keep every known subpixel for prefix and scattered masks") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " " << std::string(attention_name(kind)));
     Rng rng(seed);
@@ -146,7 +149,7 @@ TEST_CASE("a completion from a prefill equals one that steps through the prefix"
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModel model(small_config(AttentionKind::causal_linear, 1), Device::cpu);
+  ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu);
   model.init_parameters(seed);
   std::vector<int32_t> image(model.config().subpixels());
   for (auto& v : image) v = int32_t(rng.integer(0, 255));
@@ -159,27 +162,24 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
     std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
     return;
   }
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " " << std::string(attention_name(kind)));
     ImageModelConfig c = small_config(kind, 1);
-    c.transformer = TransformerConfig{2, 4, 8, 32, 64, kind, "elu", 0.f};
+    c.transformer = TransformerConfig{2, 4, 8, 32, 64, kind, Direction::causal, "elu", 0.f};
     ImageModel model(c, Device::cpu);
     model.init_parameters(seed);
     const int64_t B = 5;
-    ImageGenerator gen(model, B);
+    ImageGenerator gen(model, B), gen16(model, B, Precision{Products::bf16, DType::bf16});
     std::vector<uint8_t> fp32, again, pixels;
     gen.generate(seed, fp32);
-    model.set_step_precision(StepPrecision::bf16);
-    CHECK(model.step_precision() == StepPrecision::bf16);
     std::vector<double> nll;
-    gen.generate(seed, pixels, nullptr, nullptr, &nll);
+    gen16.generate(seed, pixels, nullptr, nullptr, &nll);
     // Each product rounds its operands to 8 bits: the per-image NLL moves by
     // well under a percent, while a wrong packing would change it entirely.
     const std::vector<double> parallel = parallel_nll(model, pixels, B);
     for (int64_t b = 0; b < B; ++b) CHECK(nll[b] == doctest::Approx(parallel[b]).epsilon(1e-2));
-    model.set_step_precision(StepPrecision::fp32);
-    gen.generate(seed, again);
+    gen.generate(seed, again);  // the fp32 generator prepares its own weights again
     CHECK(again == fp32);
   }
 }
@@ -192,35 +192,36 @@ TEST_CASE("at bf16 the linear state takes half the bytes and a prefill continues
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = small_config(AttentionKind::causal_linear, 1);
-  c.transformer = TransformerConfig{2, 4, 8, 32, 64, AttentionKind::causal_linear, "elu", 0.f};
+  ImageModelConfig c = small_config(AttentionKind::linear, 1);
+  c.transformer = TransformerConfig{2, 4, 8, 32, 64, AttentionKind::linear, Direction::causal, "elu", 0.f};
   ImageModel model(c, Device::cpu);
   model.init_parameters(seed);
   const int64_t B = 3, H = 4, E = 8, per_layer_z = B * H * E;
-  CHECK(model.state_numel(B) == 2 * (B * H * E * E + per_layer_z));
-  model.set_step_precision(StepPrecision::bf16);
-  CHECK(model.state_numel(B) == 2 * (B * H * E * E / 2 + per_layer_z));
-  Tensor fp32_sized = Tensor::zeros({2 * (B * H * E * E + per_layer_z)}), tokens = Tensor::zeros({B}, Device::cpu, DType::i32);
-  Tensor head = Tensor::empty({B, c.head_width()});
-  CHECK_THROWS_WITH_AS(model.step(fp32_sized, tokens, 0, head), doctest::Contains("at bf16 precision"), lt::Error);
+  CHECK(model.core().state_numel(B, DType::f32) == 2 * (B * H * E * E + per_layer_z));
+  CHECK(model.core().state_numel(B, DType::bf16) == 2 * (B * H * E * E / 2 + per_layer_z));
+  CHECK(model.new_state(B, DType::bf16).buffer.numel() == 2 * (B * H * E * E / 2 + per_layer_z));
+  // A state whose buffer does not match its dtype is refused, naming both.
+  RecurrentState wrong = model.new_state(B);
+  wrong.dtype = DType::bf16;
+  Tensor tokens = Tensor::zeros({B}, Device::cpu, DType::i32), head = Tensor::empty({B, c.head_width()});
+  CHECK_THROWS_WITH_AS(model.step(wrong, tokens, 0, head), doctest::Contains("bfloat16 S"), lt::Error);
 
   // Prefill a prefix into a bf16 state, then step: the image's log-likelihood
   // stays within a percent of the fp32 parallel model's.
   std::vector<int32_t> image(c.subpixels());
   for (auto& v : image) v = int32_t(rng.integer(0, 255));
-  const auto [total, parallel] = prefill_and_parallel_nll(model, image, 5);
+  const auto [total, parallel] = prefill_and_parallel_nll(model, image, 5, Precision{Products::bf16, DType::bf16});
   CHECK(total == doctest::Approx(parallel).epsilon(1e-2));
 }
 
 TEST_CASE("generation packs the weights it samples with afresh: changed weights are never stale") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  ImageModel model(small_config(AttentionKind::causal_linear, 1), Device::cpu), other(model.config(), Device::cpu);
+  ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu), other(model.config(), Device::cpu);
   model.init_parameters(seed);
   other.init_parameters(seed + 1);
   ImageGenerator gen(model, 3), other_gen(other, 3);
   std::vector<uint8_t> before, after, want;
-  model.set_step_precision(StepPrecision::fp32);  // packs the weights now
   gen.generate(seed, before);
   Tensor values = model.params().values();  // a view: writes reach the model
   values.copy_from(other.params().values());

@@ -11,7 +11,7 @@ using namespace lt::test;
 
 namespace {
 
-ImageModelConfig tiny_config(AttentionKind attention, OutputHead head = OutputHead::mixture_of_logistics) {
+ImageModelConfig tiny_config(AttentionKind attention, HeadKind head = HeadKind::mixture_of_logistics) {
   ImageModelConfig c;
   c.height = 3;
   c.width = 4;
@@ -40,7 +40,7 @@ Tensor random_images(Rng& rng, int64_t B, int64_t S) {
 }  // namespace
 
 TEST_CASE("image model gradients match finite differences (causal-linear and softmax with dropout)") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
@@ -50,7 +50,7 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
     model.init_parameters(seed);
     Tensor images = random_images(rng, 2, c.subpixels());
     model.params().zero_grad();
-    model.forward(images, true, 77);
+    model.forward(images, {true, 77});
     model.backward();
     std::vector<float> grads = model.params().grads().to_vector();
 
@@ -61,7 +61,7 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
       size_t p = size_t(rng.integer(0, int64_t(model.params().size()) - 1));
       Tensor t = model.params().value(p);
       int64_t offset = (t.data() - values.data()) + rng.integer(0, t.numel() - 1);
-      g.probe(values, grads, offset, [&] { return model.forward(images, true, 77); });
+      g.probe(values, grads, offset, [&] { return model.forward(images, {true, 77}); });
     }
     CHECK(g.kinks <= 10);
     CHECK(rel_error(g.analytic, g.numeric) < 2e-2);
@@ -69,8 +69,8 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
 }
 
 TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every position") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
-    for (OutputHead head : {OutputHead::mixture_of_logistics, OutputHead::categorical}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+    for (HeadKind head : {HeadKind::mixture_of_logistics, HeadKind::categorical}) {
       uint64_t seed = fresh_seed();
       INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
       Rng rng(seed);
@@ -81,11 +81,11 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       const int64_t B = 3, S = c.subpixels(), L = c.sequence_length();
       Tensor images = random_images(rng, B, S);
       Tensor nll = Tensor::empty({B * L});
-      double mean = model.forward(images, false, 0, &nll);
+      double mean = model.forward(images, {false, 0}, &nll);
       std::vector<float> parallel = nll.to_vector();
 
       std::vector<int32_t> px = images.to_vector_i32();
-      Tensor state = model.new_state(B);
+      RecurrentState state = model.new_state(B);
       Tensor logits = Tensor::empty({B, c.head_width()});
       Tensor step_nll = Tensor::empty({B});
       std::vector<double> recurrent(B * L);
@@ -105,7 +105,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
 }
 
 TEST_CASE("prefill then step continues exactly like stepping from the start and forked states agree") {
-  for (AttentionKind kind : {AttentionKind::causal_linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
@@ -115,15 +115,17 @@ TEST_CASE("prefill then step continues exactly like stepping from the start and 
     const int64_t S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 1);
     std::vector<int32_t> px = random_images(rng, 1, S).to_vector_i32();
 
-    Tensor stepped = model.new_state(1), head = Tensor::empty({1, c.head_width()});
+    RecurrentState stepped = model.new_state(1);
+    Tensor head = Tensor::empty({1, c.head_width()});
     for (int64_t t = 0; t < T; ++t) model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), t, head);
-    Tensor prefilled = model.new_state(1), head2 = Tensor::empty({1, c.head_width()});
+    RecurrentState prefilled = model.new_state(1);
+    Tensor head2 = Tensor::empty({1, c.head_width()});
     model.prefill(Tensor::from_vector(std::vector<int32_t>(px.begin(), px.begin() + T), {1, T}), prefilled, head2);
     CHECK(rel_error(head2, head) < 1e-5);
 
     // Fork the prefilled state into slot 2 of a batch of 3 and continue both.
-    Tensor forked = model.new_state(3);
-    model.copy_state_element(prefilled, 1, 0, forked, 3, 2);
+    RecurrentState forked = model.new_state(3);
+    model.copy_state_element(prefilled, 0, forked, 2);
     Tensor h1 = Tensor::empty({1, c.head_width()}), h3 = Tensor::empty({3, c.head_width()});
     model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), T, h1);
     model.step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), T, h3);
@@ -135,11 +137,11 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = tiny_config(AttentionKind::causal_linear);
+  ImageModelConfig c = tiny_config(AttentionKind::linear);
   ImageModel model(c, Device::cpu);
   model.init_parameters(seed);
   Tensor images = random_images(rng, 2, c.subpixels());
-  double loss = model.forward(images, false, 0);
+  double loss = model.forward(images, {false, 0});
 
   auto dir = std::filesystem::temp_directory_path() / ("lt-image-model-" + std::to_string(seed));
   std::filesystem::create_directories(dir);
@@ -150,7 +152,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   CHECK(loaded->config().transformer.heads == 2);
   CHECK(loaded->config().mixtures == 3);
   CHECK(loaded->config().height == 3);
-  CHECK(loaded->forward(images, false, 0) == doctest::Approx(loss).epsilon(1e-7));
+  CHECK(loaded->forward(images, {false, 0}) == doctest::Approx(loss).epsilon(1e-7));
 
   // Without the heads metadata the checkpoint cannot be interpreted.
   auto tensors = model.params().named_values();
@@ -169,7 +171,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
 }
 
 TEST_CASE("image model config errors name the sizes") {
-  ImageModelConfig c = tiny_config(AttentionKind::causal_linear);
+  ImageModelConfig c = tiny_config(AttentionKind::linear);
   c.transformer.d_model = 10;
   CHECK_THROWS_WITH_AS(ImageModel(c, Device::cpu), doctest::Contains("d_model 10 must equal heads x head_dim = 2 x 4"),
                        lt::Error);

@@ -150,12 +150,12 @@ TEST_CASE("a reference ImageGenerator state_dict evaluates to the bits/dim of a 
     CHECK(c.width == 28);
     CHECK(c.channels == 1);
     CHECK(c.mixtures == K);
-    CHECK(c.head == OutputHead::mixture_of_logistics);
+    CHECK(c.head == HeadKind::mixture_of_logistics);
     CHECK(c.transformer.layers == layers);
     CHECK(c.transformer.heads == heads);
     CHECK(c.transformer.d_model == d);
     CHECK(c.transformer.ff_dim == ff);
-    CHECK(c.transformer.attention == (attention == "full" ? AttentionKind::softmax : AttentionKind::causal_linear));
+    CHECK(c.transformer.attention == (attention == "full" ? AttentionKind::softmax : AttentionKind::linear));
 
     // Two random digits, the edge bytes 0 and 255 among them.
     ImageSet set;
@@ -190,7 +190,7 @@ TEST_CASE("a reference checkpoint of an image size the sequence cannot tell need
   ImageModelConfig c;
   c.height = c.width = 4;
   c.mixtures = 2;
-  c.transformer = TransformerConfig{1, 2, 4, 8, 32, AttentionKind::causal_linear, "elu", 0.1f};
+  c.transformer = TransformerConfig{1, 2, 4, 8, 32, AttentionKind::linear, Direction::causal, "elu", 0.1f};
   ImageModel lt_model(c, Device::cpu);
   lt_model.init_parameters(seed);
   std::map<std::string, Tensor> tensors = lt_model.params().named_values();
@@ -212,5 +212,5 @@ TEST_CASE("a reference checkpoint of an image size the sequence cannot tell need
   std::vector<int32_t> px(2 * 16);
   for (auto& p : px) p = int32_t(rng.integer(0, 255));
   Tensor images = Tensor::from_vector(px, {2, 16});
-  CHECK(loaded->forward(images, false, 0) == lt_model.forward(images, false, 0));
+  CHECK(loaded->forward(images, {false, 0}) == lt_model.forward(images, {false, 0}));
 }

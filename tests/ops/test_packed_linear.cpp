@@ -10,18 +10,18 @@ using namespace lt;
 using namespace lt::test;
 
 namespace {
-bool skip_without(StepPrecision p) {
-  if (p == StepPrecision::bf16 ? cpu_has_bf16() : cpu_has_avx512()) return false;
-  std::printf("LT-SKIP: this CPU lacks %s\n", p == StepPrecision::bf16 ? "AVX512_BF16" : "AVX-512");
+bool skip_without(Products p) {
+  if (p == Products::bf16 ? cpu_has_bf16() : cpu_has_avx512()) return false;
+  std::printf("LT-SKIP: this CPU lacks %s\n", p == Products::bf16 ? "AVX512_BF16" : "AVX-512");
   return true;
 }
 }  // namespace
 
 TEST_CASE("packed linear equals a float64 product (fp32, and bf16 of the rounded operands)") {
-  for (StepPrecision prec : {StepPrecision::fp32, StepPrecision::bf16}) {
+  for (Products prec : {Products::fp32, Products::bf16}) {
     if (skip_without(prec)) continue;
     const uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " " << precision_name(prec));
+    INFO("seed " << seed << " " << products_name(prec));
     Rng rng(seed);
     for (int trial = 0; trial < 12; ++trial) {
       const int64_t rows = trial < 4 ? 64 : rng.integer(1, 40), in = rng.integer(1, 300), out = rng.integer(1, 100);
@@ -32,7 +32,7 @@ TEST_CASE("packed linear equals a float64 product (fp32, and bf16 of the rounded
       PackedLinear(W, prec).forward(x, b, y, relu);
       const std::vector<float> xv = x.to_vector(), wv = W.to_vector(), got = y.to_vector();
       const std::vector<float> bv = bias ? b.to_vector() : std::vector<float>(out, 0.f);
-      auto op = [&](float v) { return prec == StepPrecision::bf16 ? bf16_round(v) : double(v); };
+      auto op = [&](float v) { return prec == Products::bf16 ? bf16_round(v) : double(v); };
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < out; ++o) {
           double want = bv[o], scale = std::fabs(bv[o]);
@@ -50,7 +50,7 @@ TEST_CASE("packed linear equals a float64 product (fp32, and bf16 of the rounded
 }
 
 TEST_CASE("packed linear keeps leading axes, ignores the thread count and rejects mismatched shapes") {
-  for (StepPrecision prec : {StepPrecision::fp32, StepPrecision::bf16}) {
+  for (Products prec : {Products::fp32, Products::bf16}) {
     if (skip_without(prec)) continue;
     Rng rng(fresh_seed());
     Tensor W = rng.randn({70, 17}), x = rng.randn({2, 9, 17}), y = Tensor::empty({2, 9, 70});

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -51,7 +52,7 @@ ImageModelConfig tiny_model_config() {
   c.height = 5, c.width = 4, c.channels = 1;
   c.mixtures = 2;
   // Dropout on: resumption must reproduce the masks too.
-  c.transformer = TransformerConfig{2, 2, 4, 8, 16, AttentionKind::causal_linear, "elu", 0.1f};
+  c.transformer = TransformerConfig{2, 2, 4, 8, 16, AttentionKind::linear, Direction::causal, "elu", 0.1f};
   return c;
 }
 
@@ -95,12 +96,29 @@ void check_same(const TrainedState& a, const TrainedState& b) {
   CHECK(bitwise_equal(a.exp_avg_sq, b.exp_avg_sq));
 }
 
-TrainedState train_straight(const ImageDataset& data, const TrainOptions& opt, const ImageTrainSettings& s,
+// The image task through the one training loop, as lt-train runs it.
+TrainResult train_images(ImageModel& model, Trainer& trainer, const TrainOptions& opt, const ImageDataset& data,
+                         TrainLoopSettings s, const std::function<void(const TrainEvent&)>& on_event,
+                         const std::atomic<bool>* stop = nullptr) {
+  for (const auto& [k, v] : model.metadata()) s.metadata[k] = v;
+  ImageTrainingTask task(model, data, opt.seed, 0, s.batch);
+  return train_model(model.core(), trainer, task, s, on_event, stop);
+}
+
+// A batch whose inputs hold a token the model does not have (ImageModel::batch
+// checks only the targets' bytes).
+SequenceBatch bad_tokens(const ImageModel& model, std::vector<int32_t> px, int64_t B) {
+  SequenceBatch b = model.batch(px, B);
+  b.inputs.back() = 256;
+  return b;
+}
+
+TrainedState train_straight(const ImageDataset& data, const TrainOptions& opt, const TrainLoopSettings& s,
                             uint64_t init_seed) {
   ImageModel model(tiny_model_config(), Device::cpu);
   model.init_parameters(init_seed);
   Trainer trainer(model.params(), opt);
-  TrainResult r = train_image_model(model, trainer, opt, data, s, nullptr);
+  TrainResult r = train_images(model, trainer, opt, data, s, nullptr);
   CHECK(r.status == TrainStatus::finished);
   CHECK(r.step == s.steps);
   return state_of(model, trainer);
@@ -108,12 +126,12 @@ TrainedState train_straight(const ImageDataset& data, const TrainOptions& opt, c
 
 // Loads path as lt-train --resume does and trains to s.steps.
 TrainedState resume_from(const std::string& path, const ImageDataset& data, const TrainOptions& opt,
-                         ImageTrainSettings s) {
+                         TrainLoopSettings s) {
   auto model = ImageModel::load(path, Device::cpu);
   Trainer trainer(model->params(), opt);
   trainer.restore(load_safetensors(path));
   s.checkpoint = path;
-  TrainResult r = train_image_model(*model, trainer, opt, data, s, nullptr);
+  TrainResult r = train_images(*model, trainer, opt, data, s, nullptr);
   CHECK(r.status == TrainStatus::finished);
   return state_of(*model, trainer);
 }
@@ -173,7 +191,7 @@ TEST_CASE("resuming from a checkpoint is bitwise the same as training straight t
     const ImageDataset data = tiny_dataset(seed);
     const int64_t k = 12;  // batch 6 of 40: steps straddle epochs; radam rectifies from step 6
     const TrainOptions opt = cosine_options(optimizer, k);
-    ImageTrainSettings s;
+    TrainLoopSettings s;
     s.batch = 6;
     s.steps = k;
     s.checkpoint_every = 0;
@@ -184,10 +202,10 @@ TEST_CASE("resuming from a checkpoint is bitwise the same as training straight t
     ImageModel model(tiny_model_config(), Device::cpu);
     model.init_parameters(seed);
     Trainer trainer(model.params(), opt);
-    ImageTrainSettings half = s;
+    TrainLoopSettings half = s;
     half.steps = k / 2;
     half.checkpoint = path;
-    TrainResult r = train_image_model(model, trainer, opt, data, half, nullptr);
+    TrainResult r = train_images(model, trainer, opt, data, half, nullptr);
     CHECK(r.status == TrainStatus::finished);
     CHECK(load_safetensors(path).meta_int("lt.train.step") == k / 2);
     CHECK(load_safetensors(path).meta("lt.train.optimizer") == optimizer);
@@ -207,7 +225,7 @@ TEST_CASE("the stop flag checkpoints the current step and the checkpoint resumes
   TempDir dir;
   const ImageDataset data = tiny_dataset(seed);
   const TrainOptions opt = cosine_options("radam", 10);
-  ImageTrainSettings s;
+  TrainLoopSettings s;
   s.batch = 6;
   s.steps = 10;
   s.checkpoint_every = 4;
@@ -223,7 +241,7 @@ TEST_CASE("the stop flag checkpoints the current step and the checkpoint resumes
     if (e.kind == TrainEvent::step && e.step_index == 3) stop = true;  // as Ctrl-C after update 3
     if (e.kind == TrainEvent::checkpoint) checkpoints.push_back(e.step_index);
   };
-  TrainResult r = train_image_model(model, trainer, opt, data, s, on_event, &stop);
+  TrainResult r = train_images(model, trainer, opt, data, s, on_event, &stop);
   CHECK(r.status == TrainStatus::interrupted);
   CHECK(r.step == 3);
   CHECK(trainer.step() == 3);
@@ -238,7 +256,7 @@ TEST_CASE("a non-finite loss stops before updating and leaves the last good chec
   TempDir dir;
   const ImageDataset data = tiny_dataset(seed);
   const TrainOptions opt = cosine_options("adam", 12);
-  ImageTrainSettings s;
+  TrainLoopSettings s;
   s.batch = 6;
   s.steps = 12;
   s.checkpoint_every = 3;
@@ -259,7 +277,7 @@ TEST_CASE("a non-finite loss stops before updating and leaves the last good chec
       values_at_poison = floats(model.params().values());
     }
   };
-  TrainResult r = train_image_model(model, trainer, opt, data, s, on_event);
+  TrainResult r = train_images(model, trainer, opt, data, s, on_event);
   CHECK(r.status == TrainStatus::diverged);
   CHECK(r.step == 6);
   CHECK(trainer.step() == 6);
@@ -285,7 +303,7 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
 
   // Trained with radam, restored into adam.
   const std::string with_radam = dir.file("radam.safetensors");
-  save_training_checkpoint(with_radam, model, radam, {});
+  save_training_checkpoint(with_radam, model.core(), radam, model.metadata());
   Trainer adam(model.params(), cosine_options("adam", 10));
   std::string err = error_of([&] { adam.restore(load_safetensors(with_radam)); });
   CHECK(err.find(with_radam) != std::string::npos);
@@ -315,7 +333,7 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
   ImageModel other(bigger, Device::cpu);
   Trainer other_trainer(other.params(), cosine_options("radam", 10));
   const std::string other_size = dir.file("other-size.safetensors");
-  save_training_checkpoint(other_size, other, other_trainer, {});
+  save_training_checkpoint(other_size, other.core(), other_trainer, other.metadata());
   err = error_of([&] { radam.restore(load_safetensors(other_size)); });
   CHECK(err.find(other_size) != std::string::npos);
   CHECK(err.find("optimizer.exp_avg") != std::string::npos);
@@ -327,7 +345,7 @@ TEST_CASE("training on several CPU threads splits each batch over replicas: the 
   const ImageDataset data = tiny_dataset(seed);
   // RAdam's first steps are momentum SGD: the update is proportional to the gradient.
   TrainOptions opt = cosine_options("radam", 4);
-  ImageTrainSettings s;
+  TrainLoopSettings s;
   s.batch = 7;  // uneven shares: 3 and 4 images on two threads
   s.steps = 1;
   s.checkpoint_every = 0;
@@ -340,7 +358,7 @@ TEST_CASE("training on several CPU threads splits each batch over replicas: the 
     model.init_parameters(seed);
     opt.clip = 0;  // compare the raw update
     Trainer trainer(model.params(), opt);
-    train_image_model(model, trainer, opt, data, s, nullptr);
+    train_images(model, trainer, opt, data, s, nullptr);
     std::vector<float> v = floats(model.params().values());
     set_num_threads(0);
     return v;
@@ -367,12 +385,11 @@ TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   std::vector<int32_t> px(B * S);
   for (auto& x : px) x = int32_t(rng.integer(0, 255));
   Tensor images = Tensor::from_vector(px, {B, S});
-  ReplicaSet replicas(model, B);
+  ReplicaSet replicas(model.core(), B);
   CHECK(replicas.replicas() == 2);
-  const double split = replicas.forward(images), whole = model.forward(images, false, 0);
+  const double split = replicas.forward(model.batch(px, B), {}).loss, whole = model.forward(images, {false, 0});
   CHECK(std::abs(split - whole) < 1e-6 * std::abs(whole));
   // A bad byte in the second replica's share is an error, not the end of the process.
-  px[(B - 1) * S + 3] = 300;
-  CHECK_THROWS_WITH(replicas.forward(Tensor::from_vector(px, {B, S})), doctest::Contains("0..255"));
+  CHECK_THROWS_WITH(replicas.forward(bad_tokens(model, px, B), {}), doctest::Contains("outside 0..255"));
   set_num_threads(0);
 }

@@ -22,29 +22,10 @@ std::string cuda_unavailable_reason();
 inline bool cuda_available() { return cuda_unavailable_reason().empty(); }
 // Throws lt::Error with cuda_unavailable_reason() when d is cuda and unusable.
 void require_device(Device d);
-// Lets cuBLAS run fp32 matrix products as TF32 on the tensor cores (about
-// 3e-4 relative error, several times faster); off by default, as in PyTorch.
-// A no-op on the CPU and in builds without CUDA.
-void set_cuda_tf32(bool on);
-bool cuda_tf32();
-// Lets the CPU's linear layers round their matrix products' operands to bf16
-// (fp32 sums; AVX512_BF16's vdpbf16ps, about twice the fp32 rate): training
-// and the parallel pass, forward and backward. Off by default; turning it on
-// throws lt::Error on a CPU without AVX512_BF16. The recurrent step has its
-// own setting (ImageModel::set_step_precision).
-void set_cpu_bf16_matmul(bool on);
-bool cpu_bf16_matmul();
-// set_cpu_bf16_matmul for one scope; the setting before it comes back after.
-class ScopedCpuBf16Matmul {
- public:
-  explicit ScopedCpuBf16Matmul(bool on) : before_(cpu_bf16_matmul()) { set_cpu_bf16_matmul(on); }
-  ~ScopedCpuBf16Matmul() { set_cpu_bf16_matmul(before_); }
-  ScopedCpuBf16Matmul(const ScopedCpuBf16Matmul&) = delete;
-  ScopedCpuBf16Matmul& operator=(const ScopedCpuBf16Matmul&) = delete;
-
- private:
-  bool before_;
-};
+// What this CPU's vector units offer: AVX-512 (F, BW, VL), which the packed
+// products of generation need, and AVX512_BF16 (vdpbf16ps) for bf16 products.
+bool cpu_has_avx512();
+bool cpu_has_bf16();
 // Waits for queued GPU work (no-op on CPU); benchmarks time around this.
 void synchronize(Device d);
 // Name of the CPU model or GPU, for benchmark rows.

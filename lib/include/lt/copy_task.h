@@ -2,17 +2,16 @@
 // causal-copy experiment: a row holds n random symbols 1..S, a separator 0,
 // the same n symbols again and zero padding to L (n uniform in [L/4, (L-1)/2)).
 // The model predicts the next token everywhere; loss and accuracy count the
-// positions n-1 .. 2n-1 (the separator and the copy).
+// positions n-1 .. 2n-1 (the separator and the copy). A copy model is a
+// SequenceModel of family "copy": S + 1 tokens in, a categorical head over
+// them out.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "lt/parameters.h"
-#include "lt/tensor.h"
-#include "lt/transformer.h"
+#include "lt/sequence_model.h"
+#include "lt/training_loop.h"
 
 namespace lt {
 
@@ -21,46 +20,36 @@ struct CopyTaskConfig {
   int64_t symbols = 10;  // vocabulary: symbols + 1 with the separator / padding 0
   TransformerConfig transformer{4, 8, 32, 256, 1024};
   void validate() const;
-};
-
-struct CopyBatch {
-  std::vector<int32_t> x, y;    // [B, L] inputs and next-token targets
-  std::vector<int64_t> first, last;  // per row: counted positions first .. last-1
-  int64_t rows = 0;
+  SequenceModelConfig sequence_config() const;
 };
 
 // Row r of batch `step` is a function of (seed, step, r) only.
-void make_copy_batch(const CopyTaskConfig& config, uint64_t seed, int64_t step, int64_t rows, CopyBatch& batch);
+void make_copy_batch(const CopyTaskConfig& config, uint64_t seed, int64_t step, int64_t rows, SequenceBatch& batch);
 
-class CopyModel {
+// The task a copy model was trained on, from its config.
+CopyTaskConfig copy_task_of(const SequenceModelConfig& model);
+// Reads a copy-task checkpoint (lt.model "copy"); errors name the file.
+std::unique_ptr<SequenceModel> load_copy_model(const std::string& path, Device device);
+
+// The copy task for the training loop: batches from (seed, step); test
+// scores over 20 batches of held-out sequences (as the reference's evaluate()).
+class CopyTrainingTask final : public TrainingTask {
  public:
-  CopyModel(const CopyTaskConfig& config, Device device);
-  ~CopyModel();
-  static std::unique_ptr<CopyModel> load(const std::string& path, Device device);
-  void save(const std::string& path, const std::map<std::string, std::string>& extra = {},
-            const std::map<std::string, Tensor>& extra_tensors = {}) const;
-  std::map<std::string, std::string> metadata() const;
-  void init_parameters(uint64_t seed);
-
-  const CopyTaskConfig& config() const { return config_; }
-  void set_dropout(float p);  // for later training steps, and saved with the model
-  Parameters& params() { return params_; }
-  Device device() const { return device_; }
-
-  // Mean cross-entropy (nats) over the counted positions; accuracy, if given,
-  // receives the fraction of them whose argmax is the target.
-  double forward(const CopyBatch& batch, bool train, uint64_t seed, double* accuracy = nullptr);
-  void backward();  // gradients of the last forward's loss into params().grads()
+  CopyTrainingTask(const CopyTaskConfig& config, uint64_t seed, int64_t eval_batch)
+      : config_(config), seed_(seed), eval_batch_(eval_batch) {}
+  void batch(int64_t step, int64_t rows, SequenceBatch& out) override {
+    make_copy_batch(config_, seed_, step, rows, out);
+  }
+  // The reference runs epochs of 100 batches.
+  double epoch(int64_t step, int64_t) const override { return double(step) / 100.0; }
+  Evaluation evaluate(ReplicaSet& replicas, const ForwardOptions& options) override;
+  bool reports_accuracy() const override { return true; }
+  static constexpr int64_t kEvalBatches = 20;
 
  private:
-  struct Buffers;
   CopyTaskConfig config_;
-  Device device_;
-  Parameters params_;
-  std::unique_ptr<TransformerStack> stack_;
-  size_t embedding_, predictor_w_, predictor_b_;
-  Tensor pe_;
-  std::unique_ptr<Buffers> buf_;
+  uint64_t seed_;
+  int64_t eval_batch_;
 };
 
 }  // namespace lt

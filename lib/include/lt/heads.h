@@ -46,4 +46,18 @@ void categorical_loss_backward(const Tensor& logits, const Tensor& targets, floa
 // out[b] = inverse CDF of softmax(logits[b]) at sample_uniform(seed, step, b, 0).
 void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tensor& out);
 
+// ---- A model's output head: one of the distributions above, as a value ----
+enum class HeadKind { mixture_of_logistics, categorical };
+struct OutputHead {
+  HeadKind kind = HeadKind::mixture_of_logistics;
+  int64_t mixtures = 10;  // mixture of logistics: K components over 256 byte values
+  int64_t classes = 256;  // categorical: V classes
+  int64_t width() const { return kind == HeadKind::categorical ? classes : 3 * mixtures; }
+  const char* name() const { return kind == HeadKind::categorical ? "categorical" : "mol"; }
+  // The functions above for this head.
+  double loss_forward(const Tensor& head, const Tensor& targets, Tensor& nll) const;
+  void loss_backward(const Tensor& head, const Tensor& targets, float scale, Tensor& dhead) const;
+  void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const;
+};
+
 }  // namespace lt

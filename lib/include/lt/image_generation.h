@@ -30,8 +30,9 @@ using SubpixelCallback = std::function<void(int64_t t, const std::vector<uint8_t
 
 class ImageGenerator {
  public:
-  // Plans the recurrent state and step buffers for `batch` images at once.
-  ImageGenerator(ImageModel& model, int64_t batch);
+  // Plans the recurrent state and step buffers for `batch` images at once,
+  // stepping at this precision (products, state and head).
+  ImageGenerator(ImageModel& model, int64_t batch, const Precision& precision = {});
   int64_t batch() const { return batch_; }
 
   // Fills pixels [batch, subpixels]. Image b draws subpixel t from
@@ -47,7 +48,9 @@ class ImageGenerator {
  private:
   ImageModel& model_;
   int64_t batch_;
-  Tensor state_, head_, tokens_, next_, nll_;
+  Precision precision_;
+  RecurrentState state_;
+  Tensor head_, tokens_, next_, nll_;
 };
 
 }  // namespace lt

@@ -7,24 +7,24 @@
 #pragma once
 #include <cstdint>
 
+#include "lt/precision.h"
 #include "lt/tensor.h"
 
 namespace lt {
 
-// Which CPU products set_cpu_bf16_matmul may round to bf16: a model's
-// output head stays fp32 (it is small, and rounding its inputs cost ten
-// times what the rest of the MNIST model's products cost in bits/dim).
-enum class Products { as_set, fp32 };
-
 // y = x W^T + b.  x [..., in], W [out, in] (PyTorch layout), b [out] or undefined.
+// products: fp32; bf16 on a CPU with AVX512_BF16 (lt's bf16 GEMM, fp32
+// sums); tf32 on CUDA (cuBLAS on the tensor cores). A precision the
+// tensors' device cannot run throws lt::Error.
 void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y,
-                    Products products = Products::as_set);
+                    Products products = Products::fp32);
 // y = max(0, x W^T + b): a feed-forward's first product and its ReLU, in
 // one pass on the GPU (cuBLASLt's epilogue).
-void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y);
+void linear_relu_forward(const Tensor& x, const Tensor& W, const Tensor& b, Tensor& y,
+                         Products products = Products::fp32);
 // dx = dy W (skipped if dx undefined); dW += dy^T x; db += sum of dy rows (if defined).
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor& dx, Tensor& dW,
-                     Tensor& db, Products products = Products::as_set);
+                     Tensor& db, Products products = Products::fp32);
 
 // LayerNorm over the last axis, eps 1e-5 as torch.nn.LayerNorm (biased
 // variance). mean and rstd hold one value per row (any shape of that size) and

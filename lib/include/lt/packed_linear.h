@@ -6,24 +6,18 @@
 #pragma once
 #include <cstdint>
 
+#include "lt/precision.h"
 #include "lt/tensor.h"
 
 namespace lt {
 
-enum class StepPrecision { fp32, bf16 };
-const char* precision_name(StepPrecision p);  // "fp32" | "bf16"
-
-// What packing needs of this CPU: AVX-512 (F, BW, VL) for fp32, and
-// AVX512_BF16 (vdpbf16ps) as well for bf16.
-bool cpu_has_avx512();
-bool cpu_has_bf16();
-
 class PackedLinear {
  public:
   PackedLinear() = default;
-  // Packs W [out, in] (PyTorch layout, CPU); later changes to W are not seen.
-  // Throws lt::Error when the CPU lacks what the precision needs.
-  PackedLinear(const Tensor& W, StepPrecision precision);
+  // Packs W [out, in] (PyTorch layout, CPU) for fp32 or bf16 products;
+  // later changes to W are not seen. Throws lt::Error when the CPU lacks
+  // what the precision needs (AVX-512; AVX512_BF16 for bf16).
+  PackedLinear(const Tensor& W, Products products);
   // y = x W^T + b (then max(0, .) when relu); x [..., in], y [..., out], b
   // [out] or undefined. Every output is computed by one thread in a fixed
   // order: the result does not depend on the number of threads. Not
@@ -31,11 +25,11 @@ class PackedLinear {
   void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const;
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
-  StepPrecision precision() const { return precision_; }
+  Products products() const { return products_; }
 
  private:
   int64_t in_ = 0, out_ = 0;
-  StepPrecision precision_ = StepPrecision::fp32;
+  Products products_ = Products::fp32;
   // Tensors, so that memory accounting (lt-bench's peak) sees them: fp32
   // panels, or bf16 pairs stored as one i32 each.
   Tensor packed_;

@@ -31,6 +31,8 @@ struct Checkpoint {
   std::string meta(const std::string& key, const std::string& fallback) const;
   // meta(key) parsed as a whole decimal integer; throws naming the key and value otherwise.
   int64_t meta_int(const std::string& key) const;
+  // meta(key) parsed as a whole finite decimal number; throws naming the key and value otherwise.
+  double meta_double(const std::string& key) const;
 };
 
 // Reads F32, F16 and BF16 tensors, all converted exactly to float32 on the CPU.

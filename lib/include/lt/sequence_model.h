@@ -1,0 +1,123 @@
+// One model for every task: an input part, the transformer stack, a linear
+// predictor and an output head. A task (images, the copy task, later speech)
+// chooses the parts; parameters, initialisation, save and load, training and
+// the recurrent form are written once, here.
+//
+//   tokens ids [B, L] -> value_embedding [V, d/2] | position code [L, d/2]
+//                     -> TransformerStack -> predictor Linear(d, P) -> head
+//
+// Tensor names are the reference implementation's (fast-transformers'
+// ImageGenerator and SequencePredictor): value_embedding.weight,
+// transformer.layers.{i}...., predictor.weight, predictor.bias.
+//
+//   auto model = lt::SequenceModel::load(lt::load_safetensors(path), lt::Device::cpu);
+//   double loss = model->forward(batch, {.train = true, .seed = s});
+//   model->backward();
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lt/heads.h"
+#include "lt/parameters.h"
+#include "lt/safetensors.h"
+#include "lt/tensor.h"
+#include "lt/transformer.h"
+
+namespace lt {
+
+struct SequenceModelConfig {
+  std::string family = "image";  // what the checkpoint's lt.model says: image, copy
+  int64_t vocabulary = 256;      // input token ids 0..vocabulary-1
+  int64_t max_positions = 783;   // the position code's length: the longest input
+  TransformerConfig transformer;
+  OutputHead head;
+  // Throws lt::Error naming the inconsistent sizes.
+  void validate() const;
+};
+
+// A batch of token sequences on the host; the model copies it to its device.
+struct SequenceBatch {
+  int64_t rows = 0, length = 0;
+  std::vector<int32_t> inputs, targets;  // [rows, length]
+  // Per row, the positions first[r] .. last[r]-1 that the loss counts; empty:
+  // every position.
+  std::vector<int64_t> first, last;
+  // Rows begin .. end-1 as a batch of their own.
+  SequenceBatch slice(int64_t begin, int64_t end) const;
+};
+
+class SequenceModel {
+ public:
+  SequenceModel(const SequenceModelConfig& config, Device device);
+  ~SequenceModel();
+  // Config from the tensor shapes (layers, widths, vocabulary, head width)
+  // and the metadata (heads, attention, direction, feature map, head kind,
+  // max_positions); a checkpoint without lt.model is the reference's image
+  // model. Errors name the file and the tensor or key.
+  // max_positions: what the family derives from its own metadata (an
+  // image's size), or 0 to read the metadata key max_positions.
+  static std::unique_ptr<SequenceModel> load(const Checkpoint& checkpoint, Device device,
+                                             int64_t max_positions = 0);
+  // The tensors plus metadata() and extra entries and tensors (a trainer's
+  // "optimizer.*", which load() skips), written atomically.
+  void save(const std::string& path, const std::map<std::string, std::string>& extra = {},
+            const std::map<std::string, Tensor>& extra_tensors = {}) const;
+  std::map<std::string, std::string> metadata() const;
+
+  const SequenceModelConfig& config() const { return config_; }
+  void set_dropout(float p);  // for later training steps, and saved with the model
+  Parameters& params() { return params_; }
+  const Parameters& params() const { return params_; }
+  Device device() const { return device_; }
+  // torch's defaults: the stack's Linear and LayerNorm inits, the embedding
+  // N(0, 1), the predictor U(-1/sqrt(d), 1/sqrt(d)).
+  void init_parameters(uint64_t seed);
+
+  // ---- training and evaluation ----
+  // Mean negative log-likelihood in nats over the counted positions. nll, if
+  // given, receives one value per counted position (row-major); accuracy,
+  // if given, the fraction of them whose most likely class is the target.
+  double forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll = nullptr,
+                 double* accuracy = nullptr);
+  // Gradients of the last forward's mean loss, accumulated into params().grads().
+  void backward();
+
+  // ---- generation: the recurrent form ----
+  // A state for batch rows at every position of the model (max_positions).
+  RecurrentState new_state(int64_t batch, DType dtype = DType::f32) const;
+  // The precision of step() and prefill(): products of the stack (packs the
+  // weights now, see TransformerStack::prepare_step) and of the head. Call
+  // again after changing the weights. pack_weights: see TransformerStack::prepare_step.
+  void prepare_step(const Precision& precision, bool pack_weights = true);
+  int64_t state_numel(int64_t batch, DType dtype) const {
+    return stack_->state_numel(batch, config_.max_positions, dtype);
+  }
+  // Reads tokens int32 [B] at position t and writes head [B, head width]:
+  // the distribution of position t's target. Allocation-free after the first
+  // call with a given B.
+  void step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head);
+  // Consumes tokens int32 [B, T] (positions 0..T-1) in one parallel pass;
+  // writes the state after them and head [B, head width] for position T-1's target.
+  void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head);
+  void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
+
+ private:
+  struct Buffers;
+  void embed(const Tensor& tokens, int64_t offset, Tensor& emb, Tensor& x);
+  void plan(int64_t rows, int64_t length, int64_t counted);
+
+  SequenceModelConfig config_;
+  Device device_;
+  Parameters params_;
+  std::unique_ptr<TransformerStack> stack_;
+  size_t embedding_, predictor_w_, predictor_b_;
+  Tensor pe_;  // position code [max_positions, d/2]
+  Precision step_precision_;
+  Products head_products_ = Products::fp32;  // of the last forward, which backward repeats
+  std::unique_ptr<Buffers> buf_;
+};
+
+}  // namespace lt

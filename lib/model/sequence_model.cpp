@@ -1,0 +1,260 @@
+// SequenceModel: token input part + TransformerStack + predictor + output
+// head; training forward/backward and the recurrent form. Save and load are
+// in sequence_model_io.cpp.
+#include "lt/sequence_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "lt/ops.h"
+
+namespace lt {
+
+SequenceBatch SequenceBatch::slice(int64_t begin, int64_t end) const {
+  check(0 <= begin && begin < end && end <= rows, "batch slice out of range");
+  SequenceBatch s;
+  s.rows = end - begin;
+  s.length = length;
+  s.inputs.assign(inputs.begin() + begin * length, inputs.begin() + end * length);
+  s.targets.assign(targets.begin() + begin * length, targets.begin() + end * length);
+  if (!first.empty()) {
+    s.first.assign(first.begin() + begin, first.begin() + end);
+    s.last.assign(last.begin() + begin, last.begin() + end);
+  }
+  return s;
+}
+
+void SequenceModelConfig::validate() const {
+  check(vocabulary >= 1, "the vocabulary needs at least one token");
+  check(max_positions >= 1, "a model needs at least one position");
+  transformer.validate();
+  check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
+                                          " must be a multiple of 4 (embedding and position code are d/2 each, "
+                                          "the position code needs an even width)");
+  check(head.kind == HeadKind::categorical ? head.classes >= 1 : head.mixtures >= 1,
+        "the output head needs at least one class or mixture component");
+}
+
+// Training and step buffers. Storage only grows: a smaller batch or a
+// shorter sequence takes views of it, so variable shapes allocate nothing
+// after the largest.
+struct SequenceModel::Buffers {
+  Tensor ids, targets, emb, x, y, head, dhead, dy, dx, demb;  // storage
+  Tensor picked, dpicked, nll;                                // the counted rows of head, compacted
+  // The views of the last forward.
+  int64_t rows = 0, length = 0, counted = 0;
+  bool compact = false;
+  std::vector<int64_t> first, last;
+  Tensor v_ids, v_targets, v_emb, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_demb, v_picked, v_dpicked, v_nll;
+  int64_t step_B = 0;
+  Tensor step_emb, step_x, step_y;  // [B, 1, d/2], [B, 1, d], [B, d]
+};
+
+namespace {
+// A view of shape s at the start of storage, which grows when it is too small.
+Tensor grown_view(Tensor& storage, const Shape& s, Device d, DType t = DType::f32) {
+  const int64_t n = shape_numel(s);
+  if (!storage.defined() || storage.numel() < n) storage = Tensor::empty({n}, d, t);
+  return storage.rows(0, n).reshape(s);
+}
+}  // namespace
+
+SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
+    : config_(config), device_(device), buf_(std::make_unique<Buffers>()) {
+  config_.validate();
+  require_device(device);
+  const int64_t d = config_.transformer.d_model;
+  embedding_ = params_.add("value_embedding.weight", {config_.vocabulary, d / 2});
+  stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.");
+  predictor_w_ = params_.add("predictor.weight", {config_.head.width(), d});
+  predictor_b_ = params_.add("predictor.bias", {config_.head.width()});
+  params_.allocate(device);
+  pe_ = Tensor::empty({config_.max_positions, d / 2}, device);
+  position_code(0, pe_);
+}
+
+SequenceModel::~SequenceModel() = default;
+
+void SequenceModel::set_dropout(float p) {
+  stack_->set_dropout(p);
+  config_.transformer.dropout = p;
+}
+
+void SequenceModel::init_parameters(uint64_t seed) {
+  stack_->init_parameters(seed);
+  std::mt19937_64 gen(seed ^ 0x5DEECE66Dull);
+  auto fill = [&](size_t idx, auto dist) {
+    Tensor t = params_.value(idx);
+    std::vector<float> v(t.numel());
+    for (auto& x : v) x = float(dist(gen));
+    t.copy_from(Tensor::from_vector(v, t.shape()));
+  };
+  fill(embedding_, std::normal_distribution<double>(0, 1));  // torch.nn.Embedding's default
+  double bound = 1.0 / std::sqrt(double(config_.transformer.d_model));
+  fill(predictor_w_, std::uniform_real_distribution<double>(-bound, bound));
+  fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
+}
+
+// x [B, T, d] = value_embedding(tokens) | position code of positions offset..offset+T-1.
+void SequenceModel::embed(const Tensor& tokens, int64_t offset, Tensor& emb, Tensor& x) {
+  Shape ids_by_channel = tokens.shape();
+  ids_by_channel.push_back(emb.dim(2));
+  Tensor rows = emb.reshape(ids_by_channel);
+  embedding_forward(tokens, params_.value(embedding_), rows);
+  concat_position_forward(emb, pe_.rows(offset, offset + emb.dim(1)), x);
+}
+
+void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
+  Buffers& b = *buf_;
+  const int64_t d = config_.transformer.d_model, P = config_.head.width();
+  const Device dev = device_;
+  b.rows = B, b.length = L, b.counted = counted;
+  b.v_ids = grown_view(b.ids, {B, L}, dev, DType::i32);
+  b.v_targets = grown_view(b.targets, {counted}, dev, DType::i32);
+  b.v_emb = grown_view(b.emb, {B, L, d / 2}, dev);
+  b.v_demb = grown_view(b.demb, {B, L, d / 2}, dev);
+  b.v_x = grown_view(b.x, {B, L, d}, dev);
+  b.v_y = grown_view(b.y, {B, L, d}, dev);
+  b.v_dy = grown_view(b.dy, {B, L, d}, dev);
+  b.v_dx = grown_view(b.dx, {B, L, d}, dev);
+  b.v_head = grown_view(b.head, {B * L, P}, dev);
+  b.v_dhead = grown_view(b.dhead, {B * L, P}, dev);
+  b.v_nll = grown_view(b.nll, {counted}, dev);
+  if (b.compact) {
+    b.v_picked = grown_view(b.picked, {counted, P}, dev);
+    b.v_dpicked = grown_view(b.dpicked, {counted, P}, dev);
+  }
+}
+
+double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
+                              double* accuracy) {
+  const int64_t B = batch.rows, L = batch.length, d = config_.transformer.d_model, P = config_.head.width();
+  check(B >= 1 && L >= 1 && L <= config_.max_positions && int64_t(batch.inputs.size()) == B * L &&
+            int64_t(batch.targets.size()) == B * L,
+        "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " tokens does not fit a model of " +
+            std::to_string(config_.max_positions) + " positions");
+  Buffers& b = *buf_;
+  b.compact = !batch.first.empty();
+  std::vector<int32_t> targets;
+  if (b.compact) {
+    check(int64_t(batch.first.size()) == B && int64_t(batch.last.size()) == B, "batch counts need a range per row");
+    for (int64_t r = 0; r < B; ++r) {
+      check(0 <= batch.first[r] && batch.first[r] <= batch.last[r] && batch.last[r] <= L,
+            "batch row " + std::to_string(r) + " counts positions outside 0.." + std::to_string(L));
+      targets.insert(targets.end(), batch.targets.begin() + r * L + batch.first[r],
+                     batch.targets.begin() + r * L + batch.last[r]);
+    }
+    b.first = batch.first;
+    b.last = batch.last;
+  }
+  const int64_t counted = b.compact ? int64_t(targets.size()) : B * L;
+  check(counted > 0, "a batch that counts no positions");
+  for (int32_t id : batch.inputs)
+    check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
+                                                  std::to_string(config_.vocabulary - 1));
+  plan(B, L, counted);
+  b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
+  b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
+
+  embed(b.v_ids, 0, b.v_emb, b.v_x);
+  stack_->forward(b.v_x, b.v_y, options);
+  Tensor head3 = b.v_head.reshape({B, L, P});
+  const Products head_products = options.precision.head;
+  linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, head_products);
+  Tensor scored = b.v_head;
+  if (b.compact) {
+    for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
+      b.v_picked.rows(o, o + b.last[r] - b.first[r]).copy_from(b.v_head.rows(r * L + b.first[r], r * L + b.last[r]));
+    scored = b.v_picked;
+  }
+  head_products_ = head_products;
+  const double loss = config_.head.loss_forward(scored, b.v_targets, b.v_nll);
+  if (nll) nll->copy_from(b.v_nll);
+  if (accuracy) {
+    const std::vector<float> logits = scored.to_vector();
+    const std::vector<int32_t> want = b.v_targets.to_vector_i32();
+    int64_t right = 0;
+    for (int64_t i = 0; i < counted; ++i) {
+      const float* row = &logits[i * P];
+      right += int64_t(std::max_element(row, row + P) - row) == want[i];
+    }
+    *accuracy = double(right) / double(counted);
+  }
+  return loss;
+}
+
+void SequenceModel::backward() {
+  Buffers& b = *buf_;
+  check(b.rows > 0, "backward before forward");
+  const int64_t B = b.rows, L = b.length, d = config_.transformer.d_model;
+  const float scale = 1.f / float(b.counted);
+  if (b.compact) {
+    config_.head.loss_backward(b.v_picked, b.v_targets, scale, b.v_dpicked);
+    b.v_dhead.zero();
+    for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
+      b.v_dhead.rows(r * L + b.first[r], r * L + b.last[r]).copy_from(b.v_dpicked.rows(o, o + b.last[r] - b.first[r]));
+  } else {
+    config_.head.loss_backward(b.v_head, b.v_targets, scale, b.v_dhead);
+  }
+  Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
+  Tensor dy2 = b.v_dy.reshape({B * L, d});
+  linear_backward(b.v_y.reshape({B * L, d}), params_.value(predictor_w_), b.v_dhead, dy2, dW, db, head_products_);
+  stack_->backward(b.v_dy, b.v_dx);
+  concat_position_backward(b.v_dx, b.v_demb);
+  Tensor dtable = params_.grad(embedding_);
+  embedding_backward(b.v_ids, b.v_demb, dtable);
+}
+
+RecurrentState SequenceModel::new_state(int64_t batch, DType dtype) const {
+  return stack_->new_state(batch, config_.max_positions, dtype);
+}
+
+void SequenceModel::prepare_step(const Precision& precision, bool pack_weights) {
+  precision.check_runs_on(device_);
+  stack_->prepare_step(precision.products, pack_weights);
+  step_precision_ = precision;
+}
+
+void SequenceModel::step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head) {
+  const int64_t d = config_.transformer.d_model;
+  check(tokens.ndim() == 1 && tokens.dtype() == DType::i32, "step tokens must be int32 [B], got " + shape_str(tokens.shape()));
+  check(t >= 0 && t < config_.max_positions,
+        "step position " + std::to_string(t) + " outside 0.." + std::to_string(config_.max_positions - 1));
+  const int64_t B = tokens.dim(0);
+  check_shape(head, {B, config_.head.width()}, "step head");
+  Buffers& b = *buf_;
+  if (b.step_B != B) {
+    b.step_B = B;
+    b.step_emb = Tensor::empty({B, 1, d / 2}, device_);
+    b.step_x = Tensor::empty({B, 1, d}, device_);
+    b.step_y = Tensor::empty({B, d}, device_);
+  }
+  embed(tokens, t, b.step_emb, b.step_x);
+  stack_->step(state, b.step_x.reshape({B, d}), t, b.step_y);
+  linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
+}
+
+void SequenceModel::prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) {
+  const int64_t L = config_.max_positions, d = config_.transformer.d_model;
+  check(tokens.ndim() == 2 && tokens.dtype() == DType::i32 && tokens.dim(1) >= 1 && tokens.dim(1) <= L,
+        "prefill tokens must be int32 [B, T] with 1 <= T <= " + std::to_string(L) + ", got " + shape_str(tokens.shape()));
+  const int64_t B = tokens.dim(0), T = tokens.dim(1);
+  check_shape(head, {B, config_.head.width()}, "prefill head");
+  Tensor emb = Tensor::empty({B, T, d / 2}, device_), x = Tensor::empty({B, T, d}, device_),
+         y = Tensor::empty({B, T, d}, device_);
+  embed(tokens, 0, emb, x);
+  stack_->prefill(x, y, state);
+  // The last position's output predicts what follows the prefix.
+  Tensor last = Tensor::empty({B, d}, device_);
+  Tensor y2 = y.reshape({B * T, d});
+  for (int64_t i = 0; i < B; ++i) last.rows(i, i + 1).copy_from(y2.rows(i * T + T - 1, i * T + T));
+  linear_forward(last, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
+}
+
+void SequenceModel::copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to,
+                                       int64_t dst) const {
+  stack_->copy_state_element(from, src, to, dst);
+}
+
+}  // namespace lt

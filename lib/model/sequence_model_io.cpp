@@ -1,0 +1,134 @@
+// SequenceModel checkpoints: safetensors with the reference's tensor names;
+// the shapes give layers, widths, vocabulary and head width, the metadata
+// what shapes cannot (heads, attention, direction, feature map, head kind,
+// positions). docs/checkpoint-format.md.
+#include <set>
+
+#include "lt/sequence_model.h"
+
+namespace lt {
+
+std::map<std::string, std::string> SequenceModel::metadata() const {
+  const TransformerConfig& t = config_.transformer;
+  return {{"lt.format_version", "1"},
+          {"lt.model", config_.family},
+          {"attention", attention_name(t.attention, t.direction)},
+          {"direction", direction_name(t.direction)},
+          {"heads", std::to_string(t.heads)},
+          {"feature_map", t.feature_map},
+          {"output_head", config_.head.name()},
+          {"max_positions", std::to_string(config_.max_positions)},
+          {"dropout", std::to_string(t.dropout)}};
+}
+
+void SequenceModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
+                         const std::map<std::string, Tensor>& extra_tensors) const {
+  std::map<std::string, std::string> meta = metadata();
+  for (const auto& [k, v] : extra) meta[k] = v;
+  std::map<std::string, Tensor> tensors = params_.named_values();
+  for (const auto& [k, v] : extra_tensors) tensors[k] = v;
+  save_safetensors(path, tensors, meta);
+}
+
+namespace {
+// Layers from the names transformer.layers.{i}.linear1.weight: they must be
+// 0..n-1, so that the count is bounded by the tensors the file holds.
+int64_t count_layers(const Checkpoint& ck) {
+  const std::string prefix = "transformer.layers.", suffix = ".linear1.weight";
+  std::set<int64_t> seen;
+  for (const auto& [name, tensor] : ck.tensors) {
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string index = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    seen.insert(std::stoll(index));
+  }
+  check(!seen.empty(), ck.path + ": no transformer.layers.*.linear1.weight tensors: not an lt model checkpoint");
+  const int64_t layers = *seen.rbegin() + 1;
+  check(layers == int64_t(seen.size()),
+        ck.path + ": transformer layer " + std::to_string(layers - 1) + " without layers 0.." +
+            std::to_string(layers - 2) + " (" + std::to_string(seen.size()) + " layers in the file)");
+  return layers;
+}
+
+const Tensor& need(const Checkpoint& ck, const std::string& name) {
+  auto it = ck.tensors.find(name);
+  check(it != ck.tensors.end(), ck.path + ": missing tensor '" + name + "' (not an lt model checkpoint?)");
+  return it->second;
+}
+
+OutputHead read_head(const Checkpoint& ck, int64_t width) {
+  // The reference's image checkpoints and lt's older copy-task ones carry no
+  // output_head: a 256-wide predictor or a copy model is categorical.
+  const bool categorical_default = width == 256 || ck.meta("lt.model", "image") != "image";
+  const std::string name = ck.meta("output_head", categorical_default ? "categorical" : "mol");
+  check(name == "mol" || name == "categorical",
+        ck.path + ": metadata output_head='" + name + "', expected mol or categorical");
+  OutputHead head;
+  if (name == "categorical") {
+    head.kind = HeadKind::categorical;
+    head.classes = width;
+  } else {
+    check(width % 3 == 0, ck.path + ": predictor.weight has " + std::to_string(width) + " rows, not 3 x mixtures");
+    head.kind = HeadKind::mixture_of_logistics;
+    head.mixtures = width / 3;
+  }
+  return head;
+}
+}  // namespace
+
+std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device device, int64_t max_positions) {
+  SequenceModelConfig c;
+  TransformerConfig& t = c.transformer;
+  c.family = ck.meta("lt.model", "image");
+  t.layers = count_layers(ck);
+  const Tensor& emb = need(ck, "value_embedding.weight");
+  check(emb.ndim() == 2 && emb.dim(0) >= 1 && emb.dim(1) >= 1,
+        ck.path + ": value_embedding.weight has shape " + shape_str(emb.shape()) + ", expected [vocabulary, d/2]");
+  c.vocabulary = emb.dim(0);
+  t.d_model = 2 * emb.dim(1);
+  const Tensor& ff = need(ck, "transformer.layers.0.linear1.weight");
+  check(ff.ndim() == 2, ck.path + ": transformer.layers.0.linear1.weight must be 2-D, is " + shape_str(ff.shape()));
+  t.ff_dim = ff.dim(0);
+  t.heads = ck.meta_int("heads");
+  check(t.heads >= 1 && t.d_model % t.heads == 0,
+        ck.path + ": metadata heads=" + std::to_string(t.heads) + " does not divide d_model " + std::to_string(t.d_model));
+  t.head_dim = t.d_model / t.heads;
+  try {
+    t.attention = parse_attention(ck.meta("attention"));
+    t.direction = parse_direction(ck.meta("direction", "causal"));
+  } catch (const Error& e) {
+    throw Error(ck.path + ": metadata " + e.what());
+  }
+  t.feature_map = ck.meta("feature_map", "elu");
+  t.dropout = ck.metadata.count("dropout") ? float(ck.meta_double("dropout")) : 0.1f;
+  const Tensor& predictor = need(ck, "predictor.weight");
+  check(predictor.ndim() == 2 && predictor.dim(0) >= 1,
+        ck.path + ": predictor.weight has shape " + shape_str(predictor.shape()));
+  c.head = read_head(ck, predictor.dim(0));
+  c.max_positions = max_positions > 0 ? max_positions : ck.meta_int("max_positions");
+  // Bounded by what a position code can hold before anything is allocated.
+  check(c.max_positions >= 1 && c.max_positions <= (int64_t(1) << 24),
+        ck.path + ": " + std::to_string(c.max_positions) + " positions is outside 1..2^24");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(ck.path + ": " + e.what());
+  }
+
+  auto model = std::make_unique<SequenceModel>(c, device);
+  std::set<std::string> used;
+  for (size_t i = 0; i < model->params_.size(); ++i) {
+    const std::string& name = model->params_.name(i);
+    model->params_.value(i).copy_from(ck.get(name, model->params_.shape(i)));
+    used.insert(name);
+  }
+  for (const auto& [name, tensor] : ck.tensors)
+    check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0,
+          ck.path + ": unexpected tensor '" + name + "' for a " + c.family + " model with " +
+              std::to_string(t.layers) + " layers");
+  return model;
+}
+
+}  // namespace lt

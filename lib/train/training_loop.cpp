@@ -1,0 +1,96 @@
+// The training loop every task shares.
+#include "lt/training_loop.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "lt/error.h"
+
+namespace lt {
+
+void save_training_checkpoint(const std::string& path, const SequenceModel& model, const Trainer& trainer,
+                              const std::map<std::string, std::string>& metadata) {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> meta = metadata;
+  trainer.save_state(tensors, meta);
+  model.save(path, meta, tensors);
+}
+
+TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& task, const TrainLoopSettings& s,
+                        const std::function<void(const TrainEvent&)>& on_event, const std::atomic<bool>* stop) {
+  check(s.batch >= 1, "batch must be >= 1");
+  s.precision.check_runs_on(model.device());
+  s.eval_precision.check_runs_on(model.device());
+  SequenceBatch batch;
+  ReplicaSet replicas(model, s.batch);
+  auto emit = [&](const TrainEvent& e) {
+    if (on_event) on_event(e);
+  };
+  auto checkpoint = [&] {
+    if (s.checkpoint.empty()) return;
+    save_training_checkpoint(s.checkpoint, model, trainer, s.metadata);
+    TrainEvent e;
+    e.kind = TrainEvent::checkpoint;
+    e.step_index = trainer.step();
+    e.epoch = task.epoch(trainer.step(), s.batch);
+    e.path = s.checkpoint;
+    emit(e);
+  };
+  ForwardOptions train;
+  train.train = true;
+  train.precision = s.precision;
+  ForwardOptions eval;
+  eval.precision = s.eval_precision;
+
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t first = trainer.step();
+  TrainResult result;
+  while (trainer.step() < s.steps) {
+    if (stop && stop->load()) {
+      checkpoint();
+      result.status = TrainStatus::interrupted;
+      result.step = trainer.step();
+      return result;
+    }
+    const int64_t t = trainer.step();
+    task.batch(t, s.batch, batch);
+    train.seed = trainer.dropout_seed();
+    const BatchScore score = replicas.forward_backward(batch, train, task.reports_accuracy());
+    if (!std::isfinite(score.loss)) {
+      result.status = TrainStatus::diverged;
+      result.step = t;
+      result.message = "loss is " + std::string(std::isnan(score.loss) ? "NaN" : "Inf") + " at step " +
+                       std::to_string(t + 1) + "; stopped without updating" +
+                       (s.checkpoint.empty() ? std::string() : ", " + s.checkpoint + " keeps the last good state");
+      return result;
+    }
+    const float lr = trainer.update();
+
+    TrainEvent e;
+    e.step_index = trainer.step();
+    e.loss = score.loss;
+    if (task.reports_accuracy()) e.accuracy = score.accuracy;
+    e.lr = lr;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    e.examples_per_s = secs > 0 ? double(trainer.step() - first) * double(s.batch) / secs : 0;
+    e.epoch = task.epoch(trainer.step(), s.batch);
+    emit(e);
+
+    if (s.eval_every > 0 && trainer.step() % s.eval_every == 0 && task.has_test_data()) {
+      const Evaluation ev = task.evaluate(replicas, eval);
+      TrainEvent te;
+      te.kind = TrainEvent::eval;
+      te.step_index = trainer.step();
+      te.loss = ev.loss;
+      te.accuracy = ev.accuracy;
+      te.epoch = e.epoch;
+      emit(te);
+    }
+    if (s.checkpoint_every > 0 && trainer.step() % s.checkpoint_every == 0 && trainer.step() < s.steps) checkpoint();
+  }
+  checkpoint();
+  result.step = trainer.step();
+  return result;
+}
+
+}  // namespace lt
