@@ -158,9 +158,9 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x, bool train, uint
   if (config_.attention == AttentionKind::causal_linear) {
     phi_->forward(a.q, a.fq);
     phi_->forward(a.k, a.fk);
-    causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), att4);
+    causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(), att4);
   } else {
-    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), true, a.probs,
+    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), Tensor(), true, a.probs,
                               att4);
   }
   linear_forward(a.att, V(p.wo), V(p.bo), o);
@@ -228,12 +228,12 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   Tensor dq4 = g.dq.reshape(heads4), dk4 = g.dk.reshape(heads4), dv4 = g.dv.reshape(heads4);
   if (config_.attention == AttentionKind::causal_linear) {
     Tensor dfq4 = g.dfq.reshape(heads4), dfk4 = g.dfk.reshape(heads4);
-    causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4),
+    causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(),
                                      g.datt.reshape(heads4), dfq4, dfk4, dv4);
     phi_->backward(a.q, g.dfq, g.dq);
     phi_->backward(a.k, g.dfk, g.dk);
   } else {
-    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), a.probs,
+    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), Tensor(), a.probs,
                                g.datt.reshape(heads4), dq4, dk4, dv4);
   }
   Tensor dWq = G(p.wq), dbq = G(p.bq), dWk = G(p.wk), dbk = G(p.bk), dWv = G(p.wv), dbv = G(p.bv);

@@ -29,15 +29,15 @@ TEST_CASE("cuda softmax attention forward and backward match the CPU") {
     Tensor dout = rng.randn({N, L, H, M});
     Tensor probs = Tensor::empty({N, H, L, S}), out = Tensor::empty({N, L, H, M});
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-    softmax_attention_forward(q, k, v, causal, probs, out);
-    softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+    softmax_attention_forward(q, k, v, Tensor(), causal, probs, out);
+    softmax_attention_backward(q, k, v, Tensor(), probs, dout, dq, dk, dv);
 
     Tensor gq = gpu(q), gk = gpu(k), gv = gpu(v);
     Tensor gprobs = Tensor::empty(probs.shape(), Device::cuda), gout = Tensor::empty(out.shape(), Device::cuda);
     Tensor gdq = Tensor::empty(q.shape(), Device::cuda), gdk = Tensor::empty(k.shape(), Device::cuda),
            gdv = Tensor::empty(v.shape(), Device::cuda);
-    softmax_attention_forward(gq, gk, gv, causal, gprobs, gout);
-    softmax_attention_backward(gq, gk, gv, gprobs, gpu(dout), gdq, gdk, gdv);
+    softmax_attention_forward(gq, gk, gv, Tensor(), causal, gprobs, gout);
+    softmax_attention_backward(gq, gk, gv, Tensor(), gprobs, gpu(dout), gdq, gdk, gdv);
     CHECK(rel_error(gprobs, probs) < 1e-5);
     CHECK(rel_error(gout, out) < 1e-5);
     CHECK(rel_error(gdq, dq) < 1e-5);

@@ -46,14 +46,14 @@ void compare_with_cpu(Rng& rng, int64_t N, int64_t L, int64_t H, int64_t F, int6
   Tensor v = rng.randn({N, L, H, M}), dout = rng.randn({N, L, H, M});
   Tensor out = Tensor::empty(v.shape()), dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
          dv = Tensor::empty(v.shape());
-  causal_linear_attention_forward(q, k, v, out);
-  causal_linear_attention_backward(q, k, v, dout, dq, dk, dv);
+  causal_linear_attention_forward(q, k, v, Tensor(), out);
+  causal_linear_attention_backward(q, k, v, Tensor(), dout, dq, dk, dv);
 
   Tensor gq = q.to(Device::cuda), gk = k.to(Device::cuda), gv = v.to(Device::cuda), gdout = dout.to(Device::cuda);
   Tensor gout = Tensor::empty(v.shape(), Device::cuda), gdq = Tensor::empty(q.shape(), Device::cuda),
          gdk = Tensor::empty(k.shape(), Device::cuda), gdv = Tensor::empty(v.shape(), Device::cuda);
-  causal_linear_attention_forward(gq, gk, gv, gout);
-  causal_linear_attention_backward(gq, gk, gv, gdout, gdq, gdk, gdv);
+  causal_linear_attention_forward(gq, gk, gv, Tensor(), gout);
+  causal_linear_attention_backward(gq, gk, gv, Tensor(), gdout, gdq, gdk, gdv);
   CHECK(rel_error(gout, out) < 1e-5);
   // The GPU accumulates the state position by position, the CPU chunk by
   // chunk: both are fp32, and dfq sums terms that largely cancel.
