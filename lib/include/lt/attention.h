@@ -45,14 +45,13 @@ void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, i
 
 // ---- Linear attention, non-causal (eq. 4-6) -------------------------------------
 // out_l = phi(q_l)^T sum_s phi(k_s) v_s^T / (phi(q_l)^T sum_s phi(k_s) + eps).
-// key_lengths: int32 [N] on the tensors' device, or undefined for all S keys;
-// keys s >= key_lengths[n] contribute nothing and get zero gradients. As for
-// softmax attention, in self-attention (L == S) the queries l >=
-// key_lengths[n] are padding as well: zero outputs, zero gradients (one length
-// per sequence, as a padded batch has; cross-attention masks keys only). The
-// lengths are read on the host here (they size the products; a length outside
-// [0, S] throws). The feature width F = fq.dim(3) may differ from the values'
-// M. Backward recomputes the key sums instead of saving them (memory O(L + S)).
+// key_lengths as above: keys s >= key_lengths[n] contribute nothing and get
+// zero gradients; as for softmax attention, in self-attention (L == S) the
+// queries l >= key_lengths[n] are padding too (zero outputs, zero gradients),
+// and cross-attention masks keys only. These lengths are read on the host on
+// both devices (they size the products; a length outside [0, S] throws). The
+// feature width F = fq.dim(3) may differ from the values' M. Backward
+// recomputes the key sums instead of saving them (memory O(L + S)).
 void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
                               const Tensor& key_lengths, Tensor& out);
 void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
