@@ -40,8 +40,8 @@
 #include <immintrin.h>
 #endif
 
-#include "backend/cpu_blas.h"
 #include "attention/lengths.h"
+#include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
 #include "core/bf16.h"
 #include "lt/attention.h"
