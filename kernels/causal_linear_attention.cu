@@ -13,11 +13,20 @@
 // the state each segment starts from, and a second pass runs the segments
 // from those states. Memory: S x F x M per (sequence, head), S ~ SMs / pairs.
 //
+// Lengths: positions t >= lengths[n] read as zeros in all three operands, so
+// they add nothing to the state and their products are exactly zero (and
+// normalise to zero outputs). Continuing a state starts the product from
+// S' = [S, Z] (the init argument: each segment's start is that plus the sums
+// of the segments before it) and has the last segment write the state it
+// ends with.
+//
 // With v' = [v, 1] (a column of ones read on the fly) the product with
 // a = fq, b = fk, c = v' gives num' = [num, den - eps] in one pass. With G the
 // gradient of num' (G_l = [g_l / den_l, -(g_l . out_l) / den_l]) the backward
 // is three more products, as in the CPU version:
 //   dfq = causal(G, v', fk),  dfk = reverse(v', G, fq),  dv = reverse(fk, fq, G)[:M].
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <string>
 
@@ -48,19 +57,26 @@ struct Operand {
   }
 };
 
+// The length of sequence n: lengths[n] clamped to [0, L], or L without lengths.
+__device__ long long sequence_length(const int32_t* lengths, long long n, long long L) {
+  return lengths ? min(max((long long)lengths[n], 0LL), L) : L;
+}
+
 // grid (N*H*S, value-column tiles, feature-row tiles), block (kCols, kRowGroups).
 // row = (n * L + t) * H + h indexes the [N, L, H] positions. Block x = pair *
 // S + segment runs chunks [segment * per, (segment + 1) * per) in processing
 // order (from the end when reverse). With sum_only it writes its segment's
-// state sum to seg instead of outputs; otherwise, when S > 1, it starts from
-// the state seg holds for it.
+// state sum to seg instead of outputs; otherwise it starts from the state seg
+// holds for it (when seg is set) and, if final is set, the last segment writes
+// the state it ends with to final [pair, inner, out_width].
 template <bool sum_only>
-__global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* out, int out_width, long long L,
-                                      long long H, bool reverse, int S, long long per, float* seg, int inner) {
+__global__ void causal_product_kernel(Operand a, Operand b, Operand c, const int32_t* lengths, float* out,
+                                      int out_width, long long L, long long H, bool reverse, int S, long long per,
+                                      float* seg, float* final_state, int inner) {
   __shared__ float sa[kSteps][kRows], sb[kSteps][kRows], sc[kSteps][kCols];
   __shared__ float partial[kSteps][kRowGroups][kCols];
   const long long pair = blockIdx.x / S, segment = blockIdx.x % S;
-  const long long n = pair / H, h = pair % H;
+  const long long n = pair / H, h = pair % H, len = sequence_length(lengths, n, L);
   const int col0 = blockIdx.y * kCols, row0 = blockIdx.z * kRows;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kCols + tx;
   const bool accumulate = gridDim.z > 1;
@@ -79,22 +95,22 @@ __global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* ou
   const long long c_begin = segment * per, c_end = min(chunks, c_begin + per);
   for (long long ci = c_begin; ci < c_end; ++ci) {
     // First position of the chunk; in reverse the last chunk starts before 0.
+    // Positions outside [0, len) stage zeros: padding leaves the state alone.
     const long long t0 = reverse ? L - (ci + 1) * kSteps : ci * kSteps;
     for (int i = tid; i < kSteps * kRows; i += kThreads) {
       const int s = i / kRows, r = i % kRows, f = row0 + r;
       const long long t = t0 + s;
-      const bool ok = t >= 0 && t < L;
+      const bool ok = t >= 0 && t < len;
       if (!sum_only) sa[s][r] = ok ? a.at((n * L + t) * H + h, f) : 0.f;
       sb[s][r] = ok ? b.at((n * L + t) * H + h, f) : 0.f;
     }
     for (int i = tid; i < kSteps * kCols; i += kThreads) {
       const int s = i / kCols, m = i % kCols;
       const long long t = t0 + s;
-      sc[s][m] = t >= 0 && t < L ? c.at((n * L + t) * H + h, col0 + m) : 0.f;
+      sc[s][m] = t >= 0 && t < len ? c.at((n * L + t) * H + h, col0 + m) : 0.f;
     }
     __syncthreads();
 
-    // Padded positions have b = c = 0 and leave the state unchanged.
     for (int k = 0; k < kSteps; ++k) {
       const int s = reverse ? kSteps - 1 - k : k;
       const float cv = sc[s][tx];
@@ -126,23 +142,25 @@ __global__ void causal_product_kernel(Operand a, Operand b, Operand c, float* ou
       __syncthreads();  // the next chunk overwrites the staged operands and partials
     }
   }
-  if (sum_only) {
+  float* end_state = sum_only ? my_seg : (final_state && segment == S - 1 ? final_state + pair * inner * out_width : nullptr);
+  if (end_state) {
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       const int f = row0 + ty + r * kRowGroups;
-      if (f < inner && col < out_width) my_seg[(long long)f * out_width + col] = state[r];
+      if (f < inner && col < out_width) end_state[(long long)f * out_width + col] = state[r];
     }
   }
 }
 
 // In place over each pair's S segment sums [pair, S, FM]: the exclusive
-// prefix, the state each segment starts from (in processing order).
-__global__ void segment_scan_kernel(float* seg, long long pairs, int S, long long FM) {
+// prefix, the state each segment starts from (in processing order), plus the
+// pair's initial state init [pair, FM] when there is one.
+__global__ void segment_scan_kernel(float* seg, const float* init, long long pairs, int S, long long FM) {
   const long long total = pairs * FM;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     float* x = seg + (i / FM) * S * FM + i % FM;
-    float run = 0.f;
+    float run = init ? init[i] : 0.f;
     for (int s = 0; s < S; ++s) {
       const float v = x[s * FM];
       x[s * FM] = run;
@@ -165,9 +183,18 @@ int multiprocessors() {
   return sms;
 }
 
+// Where a causal product starts and ends: the padded batch's lengths (device,
+// or nullptr), and an optional state [pairs, inner, out_width] to start from
+// (init) and to receive the state after the sequence (final; may be init).
+struct ProductState {
+  const int32_t* lengths = nullptr;
+  const float* init = nullptr;
+  float* final_state = nullptr;
+};
+
 // out[:, :out_width] of the causal (or reverse) product; a and b must have the same logical width.
 void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_width, int64_t N, int64_t L,
-                    int64_t H, bool reverse) {
+                    int64_t H, bool reverse, const ProductState& st = {}) {
   const int64_t inner = a.logical_width(), pairs = N * H;
   const int64_t col_tiles = (out_width + kCols - 1) / kCols, row_tiles = (inner + kRows - 1) / kRows;
   if (pairs > 0x7fffffffLL || col_tiles > 65535 || row_tiles > 65535)
@@ -181,16 +208,19 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
   const int S = (int)std::max<int64_t>(1, std::min<int64_t>({want, chunks / 4, 0x7fffffffLL / pairs}));
   const int64_t per = (chunks + S - 1) / S;
   const dim3 grid((unsigned)(pairs * S), (unsigned)col_tiles, (unsigned)row_tiles), block(kCols, kRowGroups);
-  float* seg = nullptr;
+  // One segment starts from init itself (the kernel reads it as its segment's state).
+  float* seg = const_cast<float*>(st.init);
   if (S > 1) {
     const int64_t FM = inner * out_width;
     seg = scratch((size_t)(pairs * S * FM), 1);  // slot 0 holds the caller's P or G
-    causal_product_kernel<true><<<grid, block>>>(a, b, c, out, (int)out_width, L, H, reverse, S, per, seg, (int)inner);
+    causal_product_kernel<true><<<grid, block>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
+                                                 seg, nullptr, (int)inner);
     LT_CUDA_LAUNCH_CHECK();
-    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256>>>(seg, pairs, S, FM);
+    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256>>>(seg, st.init, pairs, S, FM);
     LT_CUDA_LAUNCH_CHECK();
   }
-  causal_product_kernel<false><<<grid, block>>>(a, b, c, out, (int)out_width, L, H, reverse, S, per, seg, (int)inner);
+  causal_product_kernel<false><<<grid, block>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
+                                                seg, st.final_state, (int)inner);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -225,31 +255,101 @@ __global__ void numerator_gradient_kernel(float* PG, const float* g, long long r
   }
 }
 
+// S' = [S, Z] [pairs, F, M+1] from S [pairs, F, M] (float or bf16) and Z [pairs, F].
+__device__ float widen(float x) { return x; }
+__device__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ T narrow(float x);
+template <>
+__device__ float narrow<float>(float x) { return x; }
+template <>
+__device__ __nv_bfloat16 narrow<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T>
+__global__ void pack_state_kernel(const T* S, const float* Z, float* state, long long rows, int M) {
+  const long long total = rows * (M + 1);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long row = i / (M + 1);
+    const int m = (int)(i - row * (M + 1));
+    state[i] = m < M ? widen(S[row * M + m]) : Z[row];
+  }
+}
+
+// The inverse, rounding a bfloat16 S once.
+template <typename T>
+__global__ void unpack_state_kernel(const float* state, T* S, float* Z, long long rows, int M) {
+  const long long total = rows * (M + 1);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long row = i / (M + 1);
+    const int m = (int)(i - row * (M + 1));
+    if (m < M)
+      S[row * M + m] = narrow<T>(state[i]);
+    else
+      Z[row] = state[i];
+  }
+}
+
+// out = eq. 12 of the product started from S' = [S, Z]; S' after the chunk goes back to S, Z.
+template <typename T>
+void continue_state(const float* fq, const float* fk, const float* v, const int32_t* lengths, T* S, float* Z,
+                    float* out, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
+  const int64_t rows = N * L * H, state_rows = N * H * F;
+  if (rows == 0) return;  // an empty chunk leaves the state as it is
+  float* P = scratch((size_t)(rows * (M + 1) + state_rows * (M + 1)));
+  float* state = P + rows * (M + 1);  // read as the start, overwritten with the end
+  pack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256>>>(S, Z, state, state_rows, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
+                 {lengths, state, state});
+  normalise_kernel<<<grid_for(rows * M, 256), 256>>>(P, out, rows, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+  unpack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256>>>(state, S, Z, state_rows, (int)M);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
-void causal_linear_attention_forward(const float* fq, const float* fk, const float* v, float* out, int64_t N,
-                                     int64_t L, int64_t H, int64_t F, int64_t M) {
+void causal_linear_attention_forward(const float* fq, const float* fk, const float* v, const int32_t* lengths,
+                                     float* out, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
   const int64_t rows = N * L * H;
   if (rows == 0) return;
   float* P = scratch(rows * (M + 1));
-  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false);
+  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
+                 {lengths, nullptr, nullptr});
   normalise_kernel<<<grid_for(rows * M, 256), 256>>>(P, out, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
 }
 
-void causal_linear_attention_backward(const float* fq, const float* fk, const float* v, const float* dout,
-                                      float* dfq, float* dfk, float* dv, int64_t N, int64_t L, int64_t H,
-                                      int64_t F, int64_t M) {
+// Padded rows: every product reads their operands as zeros, so G there (g / eps)
+// is never used and their gradients come out zero.
+void causal_linear_attention_backward(const float* fq, const float* fk, const float* v, const int32_t* lengths,
+                                      const float* dout, float* dfq, float* dfk, float* dv, int64_t N, int64_t L,
+                                      int64_t H, int64_t F, int64_t M) {
   const int64_t rows = N * L * H;
   if (rows == 0) return;
   float* G = scratch(rows * (M + 1));
   const Operand q{fq, (int)F, false}, k{fk, (int)F, false}, v1{v, (int)M, true}, g{G, (int)(M + 1), false};
-  causal_product(q, k, v1, G, M + 1, N, L, H, false);
+  const ProductState st{lengths, nullptr, nullptr};
+  causal_product(q, k, v1, G, M + 1, N, L, H, false, st);
   numerator_gradient_kernel<<<grid_for(rows * 32, 256), 256>>>(G, dout, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
-  causal_product(g, v1, k, dfq, F, N, L, H, false);
-  causal_product(v1, g, q, dfk, F, N, L, H, true);
-  causal_product(k, q, g, dv, M, N, L, H, true);
+  causal_product(g, v1, k, dfq, F, N, L, H, false, st);
+  causal_product(v1, g, q, dfk, F, N, L, H, true, st);
+  causal_product(k, q, g, dv, M, N, L, H, true, st);
+}
+
+void causal_linear_attention_continue(const float* fq, const float* fk, const float* v, const int32_t* lengths,
+                                      float* S, float* Z, float* out, int64_t N, int64_t L, int64_t H, int64_t F,
+                                      int64_t M) {
+  continue_state(fq, fk, v, lengths, S, Z, out, N, L, H, F, M);
+}
+
+void causal_linear_attention_continue_bf16(const float* fq, const float* fk, const float* v,
+                                           const int32_t* lengths, uint16_t* S, float* Z, float* out, int64_t N,
+                                           int64_t L, int64_t H, int64_t F, int64_t M) {
+  continue_state(fq, fk, v, lengths, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, L, H, F, M);
 }
 
 }  // namespace lt::cuda

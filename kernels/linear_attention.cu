@@ -7,6 +7,10 @@
 // becomes the inner dimension of the products (padded keys are never read).
 // cuBLAS is column-major: a row-major [r, c] matrix with leading dimension ld
 // is a column-major [c, r] one ("col" below) with the same ld.
+// In self-attention (L == S) the queries l >= key_lengths[n] are padding:
+// their output rows are zeroed after the products, and in backward their G
+// rows and c entries are zeroed before dA and dz sum over them, which also
+// leaves their dphi(q) rows zero.
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -129,6 +133,20 @@ void numerators(const float* fq, const float* A, float* dst, const Dims& d) {
                                               d.HM(), d.M, (int)d.H));
 }
 
+// The padded query rows of element n (none without lengths or when L != S).
+int64_t padded_queries(const int32_t* key_lengths, int64_t n, const Dims& d) {
+  return key_lengths && d.L == d.S ? d.L - key_lengths[n] : 0;
+}
+
+// Zero rows [L - pad, L) of element n of x [N, L, H, M]: padded queries.
+void zero_padded_rows(float* x, const int32_t* key_lengths, const Dims& d, int64_t width) {
+  for (int64_t n = 0; n < d.N; ++n) {
+    const int64_t pad = padded_queries(key_lengths, n, d);
+    if (pad > 0)
+      LT_CUDA_CHECK(cudaMemsetAsync(x + ((n + 1) * d.L - pad) * d.H * width, 0, sizeof(float) * pad * d.H * width));
+  }
+}
+
 float* ones_vector(float* at, int64_t n) {
   if (n > 0) {
     fill_ones_kernel<<<elem_blocks(n), 256>>>(at, n);
@@ -151,6 +169,7 @@ void linear_attention_forward(const float* fq, const float* fk, const float* v, 
   normalise_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32>>>(fq, z, out, N * L * H, (int)L, (int)H, (int)F,
                                                                    (int)M);
   LT_CUDA_LAUNCH_CHECK();
+  zero_padded_rows(out, key_lengths, d, M);
 }
 
 void linear_attention_backward(const float* fq, const float* fk, const float* v, const int32_t* key_lengths,
@@ -177,6 +196,12 @@ void linear_attention_backward(const float* fq, const float* fk, const float* v,
   output_grad_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32>>>(fq, z, dout, G, c, N * L * H, (int)L, (int)H,
                                                                      (int)F, (int)M);
   LT_CUDA_LAUNCH_CHECK();
+  zero_padded_rows(G, key_lengths, d, M);
+  for (int64_t n = 0; n < N; ++n) {  // c [N, H, L]: entries l >= L - pad of every head
+    const int64_t pad = padded_queries(key_lengths, n, d);
+    if (pad > 0)
+      LT_CUDA_CHECK(cudaMemset2DAsync(c + n * H * L + (L - pad), sizeof(float) * L, 0, sizeof(float) * pad, H));
+  }
 
   const float one = 1.f, zero = 0.f;
   for (int64_t n = 0; n < N; ++n) {

@@ -29,14 +29,28 @@ __device__ float warp_sum(float x) {
   return x;
 }
 
+// The keys row r = (n H + h) L + l of probs may attend to: the first
+// key_lengths[n] (clamped to [0, S]), and keys s <= l under the causal mask;
+// none for a padded query row (l >= key_lengths[n] in self-attention, L == S).
+__device__ int valid_keys(const int32_t* key_lengths, long long r, int L, int H, int S, bool causal) {
+  const int l = (int)(r % L);
+  int valid = causal ? l + 1 : S;
+  if (key_lengths) {
+    const int len = min(max(key_lengths[r / ((long long)L * H)], 0), S);
+    valid = L == S && l >= len ? 0 : min(valid, len);
+  }
+  return valid;
+}
+
 // In place over probs rows [rows = N*H*L, S]: softmax of the first `valid`
-// entries (l + 1 under the causal mask, l = row % L), zero after them.
-__global__ void masked_softmax_kernel(float* p, long long rows, int L, int S, bool causal) {
+// entries, zero after them (the whole row when valid is 0).
+__global__ void masked_softmax_kernel(float* p, const int32_t* key_lengths, long long rows, int L, int H, int S,
+                                      bool causal) {
   const int lane = threadIdx.x % 32;
   const long long stride = (long long)gridDim.x * kWarpsPerBlock;
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
     float* row = p + r * S;
-    const int valid = causal ? (int)(r % L) + 1 : S;
+    const int valid = valid_keys(key_lengths, r, L, H, S, causal);
     float m = -INFINITY;
     for (int s = lane; s < valid; s += 32) m = fmaxf(m, row[s]);
     m = warp_max(m);
@@ -46,7 +60,7 @@ __global__ void masked_softmax_kernel(float* p, long long rows, int L, int S, bo
       row[s] = e;
       sum += e;
     }
-    const float inv = 1.f / warp_sum(sum);
+    const float inv = valid > 0 ? 1.f / warp_sum(sum) : 0.f;
     for (int s = lane; s < S; s += 32) row[s] = s < valid ? row[s] * inv : 0.f;
   }
 }
@@ -123,8 +137,11 @@ __global__ void softmax_step_kernel(const float* q, const float* k, const float*
 
 }  // namespace
 
-void softmax_attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
-                               int64_t N, int64_t L, int64_t S, int64_t H, int64_t E, int64_t M, bool causal) {
+// Masked keys and padded rows have probability 0, so P V leaves padded output
+// rows zero; padded values are multiplied by those zeros (they must be finite).
+void softmax_attention_forward(const float* q, const float* k, const float* v, const int32_t* key_lengths,
+                               float* probs, float* out, int64_t N, int64_t L, int64_t S, int64_t H, int64_t E,
+                               int64_t M, bool causal) {
   if (N * H * L == 0) return;
   const float temp = 1.f / std::sqrt((float)E), one = 1.f, zero = 0.f;
   const int HE = (int)(H * E), HM = (int)(H * M);
@@ -135,7 +152,8 @@ void softmax_attention_forward(const float* q, const float* k, const float* v, f
                                               k + n * S * HE, HE, E, q + n * L * HE, HE, E, &zero,
                                               probs + n * H * LS, (int)S, LS, (int)H));
   }
-  masked_softmax_kernel<<<row_blocks(N * H * L), kWarpsPerBlock * 32>>>(probs, N * H * L, (int)L, (int)S, causal);
+  masked_softmax_kernel<<<row_blocks(N * H * L), kWarpsPerBlock * 32>>>(probs, key_lengths, N * H * L, (int)L,
+                                                                      (int)H, (int)S, causal);
   LT_CUDA_LAUNCH_CHECK();
   for (int64_t n = 0; n < N; ++n) {
     // out col [M, L] = V P with V col [M, S], P col [S, L]

@@ -4,10 +4,14 @@
 
 namespace lt::cuda {
 // probs [N,H,L,S] = softmax(q k^T / sqrt(E)) per head (causal: keys s > l get
-// probability 0; needs L == S), out [N,L,H,M] = probs v.
-void softmax_attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
-                               int64_t N, int64_t L, int64_t S, int64_t H, int64_t E, int64_t M, bool causal);
-// dq, dk, dv (overwritten) from the saved probs and dout [N,L,H,M].
+// probability 0; needs L == S), out [N,L,H,M] = probs v. key_lengths: a DEVICE
+// array of N lengths (clamped to [0, S]) or nullptr; keys s >= len get
+// probability 0 and, when L == S, rows l >= len are all zero.
+void softmax_attention_forward(const float* q, const float* k, const float* v, const int32_t* key_lengths,
+                               float* probs, float* out, int64_t N, int64_t L, int64_t S, int64_t H, int64_t E,
+                               int64_t M, bool causal);
+// dq, dk, dv (overwritten) from the saved probs and dout [N,L,H,M]; the masks
+// are in probs (zero rows and columns give zero gradients).
 void softmax_attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                 const float* dout, float* dq, float* dk, float* dv, int64_t N, int64_t L,
                                 int64_t S, int64_t H, int64_t E, int64_t M);

@@ -47,18 +47,19 @@ struct Buffers {
 void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
               const FeatureMap& phi, Buffers& b) {
   if (c.kind == "softmax" || c.kind == "causal-softmax") {
-    softmax_attention_forward(q, k, v, c.kind == "causal-softmax", b.probs, b.out);
-    softmax_attention_backward(q, k, v, b.probs, dout, b.dq, b.dk, b.dv);
+    const Tensor no_lengths;
+    softmax_attention_forward(q, k, v, no_lengths, c.kind == "causal-softmax", b.probs, b.out);
+    softmax_attention_backward(q, k, v, no_lengths, b.probs, dout, b.dq, b.dk, b.dv);
   } else {
-    Tensor no_lengths;
+    const Tensor no_lengths;
     phi.forward(q, b.fq);
     phi.forward(k, b.fk);
     if (c.kind == "linear") {
       linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out);
       linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv);
     } else {
-      causal_linear_attention_forward(b.fq, b.fk, v, b.out);
-      causal_linear_attention_backward(b.fq, b.fk, v, dout, b.dfq, b.dfk, b.dv);
+      causal_linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out);
+      causal_linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv);
     }
     phi.backward(q, b.dfq, b.dq);
     phi.backward(k, b.dfk, b.dk);

@@ -21,6 +21,11 @@
 // Scratch is O(C^2 + F M) per thread; only 1/den and the denominator's
 // gradient (two floats per position) pass from the first loop to the second.
 //
+// Lengths: sequence n runs over its first len positions only, so padding
+// changes no state, and its output and gradient rows are written as zeros.
+// Continuing a state (causal_linear_attention_continue) is the forward loop
+// started from S' = [S, Z] instead of zeros, which then writes S' back.
+//
 // Every product is row-major A B or A^T B: OpenBLAS runs those through its
 // small-matrix kernels, but A B^T through the packed general path, 2-5x
 // slower at these sizes. Where a B^T would appear, a transposed copy
@@ -28,14 +33,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef __AVX512F__
 #include <immintrin.h>
 #endif
 
+#include "attention/lengths.h"
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
+#include "core/bf16.h"
 #include "lt/attention.h"
 
 namespace lt {
@@ -189,18 +197,136 @@ void chunk_numerator(const float* q, int64_t ld, const CausalDims& d, int64_t c,
   cpu::sgemm(false, false, c, M1, c, 1.f, A, kChunk, V1, M1, has_state ? 1.f : 0.f, P, M1);
 }
 
-}  // namespace
-
-void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& out) {
-  const CausalDims d = causal_dims(fq, fk, v, "causal_linear_attention_forward");
-  check_shape(out, v.shape(), "causal_linear_attention_forward out");
-  Device dev = common_device({&fq, &fk, &v, &out}, "causal_linear_attention_forward");
-  if (out.numel() == 0) return;
-  if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::causal_linear_attention_forward(fq.data(), fk.data(), v.data(), out.data(), d.N, d.L,
-                                                     d.H, d.F, d.M));
-
+// Eq. 9-12 over the first len positions of one (n, h) sequence into its
+// output rows o (row stride ldv); rows len..L-1 are zeroed. Starts from the
+// state S' in w.state when has_state (else from zeros) and leaves the state
+// after position len - 1 there.
+void forward_sequence(const CausalDims& d, const Sequence& s, int64_t len, bool has_state, Workspace& w, float* o) {
   const int64_t ld = d.ldq(), ldv = d.ldv(), M = d.M, M1 = d.M1();
+  for (int64_t t0 = 0; t0 < len; t0 += kChunk) {
+    const int64_t c = std::min(kChunk, len - t0);
+    const bool state = has_state || t0 > 0;
+    const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+    load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+    chunk_scores(q, k, ld, d.F, c, w.Kt, w.A);
+    chunk_numerator(q, ld, d, c, state, w.A, w.V1, w.state, w.P);
+    // S' += K^T V' (eq. 10-11, summed over the chunk)
+    cpu::sgemm(true, false, d.F, M1, c, 1.f, k, ld, w.V1, M1, state ? 1.f : 0.f, w.state, M1);
+    for (int64_t i = 0; i < c; ++i) {  // eq. 12
+      const float* p = w.P + i * M1;
+      const float inv = 1.f / (p[M] + kLinearAttentionEps);
+      float* row = o + (t0 + i) * ldv;
+      for (int64_t m = 0; m < M; ++m) row[m] = p[m] * inv;
+    }
+  }
+  for (int64_t t = len; t < d.L; ++t) std::fill(o + t * ldv, o + t * ldv + M, 0.f);
+}
+
+// S' = [S, Z] of pair nh into state [F, M+1], and back; a bfloat16 S is
+// widened on the way in and rounded once on the way out.
+template <typename T>
+void load_state(const T* S, const float* Z, const CausalDims& d, int64_t nh, float* state) {
+  for (int64_t f = 0; f < d.F; ++f) {
+    const T* row = S + (nh * d.F + f) * d.M;
+    float* dst = state + f * d.M1();
+    for (int64_t m = 0; m < d.M; ++m) {
+      if constexpr (std::is_same_v<T, uint16_t>)
+        dst[m] = bf16_to_float(row[m]);
+      else
+        dst[m] = row[m];
+    }
+    dst[d.M] = Z[nh * d.F + f];
+  }
+}
+
+template <typename T>
+void store_state(const float* state, const CausalDims& d, int64_t nh, T* S, float* Z) {
+  for (int64_t f = 0; f < d.F; ++f) {
+    T* row = S + (nh * d.F + f) * d.M;
+    const float* src = state + f * d.M1();
+    for (int64_t m = 0; m < d.M; ++m) {
+      if constexpr (std::is_same_v<T, uint16_t>)
+        row[m] = float_to_bf16(src[m]);
+      else
+        row[m] = src[m];
+    }
+    Z[nh * d.F + f] = src[d.M];
+  }
+}
+
+// Backward, first loop (Algorithm 1) over the first len positions: S' before
+// each chunk gives num', G and dQ = B K + G S'^T; saves 1/den and the
+// denominator's gradient per position in inv_dden for the second loop.
+void backward_queries(const CausalDims& d, const Sequence& s, int64_t len, const float* g, Workspace& w,
+                      float* inv_dden, float* dq) {
+  const int64_t ld = d.ldq(), ldv = d.ldv(), F = d.F, M = d.M, M1 = d.M1();
+  for (int64_t t0 = 0; t0 < len; t0 += kChunk) {
+    const int64_t c = std::min(kChunk, len - t0);
+    const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+    const bool has_state = t0 > 0;
+    load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+    chunk_scores(q, k, ld, F, c, w.Kt, w.A);
+    chunk_numerator(q, ld, d, c, has_state, w.A, w.V1, w.state, w.P);
+    for (int64_t i = 0; i < c; ++i) {
+      const float *p = w.P + i * M1, *gi = g + (t0 + i) * ldv;
+      const float inv = 1.f / (p[M] + kLinearAttentionEps);
+      float g_dot_num = 0.f;
+#pragma omp simd reduction(+ : g_dot_num)
+      for (int64_t m = 0; m < M; ++m) g_dot_num += gi[m] * p[m];
+      const float dden = -g_dot_num * inv * inv;
+      float* Gi = w.G + i * M1;
+      for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
+      Gi[M] = dden;
+      inv_dden[(t0 + i) * 2] = inv;
+      inv_dden[(t0 + i) * 2 + 1] = dden;
+    }
+    chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
+    float* dqc = dq + t0 * ld;
+    cpu::sgemm(false, false, c, F, c, 1.f, w.B, kChunk, k, ld, 0.f, dqc, ld);
+    if (has_state) {
+      transpose(w.state, M1, F, M1, w.state_t, F);
+      cpu::sgemm(false, false, c, F, M1, 1.f, w.G, M1, w.state_t, F, 1.f, dqc, ld);
+    }
+    cpu::sgemm(true, false, F, M1, c, 1.f, k, ld, w.V1, M1, has_state ? 1.f : 0.f, w.state, M1);
+  }
+}
+
+// Backward, second loop, from the last real chunk back: R' = sum over later
+// chunks of Q^T G gives dK = B^T Q + V' R'^T and dV = A^T G + K R'.
+void backward_keys_values(const CausalDims& d, const Sequence& s, int64_t len, const float* g,
+                          const float* inv_dden, Workspace& w, float* dk, float* dvp) {
+  if (len == 0) return;
+  const int64_t ld = d.ldq(), ldv = d.ldv(), F = d.F, M = d.M, M1 = d.M1();
+  const int64_t last = (len - 1) / kChunk * kChunk;
+  for (int64_t t0 = last; t0 >= 0; t0 -= kChunk) {
+    const int64_t c = std::min(kChunk, len - t0);
+    const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
+    const bool has_state = t0 != last;
+    load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
+    for (int64_t i = 0; i < c; ++i) {
+      const float* gi = g + (t0 + i) * ldv;
+      const float inv = inv_dden[(t0 + i) * 2];
+      float* Gi = w.G + i * M1;
+      for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
+      Gi[M] = inv_dden[(t0 + i) * 2 + 1];
+    }
+    chunk_scores(q, k, ld, F, c, w.Kt, w.A);
+    chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
+    float *dkc = dk + t0 * ld, *dvc = dvp + t0 * ldv;
+    cpu::sgemm(true, false, c, F, c, 1.f, w.B, kChunk, q, ld, 0.f, dkc, ld);
+    cpu::sgemm(true, false, c, M, c, 1.f, w.A, kChunk, w.G, M1, 0.f, dvc, ldv);
+    if (has_state) {
+      transpose(w.state, M1, F, M1, w.state_t, F);
+      cpu::sgemm(false, false, c, F, M1, 1.f, w.V1, M1, w.state_t, F, 1.f, dkc, ld);
+      cpu::sgemm(false, false, c, M, F, 1.f, k, ld, w.state, M1, 1.f, dvc, ldv);
+    }
+    cpu::sgemm(true, false, F, M1, c, 1.f, q, ld, w.G, M1, has_state ? 1.f : 0.f, w.state, M1);
+  }
+}
+
+template <typename T>
+void continue_pairs(const CausalDims& d, const Tensor& fq, const Tensor& fk, const Tensor& v,
+                    const int32_t* lengths, T* S, float* Z, Tensor& out) {
   cpu::SingleThreadedBlas single;
 #pragma omp parallel
   {
@@ -208,40 +334,79 @@ void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const T
 #pragma omp for schedule(static)
     for (int64_t nh = 0; nh < d.N * d.H; ++nh) {
       const Sequence s = sequence(d, fq, fk, v, nh);
-      float* o = out.data() + s.offset_v;
-      for (int64_t t0 = 0; t0 < d.L; t0 += kChunk) {
-        const int64_t c = std::min(kChunk, d.L - t0);
-        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
-        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
-        chunk_scores(q, k, ld, d.F, c, w.Kt, w.A);
-        chunk_numerator(q, ld, d, c, t0 > 0, w.A, w.V1, w.state, w.P);
-        // S' += K^T V' (eq. 10-11, summed over the chunk)
-        cpu::sgemm(true, false, d.F, M1, c, 1.f, k, ld, w.V1, M1, t0 > 0 ? 1.f : 0.f, w.state, M1);
-        for (int64_t i = 0; i < c; ++i) {  // eq. 12
-          const float* p = w.P + i * M1;
-          const float inv = 1.f / (p[M] + kLinearAttentionEps);
-          float* row = o + (t0 + i) * ldv;
-          for (int64_t m = 0; m < M; ++m) row[m] = p[m] * inv;
-        }
-      }
+      load_state(S, Z, d, nh, w.state);
+      forward_sequence(d, s, length_of(lengths, nh / d.H, d.L), true, w, out.data() + s.offset_v);
+      store_state(w.state, d, nh, S, Z);
     }
   }
 }
 
-void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& dout,
-                                      Tensor& dfq, Tensor& dfk, Tensor& dv) {
-  const CausalDims d = causal_dims(fq, fk, v, "causal_linear_attention_backward");
+}  // namespace
+
+void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& lengths,
+                                     Tensor& out) {
+  const std::string what = "causal_linear_attention_forward";
+  const CausalDims d = causal_dims(fq, fk, v, what);
+  check_shape(out, v.shape(), "causal_linear_attention_forward out");
+  Device dev = common_device({&fq, &fk, &v, &lengths, &out}, what.c_str());
+  const int32_t* lens = lengths_data(lengths, d.N, d.L, what + " lengths");
+  if (out.numel() == 0) return;
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::causal_linear_attention_forward(fq.data(), fk.data(), v.data(), lens, out.data(), d.N, d.L,
+                                                     d.H, d.F, d.M));
+
+  cpu::SingleThreadedBlas single;
+#pragma omp parallel
+  {
+    Workspace w(d);
+#pragma omp for schedule(static)
+    for (int64_t nh = 0; nh < d.N * d.H; ++nh) {
+      const Sequence s = sequence(d, fq, fk, v, nh);
+      forward_sequence(d, s, length_of(lens, nh / d.H, d.L), false, w, out.data() + s.offset_v);
+    }
+  }
+}
+
+void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& lengths,
+                                      Tensor& S, Tensor& Z, Tensor& out) {
+  const std::string what = "causal_linear_attention_continue";
+  const CausalDims d = causal_dims(fq, fk, v, what);
+  check_shape(S, {d.N, d.H, d.F, d.M}, "causal_linear_attention_continue state S");
+  check_shape(Z, {d.N, d.H, d.F}, "causal_linear_attention_continue normaliser Z");
+  check_shape(out, v.shape(), "causal_linear_attention_continue out");
+  check(S.dtype() == DType::f32 || S.dtype() == DType::bf16,
+        what + ": state S must be float32 or bfloat16, got " + dtype_name(S.dtype()));
+  Device dev = common_device({&fq, &fk, &v, &lengths, &S, &Z, &out}, what.c_str());
+  const int32_t* lens = lengths_data(lengths, d.N, d.L, what + " lengths");
+  if (S.numel() == 0) return;  // no (n, h) pairs, or M == 0 or F == 0 (causal_dims refuses the last two)
+  const bool bf16 = S.dtype() == DType::bf16;
+  if (dev == Device::cuda && bf16)
+    LT_ON_CUDA(cuda::causal_linear_attention_continue_bf16(fq.data(), fk.data(), v.data(), lens, S.data_bf16(),
+                                                           Z.data(), out.data(), d.N, d.L, d.H, d.F, d.M));
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::causal_linear_attention_continue(fq.data(), fk.data(), v.data(), lens, S.data(), Z.data(),
+                                                      out.data(), d.N, d.L, d.H, d.F, d.M));
+  if (bf16)
+    continue_pairs(d, fq, fk, v, lens, S.data_bf16(), Z.data(), out);
+  else
+    continue_pairs(d, fq, fk, v, lens, S.data(), Z.data(), out);
+}
+
+void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& lengths,
+                                      const Tensor& dout, Tensor& dfq, Tensor& dfk, Tensor& dv) {
+  const std::string what = "causal_linear_attention_backward";
+  const CausalDims d = causal_dims(fq, fk, v, what);
   check_shape(dout, v.shape(), "causal_linear_attention_backward dout");
   check_shape(dfq, fq.shape(), "causal_linear_attention_backward dfq");
   check_shape(dfk, fk.shape(), "causal_linear_attention_backward dfk");
   check_shape(dv, v.shape(), "causal_linear_attention_backward dv");
-  Device dev = common_device({&fq, &fk, &v, &dout, &dfq, &dfk, &dv}, "causal_linear_attention_backward");
+  Device dev = common_device({&fq, &fk, &v, &lengths, &dout, &dfq, &dfk, &dv}, what.c_str());
+  const int32_t* lens = lengths_data(lengths, d.N, d.L, what + " lengths");
   if (dv.numel() == 0) return;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::causal_linear_attention_backward(fq.data(), fk.data(), v.data(), dout.data(), dfq.data(),
-                                                      dfk.data(), dv.data(), d.N, d.L, d.H, d.F, d.M));
+    LT_ON_CUDA(cuda::causal_linear_attention_backward(fq.data(), fk.data(), v.data(), lens, dout.data(),
+                                                      dfq.data(), dfk.data(), dv.data(), d.N, d.L, d.H, d.F, d.M));
 
-  const int64_t ld = d.ldq(), ldv = d.ldv(), F = d.F, M = d.M, M1 = d.M1();
   // Per position: 1/den_l and the denominator's gradient -(g_l . out_l) / den_l,
   // from which the reverse loop rebuilds G without recomputing S'.
   std::vector<float> saved(static_cast<size_t>(d.N * d.H * d.L) * 2);
@@ -252,67 +417,16 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
 #pragma omp for schedule(static)
     for (int64_t nh = 0; nh < d.N * d.H; ++nh) {
       const Sequence s = sequence(d, fq, fk, v, nh);
+      const int64_t len = length_of(lens, nh / d.H, d.L);
       const float* g = dout.data() + s.offset_v;
+      float *dq = dfq.data() + s.offset_qk, *dk = dfk.data() + s.offset_qk, *dvp = dv.data() + s.offset_v;
       float* inv_dden = saved.data() + nh * d.L * 2;
-
-      // Forward loop: S' before each chunk gives num', G and dQ = B K + G S'^T.
-      float* dq = dfq.data() + s.offset_qk;
-      for (int64_t t0 = 0; t0 < d.L; t0 += kChunk) {
-        const int64_t c = std::min(kChunk, d.L - t0);
-        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
-        const bool has_state = t0 > 0;
-        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
-        chunk_scores(q, k, ld, F, c, w.Kt, w.A);
-        chunk_numerator(q, ld, d, c, has_state, w.A, w.V1, w.state, w.P);
-        for (int64_t i = 0; i < c; ++i) {
-          const float *p = w.P + i * M1, *gi = g + (t0 + i) * ldv;
-          const float inv = 1.f / (p[M] + kLinearAttentionEps);
-          float g_dot_num = 0.f;
-#pragma omp simd reduction(+ : g_dot_num)
-          for (int64_t m = 0; m < M; ++m) g_dot_num += gi[m] * p[m];
-          const float dden = -g_dot_num * inv * inv;
-          float* Gi = w.G + i * M1;
-          for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
-          Gi[M] = dden;
-          inv_dden[(t0 + i) * 2] = inv;
-          inv_dden[(t0 + i) * 2 + 1] = dden;
-        }
-        chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
-        float* dqc = dq + t0 * ld;
-        cpu::sgemm(false, false, c, F, c, 1.f, w.B, kChunk, k, ld, 0.f, dqc, ld);
-        if (has_state) {
-          transpose(w.state, M1, F, M1, w.state_t, F);
-          cpu::sgemm(false, false, c, F, M1, 1.f, w.G, M1, w.state_t, F, 1.f, dqc, ld);
-        }
-        cpu::sgemm(true, false, F, M1, c, 1.f, k, ld, w.V1, M1, has_state ? 1.f : 0.f, w.state, M1);
-      }
-
-      // Reverse loop: R' = sum over later chunks of Q^T G gives dK and dV.
-      float *dk = dfk.data() + s.offset_qk, *dvp = dv.data() + s.offset_v;
-      const int64_t last = (d.L - 1) / kChunk * kChunk;
-      for (int64_t t0 = last; t0 >= 0; t0 -= kChunk) {
-        const int64_t c = std::min(kChunk, d.L - t0);
-        const float *q = s.q + t0 * ld, *k = s.k + t0 * ld;
-        const bool has_state = t0 != last;
-        load_augmented_values(s.v + t0 * ldv, ldv, M, c, w.V1);
-        for (int64_t i = 0; i < c; ++i) {
-          const float* gi = g + (t0 + i) * ldv;
-          const float inv = inv_dden[(t0 + i) * 2];
-          float* Gi = w.G + i * M1;
-          for (int64_t m = 0; m < M; ++m) Gi[m] = gi[m] * inv;
-          Gi[M] = inv_dden[(t0 + i) * 2 + 1];
-        }
-        chunk_scores(q, k, ld, F, c, w.Kt, w.A);
-        chunk_gradient_scores(w.G, w.V1, M1, c, w.V1t, w.B);
-        float *dkc = dk + t0 * ld, *dvc = dvp + t0 * ldv;
-        cpu::sgemm(true, false, c, F, c, 1.f, w.B, kChunk, q, ld, 0.f, dkc, ld);
-        cpu::sgemm(true, false, c, M, c, 1.f, w.A, kChunk, w.G, M1, 0.f, dvc, ldv);
-        if (has_state) {
-          transpose(w.state, M1, F, M1, w.state_t, F);
-          cpu::sgemm(false, false, c, F, M1, 1.f, w.V1, M1, w.state_t, F, 1.f, dkc, ld);
-          cpu::sgemm(false, false, c, M, F, 1.f, k, ld, w.state, M1, 1.f, dvc, ldv);
-        }
-        cpu::sgemm(true, false, F, M1, c, 1.f, q, ld, w.G, M1, has_state ? 1.f : 0.f, w.state, M1);
+      backward_queries(d, s, len, g, w, inv_dden, dq);
+      backward_keys_values(d, s, len, g, inv_dden, w, dk, dvp);
+      for (int64_t t = len; t < d.L; ++t) {  // padding: no gradient
+        std::fill(dq + t * d.ldq(), dq + t * d.ldq() + d.F, 0.f);
+        std::fill(dk + t * d.ldq(), dk + t * d.ldq() + d.F, 0.f);
+        std::fill(dvp + t * d.ldv(), dvp + t * d.ldv() + d.M, 0.f);
       }
     }
   }

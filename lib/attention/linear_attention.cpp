@@ -9,6 +9,9 @@
 //   dphi(k_s) = dA v_s + dz,     dv_s = dA^T phi(k_s)          (s < key_lengths[n]; else 0).
 // A and z are recomputed rather than saved, so memory stays O(L + S): the
 // scratch per head is G [L, M], c [L], and A, dA, z, dz.
+// In self-attention (L == S) the queries l >= key_lengths[n] are padding too:
+// the products run over the first `rows` queries only, the other rows of out,
+// dphi(q) are zeroed, and their G and c never enter dA and dz.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -53,6 +56,13 @@ void key_value_sums(const float* fk, const float* v, int64_t len, int64_t F, int
   }
 }
 
+// The real query rows of a sequence with len real keys (see lt/attention.h).
+int64_t query_rows(const AttentionDims& d, int64_t len) { return d.L == d.S ? len : d.L; }
+
+void zero_head_rows(float* x, int64_t rows, int64_t width, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) std::memset(x + r * ld, 0, sizeof(float) * width);
+}
+
 float dot(const float* a, const float* b, int64_t n) {
   float s = 0.f;
 #pragma omp simd reduction(+ : s)
@@ -87,12 +97,17 @@ void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& 
     float* oh = op + n * d.L * HM + h * M;
     float* A = scratch_p + worker * per_worker;
     float* z = A + F * M;
+    const int64_t rows = query_rows(d, len);
     key_value_sums(kp + n * d.S * HF + h * F, vp + n * d.S * HM + h * M, len, F, M, HF, HM, A, z);
-    cpu::sgemm(false, false, d.L, M, F, 1.f, qh, HF, A, M, 0.f, oh, HM);
+    if (rows > 0) cpu::sgemm(false, false, rows, M, F, 1.f, qh, HF, A, M, 0.f, oh, HM);
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
     for (int64_t l = 0; l < d.L; ++l) {
-      const float inv = 1.f / (dot(qh + l * HF, z, F) + kLinearAttentionEps);
       float* o = oh + l * HM;
+      if (l >= rows) {  // a padded query
+        std::memset(o, 0, sizeof(float) * M);
+        continue;
+      }
+      const float inv = 1.f / (dot(qh + l * HF, z, F) + kLinearAttentionEps);
 #pragma omp simd
       for (int64_t m = 0; m < M; ++m) o[m] *= inv;
     }
@@ -137,10 +152,11 @@ void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor&
     float* G = dz + F;
     float* c = G + d.L * M;
 
+    const int64_t rows = query_rows(d, len);
     key_value_sums(kh, vh, len, F, M, HF, HM, A, z);
-    cpu::sgemm(false, false, d.L, M, F, 1.f, qh, HF, A, M, 0.f, G, M);  // num_l
+    if (rows > 0) cpu::sgemm(false, false, rows, M, F, 1.f, qh, HF, A, M, 0.f, G, M);  // num_l
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
-    for (int64_t l = 0; l < d.L; ++l) {
+    for (int64_t l = 0; l < rows; ++l) {
       const float inv = 1.f / (dot(qh + l * HF, z, F) + kLinearAttentionEps);
       const float* g = gh + l * HM;
       float* Gl = G + l * M;
@@ -153,15 +169,21 @@ void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor&
       }
       c[l] = -acc * inv;
     }
-    cpu::sgemm(false, true, d.L, F, M, 1.f, G, M, A, M, 0.f, dqh, HF);
+    zero_head_rows(dqh + rows * HF, d.L - rows, F, HF);  // padded queries: no gradient
+    if (rows > 0) {
+      cpu::sgemm(false, true, rows, F, M, 1.f, G, M, A, M, 0.f, dqh, HF);
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
-    for (int64_t l = 0; l < d.L; ++l) {
-      float* row = dqh + l * HF;
+      for (int64_t l = 0; l < rows; ++l) {
+        float* row = dqh + l * HF;
 #pragma omp simd
-      for (int64_t f = 0; f < F; ++f) row[f] += c[l] * z[f];
+        for (int64_t f = 0; f < F; ++f) row[f] += c[l] * z[f];
+      }
+      cpu::sgemm(true, false, F, M, rows, 1.f, qh, HF, G, M, 0.f, dA, M);
+      cpu::sgemm(true, false, F, 1, rows, 1.f, qh, HF, c, 1, 0.f, dz, 1);
+    } else {
+      std::fill(dA, dA + F * M, 0.f);
+      std::fill(dz, dz + F, 0.f);
     }
-    cpu::sgemm(true, false, F, M, d.L, 1.f, qh, HF, G, M, 0.f, dA, M);
-    cpu::sgemm(true, false, F, 1, d.L, 1.f, qh, HF, c, 1, 0.f, dz, 1);
     if (len > 0) {
       cpu::sgemm(false, true, len, F, M, 1.f, vh, HM, dA, M, 0.f, dkh, HF);
       cpu::sgemm(false, false, len, M, F, 1.f, kh, HF, dA, M, 0.f, dvh, HM);

@@ -4,12 +4,15 @@
 // Queries go in blocks of kRowBlock rows: with a causal mask a block only
 // needs the keys up to its last row, which skips about half of the work, and
 // the backward pass needs scratch for one block of dP rows, not all of them.
+// Key lengths: only the first len keys are multiplied (and, in self-attention,
+// only the first len query rows); the rest of probs and out is zeroed.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "attention/attention_dims.h"
 #include "attention/head_loop.h"
+#include "attention/lengths.h"
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
 #include "lt/attention.h"
@@ -22,6 +25,10 @@ constexpr int64_t kRowBlock = 128;
 
 // row[0, valid) = softmax(row[0, valid)); row[valid, width) = 0 (masked keys).
 void softmax_row(float* row, int64_t valid, int64_t width) {
+  if (valid == 0) {  // no key at all: the row attends to nothing
+    std::fill(row, row + width, 0.f);
+    return;
+  }
   float mx = row[0];
 #pragma omp simd reduction(max : mx)
   for (int64_t s = 1; s < valid; ++s) mx = row[s] > mx ? row[s] : mx;
@@ -70,18 +77,29 @@ void zero_head_rows(float* x, int64_t rows, int64_t width, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) std::memset(x + r * ld, 0, sizeof(float) * width);
 }
 
+// The real keys and query rows of batch element n: the first `keys` keys, and
+// the first `rows` queries (all of them in cross-attention, L != S).
+struct Extent {
+  int64_t keys, rows;
+};
+Extent real_extent(const int32_t* lengths, int64_t n, const AttentionDims& d) {
+  const int64_t keys = length_of(lengths, n, d.S);
+  return {keys, d.L == d.S ? keys : d.L};
+}
+
 }  // namespace
 
-void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                               Tensor& probs, Tensor& out) {
+void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                               bool causal, Tensor& probs, Tensor& out) {
   const std::string what = "softmax_attention_forward";
   const AttentionDims d = checked_dims(q, k, v, causal, what);
   check_shape(probs, {d.N, d.H, d.L, d.S}, "softmax_attention_forward probs");
   check_shape(out, attention_out_shape(d), "softmax_attention_forward out");
-  Device dev = common_device({&q, &k, &v, &probs, &out}, what.c_str());
+  Device dev = common_device({&q, &k, &v, &key_lengths, &probs, &out}, what.c_str());
+  const int32_t* lengths = lengths_data(key_lengths, d.N, d.S, what + " key_lengths");
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::softmax_attention_forward(q.data(), k.data(), v.data(), probs.data(), out.data(), d.N, d.L,
-                                               d.S, d.H, d.E, d.M, causal));
+    LT_ON_CUDA(cuda::softmax_attention_forward(q.data(), k.data(), v.data(), lengths, probs.data(), out.data(), d.N,
+                                               d.L, d.S, d.H, d.E, d.M, causal));
 
   const float temp = 1.f / std::sqrt(static_cast<float>(d.E));
   const int64_t HE = d.H * d.E, HM = d.H * d.M;
@@ -90,23 +108,29 @@ void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v
   const cpu::HeadLoop plan = cpu::plan_head_loop(d.N * d.H);
   cpu::for_each_head(plan, d.N * d.H, [&](int64_t nh, int) {
     const int64_t n = nh / d.H, h = nh % d.H;
+    const Extent real = real_extent(lengths, n, d);
     const float* qh = qp + n * d.L * HE + h * d.E;
     const float* kh = kp + n * d.S * HE + h * d.E;
     const float* vh = vp + n * d.S * HM + h * d.M;
     float* oh = op + n * d.L * HM + h * d.M;
-    for (int64_t l0 = 0; l0 < d.L; l0 += kRowBlock) {
-      const int64_t b = std::min(kRowBlock, d.L - l0), keys = causal ? l0 + b : d.S;
+    for (int64_t l0 = 0; l0 < real.rows; l0 += kRowBlock) {
+      const int64_t b = std::min(kRowBlock, real.rows - l0), keys = causal ? l0 + b : real.keys;
       float* P = pp + (nh * d.L + l0) * d.S;
-      cpu::sgemm(false, true, b, keys, d.E, temp, qh + l0 * HE, HE, kh, HE, 0.f, P, d.S);
+      if (keys > 0) cpu::sgemm(false, true, b, keys, d.E, temp, qh + l0 * HE, HE, kh, HE, 0.f, P, d.S);
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
-      for (int64_t i = 0; i < b; ++i) softmax_row(P + i * d.S, causal ? l0 + i + 1 : d.S, d.S);
-      cpu::sgemm(false, false, b, d.M, keys, 1.f, P, d.S, vh, HM, 0.f, oh + l0 * HM, HM);
+      for (int64_t i = 0; i < b; ++i) softmax_row(P + i * d.S, causal ? l0 + i + 1 : real.keys, d.S);
+      if (keys > 0)
+        cpu::sgemm(false, false, b, d.M, keys, 1.f, P, d.S, vh, HM, 0.f, oh + l0 * HM, HM);
+      else
+        zero_head_rows(oh + l0 * HM, b, d.M, HM);
     }
+    std::fill(pp + (nh * d.L + real.rows) * d.S, pp + (nh + 1) * d.L * d.S, 0.f);  // padded query rows
+    zero_head_rows(oh + real.rows * HM, d.L - real.rows, d.M, HM);
   });
 }
 
-void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
-                                const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
+void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                                const Tensor& probs, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv) {
   const std::string what = "softmax_attention_backward";
   const AttentionDims d = checked_dims(q, k, v, false, what);
   check_shape(probs, {d.N, d.H, d.L, d.S}, "softmax_attention_backward probs");
@@ -114,15 +138,19 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
   check_shape(dq, q.shape(), "softmax_attention_backward dq");
   check_shape(dk, k.shape(), "softmax_attention_backward dk");
   check_shape(dv, v.shape(), "softmax_attention_backward dv");
-  Device dev = common_device({&q, &k, &v, &probs, &dout, &dq, &dk, &dv}, what.c_str());
+  Device dev = common_device({&q, &k, &v, &key_lengths, &probs, &dout, &dq, &dk, &dv}, what.c_str());
+  const int32_t* lengths = lengths_data(key_lengths, d.N, d.S, what + " key_lengths");
+  // On the GPU the masks are all in probs (below): zero rows and columns give
+  // zero gradients without the lengths.
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::softmax_attention_backward(q.data(), k.data(), v.data(), probs.data(), dout.data(), dq.data(),
                                                 dk.data(), dv.data(), d.N, d.L, d.S, d.H, d.E, d.M));
 
-  // The mask is not an argument: a causal forward left probs exactly zero
-  // above the diagonal, and keys whose probabilities are zero in every row of
-  // a block add nothing to any gradient, so each block stops at its last
-  // non-zero column (causal blocks then skip half the work, as in forward).
+  // The causal mask is not an argument: a causal forward left probs exactly
+  // zero above the diagonal, and keys whose probabilities are zero in every
+  // row of a block add nothing to any gradient, so each block stops at its
+  // last non-zero column (causal blocks then skip half the work, as in
+  // forward). Padded query rows are skipped, their dq rows zeroed.
   const float temp = 1.f / std::sqrt(static_cast<float>(d.E));
   const int64_t HE = d.H * d.E, HM = d.H * d.M;
   const float *qp = q.data(), *kp = k.data(), *vp = v.data(), *pp = probs.data(), *gp = dout.data();
@@ -132,6 +160,7 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
   float* scratch_p = scratch.data();
   cpu::for_each_head(plan, d.N * d.H, [&](int64_t nh, int worker) {
     const int64_t n = nh / d.H, h = nh % d.H;
+    const Extent real = real_extent(lengths, n, d);
     const float* qh = qp + n * d.L * HE + h * d.E;
     const float* kh = kp + n * d.S * HE + h * d.E;
     const float* vh = vp + n * d.S * HM + h * d.M;
@@ -142,11 +171,12 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
     float* dP = scratch_p + worker * scratch.dim(1);
     zero_head_rows(dkh, d.S, d.E, HE);
     zero_head_rows(dvh, d.S, d.M, HM);
-    for (int64_t l0 = 0; l0 < d.L; l0 += kRowBlock) {
-      const int64_t b = std::min(kRowBlock, d.L - l0);
+    zero_head_rows(dqh + real.rows * HE, d.L - real.rows, d.E, HE);
+    for (int64_t l0 = 0; l0 < real.rows; l0 += kRowBlock) {
+      const int64_t b = std::min(kRowBlock, real.rows - l0);
       const float* P = pp + (nh * d.L + l0) * d.S;
       const float* g = gh + l0 * HM;
-      const int64_t keys = nonzero_columns(P, b, d.S);
+      const int64_t keys = std::min(nonzero_columns(P, b, d.S), std::max<int64_t>(real.keys, 1));
       // dV += P^T dO;  dP = dO V^T;  dA = softmax'(dP);  dQ = t dA K;  dK += t dA^T Q.
       cpu::sgemm(true, false, keys, d.M, b, 1.f, P, d.S, g, HM, 1.f, dvh, HM);
       cpu::sgemm(false, true, b, keys, d.M, 1.f, g, HM, vh, HM, 0.f, dP, keys);

@@ -158,7 +158,7 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
   b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
 
   embed(b.v_ids, 0, b.v_emb, b.v_x);
-  stack_->forward(b.v_x, b.v_y, options);
+  stack_->forward(b.v_x, Tensor(), b.v_y, options);
   Tensor head3 = b.v_head.reshape({B, L, P});
   const Products head_products = options.precision.head;
   linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, head_products);

@@ -102,35 +102,61 @@ void TransformerStack::init_parameters(uint64_t seed) const {
   constant_fill(norm_b_, 0.f);
 }
 
+// Every training buffer is a view into one arena that only grows: planned
+// for the largest (B, L) so far, a smaller batch or a shorter sequence
+// reuses it, and a run over variable shapes allocates nothing after its
+// largest. Views start on 64-byte boundaries for the vector units and cuBLASLt.
 void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
-  if (B == B_ && L == L_ && !acts_.empty() && acts_[0]->q.device() == dev) return;
-  B_ = B, L_ = L;
+  if (B == B_ && L == L_ && arena_.defined() && arena_.device() == dev) return;
   const int64_t R = B * L, d = config_.d_model, ff = config_.ff_dim, H = config_.heads;
-  auto t = [&](Shape s) { return Tensor::empty(s, dev); };
-  acts_.clear();
-  layer_out_.clear();
-  for (int64_t l = 0; l < config_.layers; ++l) {
-    auto a = std::make_unique<LayerActs>();
-    for (Tensor* x : {&a->q, &a->k, &a->v, &a->att, &a->res1, &a->x1, &a->res2}) *x = t({R, d});
-    if (config_.attention == AttentionKind::linear) {
-      a->fq = t({R, d});
-      a->fk = t({R, d});
-    } else {
-      a->probs = t({B, H, L, L});
+  int64_t used = 0;
+  const bool carve = arena_.defined() && arena_.device() == dev;
+  // Two passes: the first (sizes only) finds what the shape needs.
+  auto lay_out = [&](bool assign) {
+    used = 0;
+    auto t = [&](Shape s) {
+      const int64_t n = shape_numel(s), at = used;
+      used += (n + 15) / 16 * 16;
+      return assign ? arena_.rows(at, at + n).reshape(s) : Tensor();
+    };
+    if (assign) {
+      acts_.clear();
+      layer_out_.clear();
     }
-    for (Tensor* x : {&a->mean1, &a->rstd1, &a->mean2, &a->rstd2}) *x = t({R});
-    a->h = t({R, ff});
-    a->ad = t({R, ff});
-    acts_.push_back(std::move(a));
-    layer_out_.push_back(t({R, d}));
-  }
-  final_mean_ = t({R});
-  final_rstd_ = t({R});
-  grads_ = std::make_unique<GradBuffers>();
-  for (Tensor* x : {&grads_->dres, &grads_->dtmp, &grads_->dx1, &grads_->datt, &grads_->dq, &grads_->dk,
-                    &grads_->dv, &grads_->dfq, &grads_->dfk, &grads_->dcur, &grads_->dnext, &grads_->o})
-    *x = t({R, d});
-  grads_->dff = t({R, ff});
+    for (int64_t l = 0; l < config_.layers; ++l) {
+      auto a = std::make_unique<LayerActs>();
+      for (Tensor* x : {&a->q, &a->k, &a->v, &a->att, &a->res1, &a->x1, &a->res2}) *x = t({R, d});
+      if (config_.attention == AttentionKind::linear) {
+        a->fq = t({R, d});
+        a->fk = t({R, d});
+      } else {
+        a->probs = t({B, H, L, L});
+      }
+      for (Tensor* x : {&a->mean1, &a->rstd1, &a->mean2, &a->rstd2}) *x = t({R});
+      a->h = t({R, ff});
+      a->ad = t({R, ff});
+      Tensor out = t({R, d});
+      if (assign) {
+        acts_.push_back(std::move(a));
+        layer_out_.push_back(out);
+      }
+    }
+    Tensor mean = t({R}), rstd = t({R});
+    auto g = std::make_unique<GradBuffers>();
+    for (Tensor* x : {&g->dres, &g->dtmp, &g->dx1, &g->datt, &g->dq, &g->dk, &g->dv, &g->dfq, &g->dfk, &g->dcur,
+                      &g->dnext, &g->o})
+      *x = t({R, d});
+    g->dff = t({R, ff});
+    if (assign) {
+      final_mean_ = mean;
+      final_rstd_ = rstd;
+      grads_ = std::move(g);
+    }
+  };
+  lay_out(false);
+  if (!carve || arena_.numel() < used) arena_ = Tensor::empty({used}, dev);
+  lay_out(true);
+  B_ = B, L_ = L;
 }
 
 // Each dropout site of each layer draws from its own stream of the step's seed.
@@ -138,11 +164,12 @@ static uint64_t site_seed(uint64_t seed, size_t layer, int site) {
   return seed ^ (0x9E3779B97F4A7C15ull * (layer * 4 + site + 1));
 }
 
-void TransformerStack::forward(const Tensor& x, Tensor& y, const ForwardOptions& options) {
+void TransformerStack::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
   check(x.ndim() == 3 && x.dim(2) == config_.d_model,
         "transformer input must be [B, L, " + std::to_string(config_.d_model) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "transformer output");
   plan(x.dim(0), x.dim(1), x.device());
+  set_lengths(lengths);
   input_ = x.reshape({B_ * L_, config_.d_model});
   pass_ = options;
   pass_.train = options.train && config_.dropout > 0.f;
@@ -150,6 +177,26 @@ void TransformerStack::forward(const Tensor& x, Tensor& y, const ForwardOptions&
   Tensor y2 = y.reshape({B_ * L_, config_.d_model});
   layernorm_forward(layer_out_.back(), params_.value(norm_g_), params_.value(norm_b_), y2, final_mean_,
                     final_rstd_);
+  zero_padded_rows(y2);
+}
+
+void TransformerStack::set_lengths(const Tensor& lengths) {
+  lengths_ = Tensor();
+  lengths_host_.clear();
+  if (!lengths.defined()) return;
+  check(lengths.ndim() == 1 && lengths.dim(0) == B_ && lengths.dtype() == DType::i32,
+        "sequence lengths must be int32 [" + std::to_string(B_) + "], got " + shape_str(lengths.shape()));
+  lengths_host_ = lengths.to_vector_i32();
+  for (int32_t n : lengths_host_)
+    check(n >= 0 && n <= L_, "sequence length " + std::to_string(n) + " outside 0.." + std::to_string(L_));
+  lengths_ = lengths.device() == params_.device() ? lengths : lengths.to(params_.device());
+}
+
+// Padded positions' rows of rows [B*L, ...] become zeros: their outputs are
+// defined, and their gradients reach nothing.
+void TransformerStack::zero_padded_rows(Tensor& rows) const {
+  for (int64_t b = 0; b < int64_t(lengths_host_.size()); ++b)
+    if (lengths_host_[b] < L_) rows.rows(b * L_ + lengths_host_[b], (b + 1) * L_).zero();
 }
 
 void TransformerStack::layer_forward(size_t l, const Tensor& x) {
@@ -171,12 +218,18 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   if (config_.attention == AttentionKind::linear) {
     phi_->forward(a.q, a.fq);
     phi_->forward(a.k, a.fk);
-    if (causal)
-      causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), att4);
-    else
-      linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(), att4);
+    if (continuing_) {
+      StateViews st = state_views(*continuing_, l);
+      causal_linear_attention_continue(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
+                                       st.a, st.b, att4);
+    } else if (causal) {
+      causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_, att4);
+    }
+    else {
+      linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_, att4);
+    }
   } else {
-    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), causal, a.probs,
+    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), lengths_, causal, a.probs,
                               att4);
   }
   linear_forward(a.att, V(p.wo), V(p.bo), o, P);
@@ -198,8 +251,14 @@ void TransformerStack::backward(const Tensor& dy, Tensor& dx) {
             std::to_string(B_) + ", " + std::to_string(L_) + ", " + std::to_string(config_.d_model) + "]");
   GradBuffers& g = *grads_;
   Tensor dg = params_.grad(norm_g_), db = params_.grad(norm_b_);
-  layernorm_backward(layer_out_.back(), params_.value(norm_g_), final_mean_, final_rstd_,
-                     dy.reshape({B_ * L_, config_.d_model}), g.dcur, dg, db);
+  Tensor dy2 = dy.reshape({B_ * L_, config_.d_model});
+  if (!lengths_host_.empty()) {  // padded outputs are constants: whatever dy holds there reaches nothing
+    g.dtmp.copy_from(dy2);
+    zero_padded_rows(g.dtmp);
+    dy2 = g.dtmp;
+  }
+  layernorm_backward(layer_out_.back(), params_.value(norm_g_), final_mean_, final_rstd_, dy2, g.dcur, dg, db);
+  zero_padded_rows(g.dcur);
   for (size_t l = layers_.size(); l-- > 0;) {
     layer_backward(l, l ? layer_out_[l - 1] : input_, g.dcur, g.dnext, pass_.seed);
     std::swap(g.dcur, g.dnext);
@@ -247,15 +306,15 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   if (config_.attention == AttentionKind::linear) {
     Tensor dfq4 = g.dfq.reshape(heads4), dfk4 = g.dfk.reshape(heads4);
     if (config_.direction == Direction::causal)
-      causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4),
+      causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
                                        g.datt.reshape(heads4), dfq4, dfk4, dv4);
     else
-      linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), Tensor(),
+      linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
                                 g.datt.reshape(heads4), dfq4, dfk4, dv4);
     phi_->backward(a.q, g.dfq, g.dq);
     phi_->backward(a.k, g.dfk, g.dk);
   } else {
-    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), a.probs,
+    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), Tensor(), a.probs,
                                g.datt.reshape(heads4), dq4, dk4, dv4);
   }
   Tensor dWq = G(p.wq), dbq = G(p.bq), dWk = G(p.wk), dbk = G(p.bk), dWv = G(p.wv), dbv = G(p.bv);

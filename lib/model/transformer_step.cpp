@@ -139,30 +139,55 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
 }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state) {
-  check(x.ndim() == 3 && x.dim(0) == state.batch,
-        "prefill input " + shape_str(x.shape()) + " does not match the state's batch " + std::to_string(state.batch));
-  const int64_t max_len = state.max_len;
-  check(config_.attention == AttentionKind::linear || x.dim(1) <= max_len,
-        "prefill of " + std::to_string(x.dim(1)) + " positions does not fit a KV cache of " + std::to_string(max_len));
+  state.buffer.zero();
+  continue_chunk(state, x, 0, y);
+}
+
+void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, int64_t t0, Tensor& y) {
+  check(x.ndim() == 3 && x.dim(0) == state.batch && x.dim(2) == config_.d_model,
+        "chunk input " + shape_str(x.shape()) + " does not match the state's batch " + std::to_string(state.batch));
+  check_shape(y, x.shape(), "chunk output");
+  const int64_t B = x.dim(0), T = x.dim(1), d = config_.d_model;
+  check(t0 >= 0 && (config_.attention == AttentionKind::linear || t0 + T <= state.max_len),
+        "a chunk of " + std::to_string(T) + " positions from " + std::to_string(t0) + " does not fit a KV cache of " +
+            std::to_string(state.max_len));
+  state_views(state, 0);  // checks the state's size before any work
   ForwardOptions eval;
   eval.precision.products = step_products_;
-  forward(x, y, eval);
-  const int64_t B = B_, L = L_, H = config_.heads, E = config_.head_dim;
-  const Shape heads4{B, L, H, E};
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    StateViews st = state_views(state, l);
-    const LayerActs& a = *acts_[l];
-    if (config_.attention == AttentionKind::linear) {
-      linear_attention_state(a.fk.reshape(heads4), a.v.reshape(heads4), st.a, st.b);
-      continue;
+  if (config_.attention == AttentionKind::linear) {
+    // The training pass in eval mode, whose attention continues the state (eq. 18-20 over the chunk).
+    continuing_ = &state;
+    try {
+      forward(x, Tensor(), y, eval);
+    } catch (...) {
+      continuing_ = nullptr;
+      throw;
     }
-    // KV cache rows 0..L-1 of every batch element are the prefix's keys and values.
-    Tensor kc = st.a.reshape({B * max_len, H * E}), vc = st.b.reshape({B * max_len, H * E});
-    Tensor k = a.k.reshape({B * L, H * E}), v = a.v.reshape({B * L, H * E});
-    for (int64_t b = 0; b < B; ++b) {
-      kc.rows(b * max_len, b * max_len + L).copy_from(k.rows(b * L, (b + 1) * L));
-      vc.rows(b * max_len, b * max_len + L).copy_from(v.rows(b * L, (b + 1) * L));
+    continuing_ = nullptr;
+    return;
+  }
+  if (t0 == 0) {  // softmax from the empty prefix: one parallel pass, its keys and values become the cache
+    forward(x, Tensor(), y, eval);
+    const int64_t H = config_.heads, E = config_.head_dim, max_len = state.max_len;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      StateViews st = state_views(state, l);
+      const LayerActs& a = *acts_[l];
+      Tensor kc = st.a.reshape({B * max_len, H * E}), vc = st.b.reshape({B * max_len, H * E});
+      Tensor k = a.k.reshape({B * T, H * E}), v = a.v.reshape({B * T, H * E});
+      for (int64_t b = 0; b < B; ++b) {
+        kc.rows(b * max_len, b * max_len + T).copy_from(k.rows(b * T, (b + 1) * T));
+        vc.rows(b * max_len, b * max_len + T).copy_from(v.rows(b * T, (b + 1) * T));
+      }
     }
+    return;
+  }
+  // Softmax after a prefix has no parallel form over the cache: step through the chunk.
+  Tensor xt = Tensor::empty({B, d}, x.device()), yt = Tensor::empty({B, d}, x.device());
+  Tensor x2 = x.reshape({B * T, d}), y2 = y.reshape({B * T, d});
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t b = 0; b < B; ++b) xt.rows(b, b + 1).copy_from(x2.rows(b * T + t, b * T + t + 1));
+    step(state, xt, t0 + t, yt);
+    for (int64_t b = 0; b < B; ++b) y2.rows(b * T + t, b * T + t + 1).copy_from(yt.rows(b, b + 1));
   }
 }
 

@@ -98,7 +98,7 @@ void check_forward(Rng& rng, const Dims& d) {
   INFO("N " << d.N << " L " << d.L << " H " << d.H << " F " << d.F << " M " << d.M);
   Tensor q = positive_features(rng, {d.N, d.L, d.H, d.F}), k = positive_features(rng, {d.N, d.L, d.H, d.F});
   Tensor v = rng.randn({d.N, d.L, d.H, d.M}), out = Tensor::empty({d.N, d.L, d.H, d.M});
-  causal_linear_attention_forward(q, k, v, out);
+  causal_linear_attention_forward(q, k, v, Tensor(), out);
   CHECK(rel_error(out, reference_forward(d, to_double(q), to_double(k), to_double(v))) < 1e-5);
 }
 
@@ -129,12 +129,12 @@ TEST_CASE("causal linear attention backward matches finite differences") {
     Tensor v = rng.randn({d.N, d.L, d.H, d.M}), out = Tensor::empty({d.N, d.L, d.H, d.M});
     std::vector<float> w = rng.normals(out.numel());
     auto loss = [&] {
-      causal_linear_attention_forward(q, k, v, out);
+      causal_linear_attention_forward(q, k, v, Tensor(), out);
       return dot(out, w);
     };
     Tensor dout = Tensor::from_vector(w, out.shape());
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-    causal_linear_attention_backward(q, k, v, dout, dq, dk, dv);
+    causal_linear_attention_backward(q, k, v, Tensor(), dout, dq, dk, dv);
     CHECK(rel_error(dq, numeric_grad(q, loss)) < 1e-2);
     CHECK(rel_error(dk, numeric_grad(k, loss)) < 1e-2);
     CHECK(rel_error(dv, numeric_grad(v, loss)) < 1e-2);
@@ -152,7 +152,7 @@ TEST_CASE("causal linear attention backward matches the float64 quadratic-form g
     Tensor q = positive_features(rng, {d.N, d.L, d.H, d.F}), k = positive_features(rng, {d.N, d.L, d.H, d.F});
     Tensor v = rng.randn({d.N, d.L, d.H, d.M}), dout = rng.randn({d.N, d.L, d.H, d.M});
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-    causal_linear_attention_backward(q, k, v, dout, dq, dk, dv);
+    causal_linear_attention_backward(q, k, v, Tensor(), dout, dq, dk, dv);
     Grads ref = reference_backward(d, to_double(q), to_double(k), to_double(v), to_double(dout));
     CHECK(rel_error(dq, ref.dq) < 1e-5);
     CHECK(rel_error(dk, ref.dk) < 1e-5);
@@ -171,7 +171,7 @@ TEST_CASE("the recurrent step reproduces the parallel causal form position by po
     INFO("N " << d.N << " L " << d.L << " H " << d.H << " F " << d.F << " M " << d.M);
     Tensor q = positive_features(rng, {d.N, d.L, d.H, d.F}), k = positive_features(rng, {d.N, d.L, d.H, d.F});
     Tensor v = rng.randn({d.N, d.L, d.H, d.M}), out = Tensor::empty({d.N, d.L, d.H, d.M});
-    causal_linear_attention_forward(q, k, v, out);
+    causal_linear_attention_forward(q, k, v, Tensor(), out);
 
     const std::vector<float> qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector(), ov = out.to_vector();
     Tensor S = Tensor::zeros({d.N, d.H, d.F, d.M}), Z = Tensor::zeros({d.N, d.H, d.F});
@@ -374,14 +374,14 @@ TEST_CASE("causal linear attention rejects mismatched shapes with messages namin
   Tensor q = Tensor::zeros({2, 5, 3, 4}), k = Tensor::zeros({2, 5, 3, 4}), v = Tensor::zeros({2, 5, 3, 6});
   Tensor out = Tensor::zeros({2, 5, 3, 6});
   Tensor short_k = Tensor::zeros({2, 4, 3, 4}), bad_v = Tensor::zeros({2, 5, 2, 6}), bad_out = Tensor::zeros({2, 5, 3, 5});
-  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, short_k, v, out),
+  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, short_k, v, Tensor(), out),
                        doctest::Contains("keys [2, 4, 3, 4] must have the queries' shape [2, 5, 3, 4]"), lt::Error);
-  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, k, bad_v, out),
+  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, k, bad_v, Tensor(), out),
                        doctest::Contains("values [2, 5, 2, 6] do not match queries [2, 5, 3, 4]"), lt::Error);
-  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, k, v, bad_out),
+  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, k, v, Tensor(), bad_out),
                        doctest::Contains("expected shape [2, 5, 3, 6], got [2, 5, 3, 5]"), lt::Error);
   Tensor dq = Tensor::zeros({2, 5, 3, 4}), dk = Tensor::zeros({2, 5, 3, 3}), dv = Tensor::zeros({2, 5, 3, 6});
-  CHECK_THROWS_WITH_AS(causal_linear_attention_backward(q, k, v, out, dq, dk, dv),
+  CHECK_THROWS_WITH_AS(causal_linear_attention_backward(q, k, v, Tensor(), out, dq, dk, dv),
                        doctest::Contains("dfk: expected shape [2, 5, 3, 4], got [2, 5, 3, 3]"), lt::Error);
 
   Tensor qs = Tensor::zeros({2, 3, 4}), vs = Tensor::zeros({2, 3, 6}), os = Tensor::zeros({2, 3, 6});

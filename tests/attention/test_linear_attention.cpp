@@ -33,14 +33,18 @@ Inputs random_inputs(Rng& rng, const Dims& d) {
           rng.randn({d.N, d.S, d.H, d.M})};
 }
 
+// The real query rows of element n: in self-attention (L == S) the padded
+// queries l >= lengths[n] output zeros and get no gradient.
+int64_t query_rows(const Dims& d, int64_t len) { return d.L == d.S ? len : d.L; }
+
 // Eq. 4 in its quadratic form, float64: out_l = sum_s (fq_l.fk_s) v_s / (sum_s fq_l.fk_s + eps)
-// over the keys s < lengths[n].
+// over the keys s < lengths[n], zero for padded queries.
 std::vector<double> reference(const Inputs& in, const Dims& d, const std::vector<int32_t>& lengths) {
   auto q = to_double(in.fq), k = to_double(in.fk), v = to_double(in.v);
   std::vector<double> out(d.N * d.L * d.H * d.M, 0.0);
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t l = 0; l < d.L; ++l) {
+      for (int64_t l = 0; l < query_rows(d, lengths[n]); ++l) {
         double* o = &out[((n * d.L + l) * d.H + h) * d.M];
         double den = 0;
         for (int64_t s = 0; s < lengths[n]; ++s) {
@@ -68,7 +72,7 @@ Grads reference_grads(const Inputs& in, const Tensor& dout, const Dims& d, const
   std::vector<double> a(d.S);
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t l = 0; l < d.L; ++l) {
+      for (int64_t l = 0; l < query_rows(d, lengths[n]); ++l) {
         const int64_t ql = ((n * d.L + l) * d.H + h), len = lengths[n];
         double den = kLinearAttentionEps;
         for (int64_t s = 0; s < len; ++s) {
@@ -209,14 +213,23 @@ TEST_CASE("linear attention key-length mask equals removing the padded keys") {
     const int64_t len = lengths[n];
     CAPTURE(n);
     CAPTURE(len);
+    // Cross-attention on the kept keys (L queries against len keys) masks no query.
+    const int64_t rows = d.L == d.S ? len : d.L;
+    CAPTURE(rows);
     Inputs kept{element(in.fq, n, d.L), element(in.fk, n, len), element(in.v, n, len)};
     const Result alone = run(kept, Tensor(), element(dout, n, d.L));
-    CHECK(rel_error(element(masked.out, n, d.L), alone.out) < 1e-6);
-    CHECK(rel_error(element(masked.dfq, n, d.L), alone.dfq) < 1e-6);
-    if (len > 0) {
+    if (rows > 0) {
+      CHECK(rel_error(element(masked.out, n, rows), element(alone.out, 0, rows)) < 1e-6);
+      CHECK(rel_error(element(masked.dfq, n, rows), element(alone.dfq, 0, rows)) < 1e-6);
+    }
+    if (len > 0 && rows == d.L) {  // with padded queries removed too, see the self-attention test
       CHECK(rel_error(element(masked.dfk, n, len), alone.dfk) < 1e-6);
       CHECK(rel_error(element(masked.dv, n, len), alone.dv) < 1e-6);
     }
+    // Padded queries output zeros and get exactly zero gradient.
+    const std::vector<float> out = element(masked.out, n, d.L).to_vector(), dfq = element(masked.dfq, n, d.L).to_vector();
+    for (size_t i = rows * d.H * d.M; i < out.size(); ++i) REQUIRE(out[i] == 0.f);
+    for (size_t i = rows * d.H * d.F; i < dfq.size(); ++i) REQUIRE(dfq[i] == 0.f);
     // Padded keys get exactly zero gradient.
     const std::vector<float> dfk = element(masked.dfk, n, d.S).to_vector(), dv = element(masked.dv, n, d.S).to_vector();
     for (size_t i = len * d.H * d.F; i < dfk.size(); ++i) REQUIRE(dfk[i] == 0.f);

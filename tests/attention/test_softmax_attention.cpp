@@ -92,7 +92,7 @@ void check_forward(Rng& rng, const Dims& d, bool causal) {
             << std::string(causal ? " causal" : ""));
   Tensor q = rng.randn({d.N, d.L, d.H, d.E}), k = rng.randn({d.N, d.S, d.H, d.E}), v = rng.randn({d.N, d.S, d.H, d.M});
   Tensor probs = rng.randn({d.N, d.H, d.L, d.S}), out = rng.randn({d.N, d.L, d.H, d.M});
-  softmax_attention_forward(q, k, v, causal, probs, out);
+  softmax_attention_forward(q, k, v, Tensor(), causal, probs, out);
   Reference ref = reference_forward(q, k, v, d, causal);
   CHECK(rel_error(probs, ref.probs) < 1e-5);
   CHECK(rel_error(out, ref.out) < 1e-5);
@@ -103,10 +103,10 @@ void check_backward_analytic(Rng& rng, const Dims& d, bool causal) {
             << std::string(causal ? " causal" : ""));
   Tensor q = rng.randn({d.N, d.L, d.H, d.E}), k = rng.randn({d.N, d.S, d.H, d.E}), v = rng.randn({d.N, d.S, d.H, d.M});
   Tensor probs = Tensor::empty({d.N, d.H, d.L, d.S}), out = Tensor::empty({d.N, d.L, d.H, d.M});
-  softmax_attention_forward(q, k, v, causal, probs, out);
+  softmax_attention_forward(q, k, v, Tensor(), causal, probs, out);
   Tensor dout = rng.randn(out.shape());
   Tensor dq = rng.randn(q.shape()), dk = rng.randn(k.shape()), dv = rng.randn(v.shape());  // overwritten
-  softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+  softmax_attention_backward(q, k, v, Tensor(), probs, dout, dq, dk, dv);
   Grads ref = reference_backward(q, k, v, dout, d, causal);
   CHECK(rel_error(dq, ref.dq) < 1e-5);
   CHECK(rel_error(dk, ref.dk) < 1e-5);
@@ -154,13 +154,13 @@ TEST_CASE("softmax attention backward matches finite differences") {
     Tensor probs = Tensor::empty({d.N, d.H, d.L, d.S}), out = Tensor::empty({d.N, d.L, d.H, d.M});
     std::vector<float> w = rng.normals(out.numel());
     auto loss = [&] {
-      softmax_attention_forward(q, k, v, causal, probs, out);
+      softmax_attention_forward(q, k, v, Tensor(), causal, probs, out);
       return dot(out, w);
     };
     loss();
     Tensor dout = Tensor::from_vector(w, out.shape());
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-    softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+    softmax_attention_backward(q, k, v, Tensor(), probs, dout, dq, dk, dv);
     CHECK(rel_error(dq, numeric_grad(q, loss)) < 1e-2);
     CHECK(rel_error(dk, numeric_grad(k, loss)) < 1e-2);
     CHECK(rel_error(dv, numeric_grad(v, loss)) < 1e-2);
@@ -177,7 +177,7 @@ TEST_CASE("softmax attention step with a KV cache reproduces causal attention at
   INFO("N " << N << " T " << T << " H " << H << " E " << E << " M " << M);
   Tensor q = rng.randn({N, T, H, E}), k = rng.randn({N, T, H, E}), v = rng.randn({N, T, H, M});
   Tensor probs = Tensor::empty({N, H, T, T}), full = Tensor::empty({N, T, H, M});
-  softmax_attention_forward(q, k, v, true, probs, full);
+  softmax_attention_forward(q, k, v, Tensor(), true, probs, full);
 
   // Garbage in the rows not yet written must not leak into the step.
   Tensor k_cache = rng.randn({N, T, H, E}, 100), v_cache = rng.randn({N, T, H, M}, 100);
@@ -206,18 +206,18 @@ TEST_CASE("softmax attention step with a KV cache reproduces causal attention at
 TEST_CASE("softmax attention rejects mismatched shapes with messages naming them") {
   Tensor q = Tensor::zeros({2, 5, 3, 4}), k = Tensor::zeros({2, 6, 3, 4}), v = Tensor::zeros({2, 6, 3, 7});
   Tensor probs = Tensor::zeros({2, 3, 5, 6}), out = Tensor::zeros({2, 5, 3, 7});
-  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v, true, probs, out),
+  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v, Tensor(), true, probs, out),
                        doctest::Contains("causal mask needs as many queries as keys, got queries [2, 5, 3, 4] and "
                                          "keys [2, 6, 3, 4]"),
                        lt::Error);
   Tensor k_bad = Tensor::zeros({2, 6, 3, 5});
-  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k_bad, v, false, probs, out),
+  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k_bad, v, Tensor(), false, probs, out),
                        doctest::Contains("keys [2, 6, 3, 5] do not match queries [2, 5, 3, 4]"), lt::Error);
   Tensor v_bad = Tensor::zeros({2, 5, 3, 7});
-  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v_bad, false, probs, out),
+  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v_bad, Tensor(), false, probs, out),
                        doctest::Contains("values [2, 5, 3, 7] do not match keys [2, 6, 3, 4]"), lt::Error);
   Tensor probs_bad = Tensor::zeros({2, 5, 3, 6});
-  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v, false, probs_bad, out),
+  CHECK_THROWS_WITH_AS(softmax_attention_forward(q, k, v, Tensor(), false, probs_bad, out),
                        doctest::Contains("probs: expected shape [2, 3, 5, 6], got [2, 5, 3, 6]"), lt::Error);
 
   Tensor qt = Tensor::zeros({2, 3, 4}), vt = Tensor::zeros({2, 3, 7}), ot = Tensor::zeros({2, 3, 7});

@@ -29,15 +29,15 @@ TEST_CASE("cuda softmax attention forward and backward match the CPU") {
     Tensor dout = rng.randn({N, L, H, M});
     Tensor probs = Tensor::empty({N, H, L, S}), out = Tensor::empty({N, L, H, M});
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-    softmax_attention_forward(q, k, v, causal, probs, out);
-    softmax_attention_backward(q, k, v, probs, dout, dq, dk, dv);
+    softmax_attention_forward(q, k, v, Tensor(), causal, probs, out);
+    softmax_attention_backward(q, k, v, Tensor(), probs, dout, dq, dk, dv);
 
     Tensor gq = gpu(q), gk = gpu(k), gv = gpu(v);
     Tensor gprobs = Tensor::empty(probs.shape(), Device::cuda), gout = Tensor::empty(out.shape(), Device::cuda);
     Tensor gdq = Tensor::empty(q.shape(), Device::cuda), gdk = Tensor::empty(k.shape(), Device::cuda),
            gdv = Tensor::empty(v.shape(), Device::cuda);
-    softmax_attention_forward(gq, gk, gv, causal, gprobs, gout);
-    softmax_attention_backward(gq, gk, gv, gprobs, gpu(dout), gdq, gdk, gdv);
+    softmax_attention_forward(gq, gk, gv, Tensor(), causal, gprobs, gout);
+    softmax_attention_backward(gq, gk, gv, Tensor(), gprobs, gpu(dout), gdq, gdk, gdv);
     CHECK(rel_error(gprobs, probs) < 1e-5);
     CHECK(rel_error(gout, out) < 1e-5);
     CHECK(rel_error(gdq, dq) < 1e-5);
@@ -99,5 +99,87 @@ TEST_CASE("cuda linear attention forward and backward match the CPU with and wit
     CHECK(rel_error(gdfq, dfq) < 1e-5);
     CHECK(rel_error(gdfk, dfk) < 1e-5);
     CHECK(rel_error(gdv, dv) < 1e-5);
+  }
+}
+
+namespace {
+
+// Random lengths in [0, limit], one full and (for N > 2) one empty.
+Tensor random_lengths(Rng& rng, int64_t N, int64_t limit) {
+  std::vector<int32_t> lengths(N);
+  for (auto& len : lengths) len = int32_t(rng.integer(0, limit));
+  lengths[0] = int32_t(limit);
+  if (N > 2) lengths[N - 1] = 0;
+  return Tensor::from_vector(lengths, {N});
+}
+
+}  // namespace
+
+TEST_CASE("cuda softmax attention with key lengths matches the CPU (self-attention, causal or not, and cross)") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (int kind = 0; kind < 3; ++kind) {  // 0: self, 1: causal self, 2: cross-attention (L != S)
+    const bool causal = kind == 1;
+    const int64_t N = rng.integer(2, 4), L = rng.integer(2, 200), H = rng.integer(1, 4), E = rng.integer(1, 65),
+                  M = rng.integer(1, 65), S = kind == 2 ? L + rng.integer(1, 50) : L;
+    INFO("kind " << kind << " N " << N << " L " << L << " S " << S << " H " << H << " E " << E << " M " << M);
+    const Tensor lengths = random_lengths(rng, N, S);
+    Tensor q = rng.randn({N, L, H, E}), k = rng.randn({N, S, H, E}), v = rng.randn({N, S, H, M});
+    Tensor dout = rng.randn({N, L, H, M});
+    Tensor probs = Tensor::empty({N, H, L, S}), out = Tensor::empty({N, L, H, M});
+    Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+    softmax_attention_forward(q, k, v, lengths, causal, probs, out);
+    softmax_attention_backward(q, k, v, lengths, probs, dout, dq, dk, dv);
+
+    Tensor gq = gpu(q), gk = gpu(k), gv = gpu(v), glen = gpu(lengths);
+    Tensor gprobs = Tensor::empty(probs.shape(), Device::cuda), gout = Tensor::empty(out.shape(), Device::cuda);
+    Tensor gdq = Tensor::empty(q.shape(), Device::cuda), gdk = Tensor::empty(k.shape(), Device::cuda),
+           gdv = Tensor::empty(v.shape(), Device::cuda);
+    softmax_attention_forward(gq, gk, gv, glen, causal, gprobs, gout);
+    softmax_attention_backward(gq, gk, gv, glen, gprobs, gpu(dout), gdq, gdk, gdv);
+    CHECK(rel_error(gprobs, probs) < 1e-5);
+    // The masks are exact zeros on both devices.
+    const std::vector<float> gp = gprobs.to_vector(), cp = probs.to_vector();
+    for (size_t i = 0; i < cp.size(); ++i)
+      if (cp[i] == 0.f) REQUIRE(gp[i] == 0.f);
+    CHECK(rel_error(gout, out) < 1e-5);
+    CHECK(rel_error(gdq, dq) < 1e-5);
+    CHECK(rel_error(gdk, dk) < 1e-5);
+    CHECK(rel_error(gdv, dv) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda linear self-attention with key lengths matches the CPU, padded queries included") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t N = rng.integer(2, 4), L = rng.integer(2, 300), H = rng.integer(1, 4), F = rng.integer(1, 65),
+                M = rng.integer(1, 65);
+  INFO("N " << N << " L " << L << " H " << H << " F " << F << " M " << M);
+  const Tensor lengths = random_lengths(rng, N, L);
+  Tensor fq = positive(rng, {N, L, H, F}), fk = positive(rng, {N, L, H, F}), v = rng.randn({N, L, H, M});
+  Tensor dout = rng.randn({N, L, H, M});
+  Tensor out = Tensor::empty({N, L, H, M});
+  Tensor dfq = Tensor::empty(fq.shape()), dfk = Tensor::empty(fk.shape()), dv = Tensor::empty(v.shape());
+  linear_attention_forward(fq, fk, v, lengths, out);
+  linear_attention_backward(fq, fk, v, lengths, dout, dfq, dfk, dv);
+
+  Tensor gout = Tensor::empty(out.shape(), Device::cuda);
+  Tensor gdfq = Tensor::empty(fq.shape(), Device::cuda), gdfk = Tensor::empty(fk.shape(), Device::cuda),
+         gdv = Tensor::empty(v.shape(), Device::cuda);
+  linear_attention_forward(gpu(fq), gpu(fk), gpu(v), gpu(lengths), gout);
+  linear_attention_backward(gpu(fq), gpu(fk), gpu(v), gpu(lengths), gpu(dout), gdfq, gdfk, gdv);
+  CHECK(rel_error(gout, out) < 1e-5);
+  CHECK(rel_error(gdfq, dfq) < 1e-5);
+  CHECK(rel_error(gdfk, dfk) < 1e-5);
+  CHECK(rel_error(gdv, dv) < 1e-5);
+  const std::vector<int32_t> len = lengths.to_vector_i32();
+  const std::vector<float> o = gout.to_vector(), g = gdfq.to_vector();
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t i = len[n] * H * M; i < L * H * M; ++i) REQUIRE(o[n * L * H * M + i] == 0.f);
+    for (int64_t i = len[n] * H * F; i < L * H * F; ++i) REQUIRE(g[n * L * H * F + i] == 0.f);
   }
 }

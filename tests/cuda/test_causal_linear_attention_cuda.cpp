@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -46,14 +47,14 @@ void compare_with_cpu(Rng& rng, int64_t N, int64_t L, int64_t H, int64_t F, int6
   Tensor v = rng.randn({N, L, H, M}), dout = rng.randn({N, L, H, M});
   Tensor out = Tensor::empty(v.shape()), dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
          dv = Tensor::empty(v.shape());
-  causal_linear_attention_forward(q, k, v, out);
-  causal_linear_attention_backward(q, k, v, dout, dq, dk, dv);
+  causal_linear_attention_forward(q, k, v, Tensor(), out);
+  causal_linear_attention_backward(q, k, v, Tensor(), dout, dq, dk, dv);
 
   Tensor gq = q.to(Device::cuda), gk = k.to(Device::cuda), gv = v.to(Device::cuda), gdout = dout.to(Device::cuda);
   Tensor gout = Tensor::empty(v.shape(), Device::cuda), gdq = Tensor::empty(q.shape(), Device::cuda),
          gdk = Tensor::empty(k.shape(), Device::cuda), gdv = Tensor::empty(v.shape(), Device::cuda);
-  causal_linear_attention_forward(gq, gk, gv, gout);
-  causal_linear_attention_backward(gq, gk, gv, gdout, gdq, gdk, gdv);
+  causal_linear_attention_forward(gq, gk, gv, Tensor(), gout);
+  causal_linear_attention_backward(gq, gk, gv, Tensor(), gdout, gdq, gdk, gdv);
   CHECK(rel_error(gout, out) < 1e-5);
   // The GPU accumulates the state position by position, the CPU chunk by
   // chunk: both are fp32, and dfq sums terms that largely cancel.
@@ -169,4 +170,134 @@ TEST_CASE("cuda packed step (phi applied to q | k | v rows inside) matches the C
           CHECK(rel_error(gZ, Z) < 1e-5);
         }
       }
+}
+
+namespace {
+
+// Random lengths in [0, L], one full and (for N > 2) one empty.
+Tensor random_lengths(Rng& rng, int64_t N, int64_t L) {
+  std::vector<int32_t> lengths(N);
+  for (auto& len : lengths) len = int32_t(rng.integer(0, L));
+  lengths[0] = int32_t(L);
+  if (N > 2) lengths[N - 1] = 0;
+  return Tensor::from_vector(lengths, {N});
+}
+
+void compare_masked_with_cpu(Rng& rng, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
+  INFO("N " << N << " L " << L << " H " << H << " F " << F << " M " << M);
+  const Tensor lengths = random_lengths(rng, N, L);
+  Tensor q = positive_features(rng, {N, L, H, F}), k = positive_features(rng, {N, L, H, F});
+  Tensor v = rng.randn({N, L, H, M}), dout = rng.randn({N, L, H, M});
+  Tensor out = Tensor::empty(v.shape()), dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
+         dv = Tensor::empty(v.shape());
+  causal_linear_attention_forward(q, k, v, lengths, out);
+  causal_linear_attention_backward(q, k, v, lengths, dout, dq, dk, dv);
+
+  const Tensor glen = lengths.to(Device::cuda);
+  Tensor gq = q.to(Device::cuda), gk = k.to(Device::cuda), gv = v.to(Device::cuda);
+  Tensor gout = Tensor::empty(v.shape(), Device::cuda), gdq = Tensor::empty(q.shape(), Device::cuda),
+         gdk = Tensor::empty(k.shape(), Device::cuda), gdv = Tensor::empty(v.shape(), Device::cuda);
+  causal_linear_attention_forward(gq, gk, gv, glen, gout);
+  causal_linear_attention_backward(gq, gk, gv, glen, dout.to(Device::cuda), gdq, gdk, gdv);
+  CHECK(rel_error(gout, out) < 1e-5);
+  CHECK(rel_error(gdq, dq) < 5e-5);
+  CHECK(rel_error(gdk, dk) < 5e-5);
+  CHECK(rel_error(gdv, dv) < 5e-5);
+  // Padding is exactly zero on the GPU too (the CPU's is, see the CPU tests).
+  const std::vector<int32_t> len = lengths.to_vector_i32();
+  const std::vector<float> o = gout.to_vector(), g = gdk.to_vector();
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t i = len[n] * H * M; i < L * H * M; ++i) REQUIRE(o[n * L * H * M + i] == 0.f);
+    for (int64_t i = len[n] * H * F; i < L * H * F; ++i) REQUIRE(g[n * L * H * F + i] == 0.f);
+  }
+}
+
+// continue from the same random state on both devices, with or without lengths.
+void compare_continue_with_cpu(Rng& rng, DType state_type, bool masked, int64_t N, int64_t L, int64_t H, int64_t F,
+                               int64_t M) {
+  INFO("state " << dtype_name(state_type) << (masked ? " masked" : "") << " N " << N << " L " << L << " H " << H
+                << " F " << F << " M " << M);
+  const Tensor lengths = masked ? random_lengths(rng, N, L) : Tensor();
+  Tensor q = positive_features(rng, {N, L, H, F}), k = positive_features(rng, {N, L, H, F}), v = rng.randn({N, L, H, M});
+  Tensor S = state_type == DType::bf16 ? random_bf16(rng, {N, H, F, M}) : rng.randn({N, H, F, M});
+  Tensor Z = positive_features(rng, {N, H, F});
+  Tensor gS = S.to(Device::cuda), gZ = Z.to(Device::cuda);
+  Tensor out = Tensor::empty(v.shape()), gout = Tensor::empty(v.shape(), Device::cuda);
+  causal_linear_attention_continue(q, k, v, lengths, S, Z, out);
+  causal_linear_attention_continue(q.to(Device::cuda), k.to(Device::cuda), v.to(Device::cuda),
+                                   masked ? lengths.to(Device::cuda) : Tensor(), gS, gZ, gout);
+  CHECK(rel_error(gout, out) < 1e-5);
+  CHECK(rel_error(gZ, Z) < 1e-5);
+  if (state_type == DType::bf16)
+    CHECK(bf16_error(gS, S) < 4e-3);  // sums in another order can round a tie the other way
+  else
+    CHECK(rel_error(gS, S) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("cuda causal linear attention with lengths matches the CPU, padding exactly zero") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  compare_masked_with_cpu(rng, 3, rng.integer(2, 300), rng.integer(1, 4), 33, 47);
+  compare_masked_with_cpu(rng, 4, rng.integer(50, 200), 2, rng.integer(65, 300), rng.integer(1, 100));  // F tiles
+  compare_masked_with_cpu(rng, 2, rng.integer(3000, 9000), 1, 32, 32);  // parallel segments
+}
+
+TEST_CASE("cuda causal_linear_attention_continue matches the CPU from a float32 or bfloat16 state") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (DType state_type : {DType::f32, DType::bf16})
+    for (bool masked : {false, true}) {
+      compare_continue_with_cpu(rng, state_type, masked, 1, 1, 2, 32, 32);  // one position: a step
+      compare_continue_with_cpu(rng, state_type, masked, 3, rng.integer(2, 300), rng.integer(1, 4), 33, 47);
+      compare_continue_with_cpu(rng, state_type, masked, 3, rng.integer(2, 200), 2, rng.integer(65, 300),
+                                rng.integer(1, 300));  // several feature tiles add atomically
+      compare_continue_with_cpu(rng, state_type, masked, 1, rng.integer(3000, 9000), 1, rng.integer(20, 70),
+                                rng.integer(20, 70));  // parallel segments, each from the scanned initial state
+    }
+}
+
+TEST_CASE("cuda continue in chunks equals one cuda pass over the whole sequence") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t N = rng.integer(1, 3), L = rng.integer(100, 3000), H = rng.integer(1, 3), F = 40, M = 24;
+  INFO("N " << N << " L " << L << " H " << H);
+  Tensor q = positive_features(rng, {N, L, H, F}), k = positive_features(rng, {N, L, H, F}), v = rng.randn({N, L, H, M});
+  const Tensor S0 = rng.randn({N, H, F, M}).to(Device::cuda), Z0 = positive_features(rng, {N, H, F}).to(Device::cuda);
+  Tensor S = S0.clone(), Z = Z0.clone(), whole = Tensor::empty(v.shape(), Device::cuda);
+  causal_linear_attention_continue(q.to(Device::cuda), k.to(Device::cuda), v.to(Device::cuda), Tensor(), S, Z, whole);
+
+  // Chunks of uneven sizes (1 included), cut on the host.
+  Tensor Sc = S0.clone(), Zc = Z0.clone();
+  const std::vector<float> qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector(), wv = whole.to_vector();
+  std::vector<double> want;
+  std::vector<float> got;
+  for (int64_t t0 = 0; t0 < L;) {
+    const int64_t c = t0 == 0 ? 1 : std::min(L - t0, rng.integer(1, 700));
+    auto cut = [&](const std::vector<float>& x, int64_t D) {
+      std::vector<float> part(N * c * H * D);
+      for (int64_t n = 0; n < N; ++n)
+        std::copy_n(x.begin() + (n * L + t0) * H * D, c * H * D, part.begin() + n * c * H * D);
+      return Tensor::from_vector(part, {N, c, H, D}, Device::cuda);
+    };
+    Tensor part = Tensor::empty({N, c, H, M}, Device::cuda);
+    causal_linear_attention_continue(cut(qv, F), cut(kv, F), cut(vv, M), Tensor(), Sc, Zc, part);
+    const std::vector<float> pv = part.to_vector();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < c * H * M; ++i) {
+        got.push_back(pv[n * c * H * M + i]);
+        want.push_back(wv[(n * L + t0) * H * M + i]);
+      }
+    t0 += c;
+  }
+  CHECK(rel_error(got, want) < 1e-5);
+  CHECK(rel_error(Sc, S) < 1e-5);
+  CHECK(rel_error(Zc, Z) < 1e-5);
 }

@@ -15,15 +15,28 @@ namespace lt {
 // eps of the normaliser, as the reference implementation.
 constexpr float kLinearAttentionEps = 1e-6f;
 
+// ---- Lengths: padded batches --------------------------------------------------
+// The lengths arguments (key_lengths, lengths) are int32 [N] on the tensors'
+// device, or an undefined Tensor for "every position is real". Positions t >=
+// lengths[n] are padding: they change no sum or state, their outputs are
+// exactly zero and their inputs get zero gradients; what real positions
+// compute equals the same call on the unpadded sequence. On the CPU a length
+// outside [0, L] throws; on the GPU the softmax and causal kernels read the
+// lengths on the device (no copy to the host per call) and clamp them to [0, L].
+
 // ---- Softmax attention (eq. 2), temperature 1/sqrt(E) -------------------------
 // probs [N, H, L, S] is written by forward and read by backward (the quadratic
 // memory the paper compares against). causal masks keys s > l (needs L == S);
 // backward needs no flag, the mask is in probs as exact zeros.
-void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                               Tensor& probs, Tensor& out);
-void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                const Tensor& probs, const Tensor& dout, Tensor& dq, Tensor& dk,
-                                Tensor& dv);
+// key_lengths as above. Keys s >= key_lengths[n] get probability 0; in
+// self-attention (L == S) the query rows l >= key_lengths[n] are padding too:
+// their probs rows and outputs are zero, and backward gives them (and every
+// padded key and value) zero gradients. Cross-attention (L != S) masks keys
+// only, and a row with no key at all outputs zeros.
+void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                               bool causal, Tensor& probs, Tensor& out);
+void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_lengths,
+                                const Tensor& probs, const Tensor& dout, Tensor& dq, Tensor& dk, Tensor& dv);
 // One decoding step with a KV cache: writes k, v [N, H, E|M] into row t of
 // k_cache [N, T, H, E] and v_cache [N, T, H, M], then attends q [N, H, E] to
 // rows 0..t (0 <= t < T; rows after t are neither read nor written). out [N, H, M].
@@ -32,11 +45,13 @@ void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, i
 
 // ---- Linear attention, non-causal (eq. 4-6) -------------------------------------
 // out_l = phi(q_l)^T sum_s phi(k_s) v_s^T / (phi(q_l)^T sum_s phi(k_s) + eps).
-// key_lengths: int32 [N] on the tensors' device, or undefined for all S keys;
-// keys s >= key_lengths[n] contribute nothing and get zero gradients. The
-// lengths are read on the host (a length outside [0, S] throws). The feature
-// width F = fq.dim(3) may differ from the values' M. Backward recomputes the
-// key sums instead of saving them (memory O(L + S)).
+// key_lengths as above: keys s >= key_lengths[n] contribute nothing and get
+// zero gradients; as for softmax attention, in self-attention (L == S) the
+// queries l >= key_lengths[n] are padding too (zero outputs, zero gradients),
+// and cross-attention masks keys only. These lengths are read on the host on
+// both devices (they size the products; a length outside [0, S] throws). The
+// feature width F = fq.dim(3) may differ from the values' M. Backward
+// recomputes the key sums instead of saving them (memory O(L + S)).
 void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
                               const Tensor& key_lengths, Tensor& out);
 void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
@@ -45,12 +60,26 @@ void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor&
 
 // ---- Causal linear attention (eq. 9-12), parallel over the sequence -------------
 // out_l = phi(q_l)^T S_l / (phi(q_l)^T Z_l + eps), S_l = sum_{j<=l} phi(k_j) v_j^T,
-// Z_l = sum_{j<=l} phi(k_j). Memory O(L): never an L x E x M intermediate; the
-// backward recomputes states chunk by chunk (eq. 13-15, Algorithm 1).
+// Z_l = sum_{j<=l} phi(k_j). Memory O(L): never an L x F x M intermediate; the
+// backward recomputes states chunk by chunk (eq. 13-15, Algorithm 1). Padding
+// at the end cannot reach a real position (causality); lengths only make the
+// padded outputs and gradients zero.
 void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
-                                     Tensor& out);
+                                     const Tensor& lengths, Tensor& out);
 void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
-                                      const Tensor& dout, Tensor& dfq, Tensor& dfk, Tensor& dv);
+                                      const Tensor& lengths, const Tensor& dout, Tensor& dfq,
+                                      Tensor& dfk, Tensor& dv);
+// The same over a chunk of T positions that continues a state, in one parallel
+// pass (as rwkv.cpp's eval_sequence): fq, fk [N, T, H, F], v [N, T, H, M],
+// S [N, H, F, M] (float32 or bfloat16), Z [N, H, F], out [N, T, H, M]:
+//   out_t = phi(q_t)^T (S + sum_{j<=t} phi(k_j) v_j^T)
+//           / (phi(q_t)^T (Z + sum_{j<=t} phi(k_j)) + eps),
+// then S, Z are overwritten with the state after the chunk's real positions.
+// Prefill of a prompt is this call from a zero state; steps, chunks and
+// prefill are interchangeable. A bfloat16 S is read once, summed in float32
+// and rounded once when stored.
+void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                      const Tensor& lengths, Tensor& S, Tensor& Z, Tensor& out);
 
 // ---- Recurrent form (eq. 16-20) --------------------------------------------------
 // One step for every batch element: S [N, H, E, M] += phi(k) v^T, Z [N, H, E] +=
@@ -67,7 +96,8 @@ void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tens
 // The state after positions 0..L-1 in one pass (eq. 18-19 summed): overwrites
 // S [N, H, F, M] = sum_l phi(k_l) v_l^T and Z [N, H, F] = sum_l phi(k_l) from
 // fk [N, L, H, F], v [N, L, H, M]. A prefill hands this to the step. A
-// bfloat16 S (CPU) receives the float32 sums rounded.
+// bfloat16 S receives the float32 sums rounded. To be replaced by
+// causal_linear_attention_continue from a zero state (lib/model still calls it).
 void linear_attention_state(const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z);
 
 }  // namespace lt

@@ -78,9 +78,12 @@ class TransformerStack {
   void init_parameters(uint64_t seed) const;
 
   // ---- training: all positions at once ----
-  // x, y [B, L, d_model]. Saves what backward needs in buffers planned for
-  // (B, L) (re-planned only when the shape changes).
-  void forward(const Tensor& x, Tensor& y, const ForwardOptions& options);
+  // x, y [B, L, d_model]; lengths int32 [B] (any device) or undefined for
+  // all L: positions l >= lengths[b] are padding. They contribute nothing to
+  // any real position's output or gradient, their outputs are zeros and
+  // their input gradients too. Saves what backward needs in buffers planned
+  // for the largest (B, L) so far: smaller shapes allocate nothing.
+  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options);
   // dy [B, L, d] -> dx [B, L, d]; parameter gradients accumulate in params,
   // with the products of the last forward.
   void backward(const Tensor& dy, Tensor& dx);
@@ -104,9 +107,14 @@ class TransformerStack {
   // plain matrices on the CPU too (lt-bench generate --openblas compares).
   void prepare_step(Products products, bool pack_weights = true);
   Products step_products() const { return step_products_; }
-  // Consumes positions 0..L-1 of x [B, L, d] in one parallel pass (eval mode)
-  // writing y [B, L, d] and the state after position L-1, so step() continues
-  // at t = L exactly as if it had run L steps.
+  // Continues state, which holds positions 0..t0-1, over the chunk x [B, T, d]
+  // at positions t0..t0+T-1 in one parallel pass (eval mode, the step's
+  // products): writes y [B, T, d] and leaves the state after position
+  // t0+T-1, exactly as T steps would. Prefill, completion forks and chunked
+  // streaming are this call. (Softmax attention continues a non-empty cache
+  // step by step: it has no parallel form over the cache.)
+  void continue_chunk(RecurrentState& state, const Tensor& x, int64_t t0, Tensor& y);
+  // continue_chunk from the empty prefix (the state is zeroed first).
   void prefill(const Tensor& x, Tensor& y, RecurrentState& state);
   // Copies batch element src of one state into element dst of another of the
   // same max_len and dtype (fork a completion: prefill once, sample K times).
@@ -122,6 +130,8 @@ class TransformerStack {
   struct StepBuffers;  // scratch of step(), planned for one batch size
   struct StepWeights;  // step()'s weights, prepared by prepare_step
   void plan(int64_t B, int64_t L, Device d);
+  void set_lengths(const Tensor& lengths);
+  void zero_padded_rows(Tensor& rows) const;
   void layer_forward(size_t l, const Tensor& x);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
   struct StateViews {
@@ -134,13 +144,17 @@ class TransformerStack {
   std::vector<LayerIndices> layers_;
   size_t norm_g_, norm_b_;
   std::unique_ptr<FeatureMap> phi_;
-  // Training buffers, planned for (B_, L_).
+  // Training buffers, views of arena_ planned for (B_, L_).
   int64_t B_ = 0, L_ = 0;
+  Tensor arena_;
+  Tensor lengths_;                     // of the last forward, on the parameters' device (or undefined)
+  std::vector<int32_t> lengths_host_;  // the same on the host
   std::vector<std::unique_ptr<LayerActs>> acts_;
   Tensor input_;                   // [B*L, d], aliases the caller's x until backward
   std::vector<Tensor> layer_out_;  // output of layer l (input of l+1), pre final norm
   Tensor final_mean_, final_rstd_;
   ForwardOptions pass_;  // of the last forward, which backward repeats
+  RecurrentState* continuing_ = nullptr;  // set during continue_chunk: attention continues this state
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
   std::unique_ptr<StepWeights> packed_;
