@@ -42,6 +42,7 @@
 
 #include "attention/lengths.h"
 #include "backend/cpu_blas.h"
+#include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
 #include "core/bf16.h"
 #include "lt/attention.h"
@@ -89,17 +90,17 @@ Sequence sequence(const CausalDims& d, const Tensor& fq, const Tensor& fk, const
   return {fq.data() + offset_qk, fk.data() + offset_qk, v.data() + offset_v, offset_qk, offset_v};
 }
 
-// Per-thread scratch, allocated once per call (never per chunk).
+// Per-thread scratch (cpu::scratch: allocated once, for the largest call).
 struct Workspace {
-  std::vector<float> buf;
+  float* buf;
   float *A, *B;          // [C, C] tril(Q K^T), tril(G V'^T)
   float *Kt;             // [F, C] K^T of the chunk
   float *V1, *V1t;       // [C, M+1] v' = [v, 1] and its transpose [M+1, C]
   float *G, *P;          // [C, M+1] gradient of num', num'
   float *state, *state_t;  // [F, M+1] S' or R', and its transpose [M+1, F]
   explicit Workspace(const CausalDims& d)
-      : buf(2 * kChunk * kChunk + kChunk * d.F + 4 * kChunk * d.M1() + 2 * d.F * d.M1()) {
-    A = buf.data();
+      : buf(cpu::scratch(size_t(2 * kChunk * kChunk + kChunk * d.F + 4 * kChunk * d.M1() + 2 * d.F * d.M1()))) {
+    A = buf;
     B = A + kChunk * kChunk;
     Kt = B + kChunk * kChunk;
     V1 = Kt + kChunk * d.F;
@@ -409,7 +410,7 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
 
   // Per position: 1/den_l and the denominator's gradient -(g_l . out_l) / den_l,
   // from which the reverse loop rebuilds G without recomputing S'.
-  std::vector<float> saved(static_cast<size_t>(d.N * d.H * d.L) * 2);
+  float* saved = cpu::scratch(static_cast<size_t>(d.N * d.H * d.L) * 2, cpu::kScratchSaved);
   cpu::SingleThreadedBlas single;
 #pragma omp parallel
   {
@@ -420,7 +421,7 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
       const int64_t len = length_of(lens, nh / d.H, d.L);
       const float* g = dout.data() + s.offset_v;
       float *dq = dfq.data() + s.offset_qk, *dk = dfk.data() + s.offset_qk, *dvp = dv.data() + s.offset_v;
-      float* inv_dden = saved.data() + nh * d.L * 2;
+      float* inv_dden = saved + nh * d.L * 2;
       backward_queries(d, s, len, g, w, inv_dden, dq);
       backward_keys_values(d, s, len, g, inv_dden, w, dk, dvp);
       for (int64_t t = len; t < d.L; ++t) {  // padding: no gradient

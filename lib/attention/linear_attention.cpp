@@ -19,6 +19,7 @@
 #include "attention/attention_dims.h"
 #include "attention/head_loop.h"
 #include "backend/cpu_blas.h"
+#include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
 #include "lt/attention.h"
 
@@ -89,8 +90,7 @@ void linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& 
   float* op = out.data();
   const cpu::HeadLoop plan = cpu::plan_head_loop(d.N * d.H);
   const int64_t per_worker = F * M + F;
-  Tensor scratch = Tensor::empty({plan.workers, per_worker});
-  float* scratch_p = scratch.data();
+  float* scratch_p = cpu::scratch(size_t(plan.workers * per_worker));
   cpu::for_each_head(plan, d.N * d.H, [&](int64_t nh, int worker) {
     const int64_t n = nh / d.H, h = nh % d.H, len = lengths_p ? lengths_p[n] : d.S;
     const float* qh = qp + n * d.L * HF + h * F;
@@ -134,8 +134,7 @@ void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor&
   float *dqp = dfq.data(), *dkp = dfk.data(), *dvp = dv.data();
   const cpu::HeadLoop plan = cpu::plan_head_loop(d.N * d.H);
   const int64_t per_worker = 2 * (F * M + F) + d.L * M + d.L;
-  Tensor scratch = Tensor::empty({plan.workers, per_worker});
-  float* scratch_p = scratch.data();
+  float* scratch_p = cpu::scratch(size_t(plan.workers * per_worker));
   cpu::for_each_head(plan, d.N * d.H, [&](int64_t nh, int worker) {
     const int64_t n = nh / d.H, h = nh % d.H, len = lengths_p ? lengths_p[n] : d.S;
     const float* qh = qp + n * d.L * HF + h * F;

@@ -14,6 +14,7 @@
 #include "attention/head_loop.h"
 #include "attention/lengths.h"
 #include "backend/cpu_blas.h"
+#include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
 #include "lt/attention.h"
 #include "ops/simd_math.h"
@@ -156,8 +157,8 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
   const float *qp = q.data(), *kp = k.data(), *vp = v.data(), *pp = probs.data(), *gp = dout.data();
   float *dqp = dq.data(), *dkp = dk.data(), *dvp = dv.data();
   const cpu::HeadLoop plan = cpu::plan_head_loop(d.N * d.H);
-  Tensor scratch = Tensor::empty({plan.workers, std::min(kRowBlock, std::max<int64_t>(d.L, 1)) * d.S});
-  float* scratch_p = scratch.data();
+  const int64_t per_worker = std::min(kRowBlock, std::max<int64_t>(d.L, 1)) * d.S;
+  float* scratch_p = cpu::scratch(size_t(plan.workers * per_worker));
   cpu::for_each_head(plan, d.N * d.H, [&](int64_t nh, int worker) {
     const int64_t n = nh / d.H, h = nh % d.H;
     const Extent real = real_extent(lengths, n, d);
@@ -168,7 +169,7 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
     float* dqh = dqp + n * d.L * HE + h * d.E;
     float* dkh = dkp + n * d.S * HE + h * d.E;
     float* dvh = dvp + n * d.S * HM + h * d.M;
-    float* dP = scratch_p + worker * scratch.dim(1);
+    float* dP = scratch_p + worker * per_worker;
     zero_head_rows(dkh, d.S, d.E, HE);
     zero_head_rows(dvh, d.S, d.M, HM);
     zero_head_rows(dqh + real.rows * HE, d.L - real.rows, d.E, HE);
@@ -221,8 +222,7 @@ void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, i
   const float* qp = q.data();
   float* op = out.data();
   const cpu::HeadLoop plan = cpu::plan_head_loop(N * H);
-  Tensor scores = Tensor::empty({plan.workers, keys});
-  float* scores_p = scores.data();
+  float* scores_p = cpu::scratch(size_t(plan.workers * keys));
   cpu::for_each_head(plan, N * H, [&](int64_t nh, int worker) {
     const int64_t n = nh / H, h = nh % H;
     float* s = scores_p + worker * keys;

@@ -1,0 +1,141 @@
+// The transformer stack as the sequence-model core uses it: per-sequence
+// lengths in both directions against each sequence run alone, buffers that
+// are planned once for the largest shape, and a state continued over chunks
+// against one pass and against steps.
+#include <vector>
+
+#include "lt/backend.h"
+#include "lt/transformer.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+struct Stack {
+  Parameters params;
+  std::unique_ptr<TransformerStack> stack;
+  Stack(AttentionKind kind, Direction direction, uint64_t seed) {
+    TransformerConfig c{2, 2, 4, 8, 16, kind, direction, "elu", 0.f};
+    stack = std::make_unique<TransformerStack>(c, params);
+    params.allocate(Device::cpu);
+    stack->init_parameters(seed);
+  }
+};
+
+// Rows first..first+n-1 of sequence b of x [B, L, d] as a [1, n, d] tensor.
+Tensor sequence(const Tensor& x, int64_t b, int64_t first, int64_t n) {
+  const int64_t L = x.dim(1), d = x.dim(2);
+  Tensor out = Tensor::empty({1, n, d});
+  out.reshape({n, d}).copy_from(x.reshape({x.dim(0) * L, d}).rows(b * L + first, b * L + first + n));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a padded batch equals each sequence alone, forward and backward, in both directions") {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax})
+    for (Direction direction : {Direction::causal, Direction::bidirectional}) {
+      const uint64_t seed = fresh_seed();
+      INFO("seed " << seed << " " << attention_name(kind, direction) << " " << direction_name(direction));
+      Rng rng(seed);
+      Stack s(kind, direction, seed);
+      const int64_t B = 3, L = 9, d = 8;
+      const std::vector<int32_t> lengths{int32_t(rng.integer(1, L - 1)), int32_t(L), int32_t(rng.integer(1, L - 1))};
+      Tensor x = rng.randn({B, L, d}), y = Tensor::empty({B, L, d}), dy = rng.randn({B, L, d});
+      Tensor dx = Tensor::empty({B, L, d});
+      s.params.zero_grad();
+      s.stack->forward(x, Tensor::from_vector(lengths, {B}), y, ForwardOptions{});
+      s.stack->backward(dy, dx);
+      const std::vector<float> batch_grads = s.params.grads().to_vector();
+
+      // Each sequence alone, unpadded; the parameter gradients add up.
+      s.params.zero_grad();
+      const std::vector<float> yv = y.to_vector(), dxv = dx.to_vector();
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t n = lengths[b];
+        Tensor xb = sequence(x, b, 0, n), yb = Tensor::empty({1, n, d}), dxb = Tensor::empty({1, n, d});
+        s.stack->forward(xb, Tensor(), yb, ForwardOptions{});
+        s.stack->backward(sequence(dy, b, 0, n), dxb);
+        const std::vector<float> want = yb.to_vector(), dwant = dxb.to_vector();
+        std::vector<float> got(yv.begin() + b * L * d, yv.begin() + (b * L + n) * d);
+        std::vector<float> dgot(dxv.begin() + b * L * d, dxv.begin() + (b * L + n) * d);
+        CHECK(rel_error(got, std::vector<double>(want.begin(), want.end())) < 1e-5);
+        CHECK(rel_error(dgot, std::vector<double>(dwant.begin(), dwant.end())) < 1e-5);
+        for (int64_t i = (b * L + n) * d; i < (b + 1) * L * d; ++i) {
+          REQUIRE(yv[i] == 0.f);   // padded outputs are zeros
+          REQUIRE(dxv[i] == 0.f);  // and nothing flows back into padded inputs
+        }
+      }
+      const std::vector<float> alone = s.params.grads().to_vector();
+      CHECK(rel_error(batch_grads, std::vector<double>(alone.begin(), alone.end())) < 1e-5);
+    }
+}
+
+TEST_CASE("training buffers are planned for the largest shape: smaller batches and sequences allocate nothing") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Stack s(AttentionKind::softmax, Direction::bidirectional, seed);
+  const int64_t d = 8;
+  auto pass = [&](int64_t B, int64_t L, Tensor& x, Tensor& y, Tensor& dx) {
+    std::vector<int32_t> lengths(B);
+    for (auto& n : lengths) n = int32_t(rng.integer(1, L));
+    Tensor xv = x.rows(0, B * L).reshape({B, L, d}), yv = y.rows(0, B * L).reshape({B, L, d});
+    Tensor dxv = dx.rows(0, B * L).reshape({B, L, d});
+    s.stack->forward(xv, Tensor::from_vector(lengths, {B}), yv, ForwardOptions{});
+    s.stack->backward(yv, dxv);
+  };
+  Tensor x = rng.randn({6 * 12, d}), y = Tensor::empty({6 * 12, d}), dx = Tensor::empty({6 * 12, d});
+  pass(6, 12, x, y, dx);  // the largest
+  const size_t before = memory_in_use(Device::cpu);
+  memory_reset_peak(Device::cpu);
+  for (auto [B, L] : {std::pair<int64_t, int64_t>{3, 12}, {6, 5}, {1, 1}, {5, 11}, {6, 12}}) pass(B, L, x, y, dx);
+  // Only the small lengths tensors come and go.
+  CHECK(memory_peak(Device::cpu) <= before + 64);
+  CHECK(memory_in_use(Device::cpu) == before);
+}
+
+TEST_CASE("a state continued over random chunks equals one prefill and equals stepping") {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+    const uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " " << attention_name(kind));
+    Rng rng(seed);
+    Stack s(kind, Direction::causal, seed);
+    const int64_t B = 2, L = 13, d = 8;
+    Tensor x = rng.randn({B, L, d});
+    // One pass.
+    RecurrentState whole = s.stack->new_state(B, L);
+    Tensor y_whole = Tensor::empty({B, L, d});
+    s.stack->prefill(x, y_whole, whole);
+    // Random chunks, the first one included in the split.
+    RecurrentState chunked = s.stack->new_state(B, L);
+    std::vector<float> y_chunks(B * L * d);
+    for (int64_t t0 = 0; t0 < L;) {
+      const int64_t T = std::min(L - t0, rng.integer(1, 5));
+      Tensor xc = Tensor::empty({B, T, d}), yc = Tensor::empty({B, T, d});
+      for (int64_t b = 0; b < B; ++b) xc.rows(b, b + 1).copy_from(sequence(x, b, t0, T));
+      s.stack->continue_chunk(chunked, xc, t0, yc);
+      const std::vector<float> v = yc.to_vector();
+      for (int64_t b = 0; b < B; ++b)
+        std::copy(v.begin() + b * T * d, v.begin() + (b + 1) * T * d, y_chunks.begin() + (b * L + t0) * d);
+      t0 += T;
+    }
+    // Step by step.
+    RecurrentState stepped = s.stack->new_state(B, L);
+    std::vector<float> y_steps(B * L * d);
+    Tensor xt = Tensor::empty({B, d}), yt = Tensor::empty({B, d});
+    for (int64_t t = 0; t < L; ++t) {
+      for (int64_t b = 0; b < B; ++b) xt.rows(b, b + 1).copy_from(sequence(x, b, t, 1).reshape({1, d}));
+      s.stack->step(stepped, xt, t, yt);
+      const std::vector<float> v = yt.to_vector();
+      for (int64_t b = 0; b < B; ++b) std::copy(v.begin() + b * d, v.begin() + (b + 1) * d, y_steps.begin() + (b * L + t) * d);
+    }
+    const std::vector<double> want = to_double(y_whole);
+    CHECK(rel_error(y_chunks, want) < 1e-5);
+    CHECK(rel_error(y_steps, want) < 1e-5);
+    CHECK(rel_error(chunked.buffer, whole.buffer) < 1e-5);
+    CHECK(rel_error(stepped.buffer, whole.buffer) < 1e-5);
+  }
+}
