@@ -6,6 +6,7 @@
 #include "benchmarks.h"
 #include "blas_cores.h"
 #include "command_line.h"
+#include "common_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   bool quiet = false, tf32 = false;
   app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
-  app.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
+  lt::app::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
   app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
 

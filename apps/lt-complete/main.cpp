@@ -11,6 +11,7 @@
 
 #include "blas_cores.h"
 #include "command_line.h"
+#include "common_options.h"
 #include "image_sheet.h"
 #include "precision_options.h"
 #include "lt/backend.h"
@@ -185,18 +186,17 @@ int main(int argc, char** argv) {
   app.add_option("inputs", a.inputs, "PNG images (transparent pixels are unknown unless --keep-* is given)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("-m,--model", a.model, "checkpoint (default: the shipped weights/mnist.safetensors)");
+  lt::app::add_model_option(app, a.model, "mnist.safetensors");
   app.add_option("-o,--output", a.output, "the completion of a single input (with -n 1)");
   app.add_option("--out-dir", a.out_dir, "write <name>_completion_<k>.png and <name>_sheet.png per input");
   app.add_option("-n,--completions", a.completions, "completions per input")->capture_default_str()->check(lt::app::kPositive);
   app.add_option("--keep-rows", a.keep_rows, "keep the top K rows of each input, complete the rest")->check(lt::app::kNonNegative);
   app.add_option("--keep-pixels", a.keep_pixels, "keep the first N pixels in raster order (the reference's offset)")->check(lt::app::kNonNegative);
-  auto* seed = app.add_option("-s,--seed", a.seed, "random seed (default: a fresh one, printed)");
+  auto* seed = lt::app::add_sampling_seed_option(app, a.seed);
   app.add_option("--scale", a.scale, "PNG pixels per image pixel")->capture_default_str()->check(CLI::Range(1, 64));
-  app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
-  app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
-  app.add_flag("--tf32", a.tf32, "cuda: matrix products in TF32 on the tensor cores (faster, ~3e-4 relative error)");
-  app.add_flag("--bf16", a.bf16, "cpu: bf16 matrix products (fp32 sums) and recurrent state (AVX512_BF16; ~1.5x the images/s, ~3e-3 relative error per product); cuda: the recurrent state in bf16 (half its memory traffic)");
+  lt::app::add_device_option(app, a.device);
+  lt::app::add_threads_option(app, a.threads);
+  lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::generation);
   app.add_flag("-q,--quiet", a.quiet, "no drawing, progress or summary on stderr");
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-complete"); status >= 0) return status;
   a.seed_given = seed->count() > 0;

@@ -36,10 +36,12 @@ CopyTaskConfig copy_config(const TrainArgs& a) {
 
 int64_t copy_batch(const TrainArgs& a) { return a.batch > 0 ? a.batch : 64; }
 
-Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, int64_t batch) {
+Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, int64_t batch, const Precision& precision = {}) {
   CopyTrainingTask task(copy_task_of(model.config()), seed, batch);
   ReplicaSet replicas(model, batch);
-  return task.evaluate(replicas, ForwardOptions{});
+  ForwardOptions options;
+  options.precision = precision;
+  return task.evaluate(replicas, options);
 }
 }  // namespace
 
@@ -81,7 +83,7 @@ int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   s.checkpoint_every = a.checkpoint_every;
   s.checkpoint = a.output;
   s.eval_every = a.eval_every;
-  s.precision = training_precision(a.bf16, false, device);
+  s.precision = training_precision(a.bf16, a.tf32, device);
   s.metadata = recipe_metadata(a, opt.schedule, batch, steps);
   const TransformerConfig& t = model->config().transformer;
   if (!a.quiet)
@@ -107,7 +109,7 @@ int run_copy_eval(const TrainArgs& a) {
   const Device device = parse_device(a.device);
   require_device(device);
   auto model = load_copy_model(a.model, device);
-  const Evaluation e = evaluate_copy(*model, a.seed, copy_batch(a));
+  const Evaluation e = evaluate_copy(*model, a.seed, copy_batch(a), training_precision(a.bf16, a.tf32, device));
   if (a.format == "json")
     std::cout << nlohmann::json{{"loss", e.loss}, {"accuracy", e.accuracy}, {"sequences", e.examples}, {"model", a.model}}
                      .dump()

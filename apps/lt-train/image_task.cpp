@@ -132,7 +132,7 @@ int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
   s.checkpoint_every = a.checkpoint_every;
   s.checkpoint = a.output;
   s.eval_every = a.eval_every;
-  s.precision = training_precision(a.bf16, false, device);
+  s.precision = training_precision(a.bf16, a.tf32, device);
   s.metadata = model->metadata();  // the image geometry and histogram, which the core does not know
   for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
   s.metadata["dataset"] = folder_name(a.data);
@@ -176,7 +176,7 @@ int run_copy_export(const TrainArgs& a, const Checkpoint& ck);
 int run_eval(const TrainArgs& a) {
   check(!a.model.empty(), "--eval needs -m CHECKPOINT");
   if (checkpoint_kind(a.model) == "copy") {
-    check(!a.recurrent, "--recurrent evaluates image models; " + a.model + " is a copy-task model");
+    refuse_options(a, kImageOnlyOptions, a.model + ", a copy-task model");
     return run_copy_eval(a);
   }
   const Device device = parse_device(a.device);
@@ -186,9 +186,9 @@ int run_eval(const TrainArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   ImageEvaluation ev =
       a.recurrent ? evaluate_images_recurrent(*model, data.test, a.batch > 0 ? a.batch : 64, a.eval_images,
-                                              generation_precision(a.bf16, false, device))
+                                              generation_precision(a.bf16, a.tf32, device))
                   : evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images,
-                                    training_precision(a.bf16, false, device));
+                                    training_precision(a.bf16, a.tf32, device));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const char* form = a.recurrent ? "recurrent" : "parallel";
   if (a.format == "json") {

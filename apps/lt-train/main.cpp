@@ -7,6 +7,7 @@
 
 #include "blas_cores.h"
 #include "command_line.h"
+#include "common_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "train_tasks.h"
@@ -30,7 +31,6 @@ int main(int argc, char** argv) {
   modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim");
 
   app.add_flag("--recurrent", a.recurrent, "with --eval: score through the recurrent step, position by position, as generation runs (default: the parallel pass)");
-  app.add_flag("--bf16", a.bf16, "cpu, AVX512_BF16: the transformer's products in bf16 with fp32 sums (training, --eval; the output head stays fp32); with --eval --recurrent the step's products and state (cuda: the state)");
   app.add_option("--task", a.task, "image or copy")->capture_default_str()->check(CLI::IsMember({"image", "copy"}));
   app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
@@ -69,22 +69,26 @@ int main(int argc, char** argv) {
   app.add_option("--eval-images", a.eval_images, "test images per evaluation (0: all)")->capture_default_str();
   app.add_option("--log", a.log, "append metrics as JSON lines to this file");
   app.add_option("-f,--format", a.format, "--eval output: text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
-  app.add_option("-d,--device", a.device, "cpu or cuda")->capture_default_str();
-  app.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")->capture_default_str();
+  lt::app::add_device_option(app, a.device);
+  lt::app::add_threads_option(app, a.threads);
+  lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::training);
   app.add_flag("-q,--quiet", a.quiet, "no progress on stderr");
 
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-train"); status >= 0) return status;
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
-  for (const char* name : {"--seed", "--batch", "--steps", "--epochs", "--optimizer", "--lr", "--schedule", "--warmup",
-                           "--gamma", "--min-lr", "--clip", "--milestones"})
-    if (app.count(name)) a.given.insert(name);
-  for (const char* name : lt::app::kArchitectureOptions)
-    if (app.count(name)) a.given.insert(name);
+  for (const CLI::Option* o : app.get_options([](const CLI::Option* o) { return o->count() > 0; }))
+    if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
+  for (const auto* group : app.get_subcommands([](const CLI::App*) { return true; }))
+    for (const CLI::Option* o : group->get_options([](const CLI::Option* o) { return o->count() > 0; }))
+      if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
   try {
     lt::check(!a.recurrent || a.eval, "--recurrent is an option of --eval");
     lt::set_num_threads(a.threads);
+    // Before the device is opened: a flag that cannot apply is the first thing to say.
     lt::check(!a.bf16 || a.device == "cpu" || a.recurrent,
               "--bf16 is a CPU option, and on cuda one of --eval --recurrent (the state in bf16)");
+    lt::check(!a.tf32 || a.device == "cuda", "--tf32 is a CUDA option (the CPU has --bf16)");
+    if (!a.eval && !a.export_ && a.task == "copy") lt::app::refuse_options(a, lt::app::kImageOnlyOptions, "--task copy");
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);
     std::signal(SIGINT, on_sigint);

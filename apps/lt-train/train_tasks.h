@@ -22,6 +22,7 @@ struct TrainArgs {
   bool eval = false, export_ = false, resume = false, quiet = false;
   bool recurrent = false;  // --eval through the recurrent step
   bool bf16 = false;       // bf16 products (CPU): training and --eval; the state too with --recurrent
+  bool tf32 = false;       // TF32 products (CUDA)
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0;
@@ -50,6 +51,16 @@ struct TrainArgs {
   // learning rates the uninterrupted run would have.
   void adopt_recipe(const Checkpoint& ck);
 };
+
+// Options of the image task that the copy task has no use for.
+inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--preset", "--mixtures", "--output-head",
+                                                    "--eval-images", "--recurrent"};
+// Throws one line naming the first of options given and what it does not apply to.
+template <size_t N>
+void refuse_options(const TrainArgs& a, const char* const (&options)[N], const std::string& what) {
+  for (const char* o : options)
+    if (a.given.count(o)) throw Error(std::string(o) + " does not apply to " + what);
+}
 
 // --resume takes the architecture from the checkpoint. Architecture flags
 // repeated on the command line (so that one line starts a run and resumes

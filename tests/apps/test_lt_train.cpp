@@ -412,6 +412,7 @@ TEST_CASE("lt-train refuses bad input with one line naming the problem") {
     check_one_line_error(lt_train(dir, "--recurrent --data " + q(data) + kTiny + "--steps 1" + out), {"--recurrent", "--eval"});
     check_one_line_error(lt_train(dir, "--bf16 -d cuda --data " + q(data) + kTiny + "--steps 1" + out),
                          {"--bf16", "CPU"});
+    check_one_line_error(lt_train(dir, "--tf32 --data " + q(data) + kTiny + "--steps 1" + out), {"--tf32", "CUDA"});
   }
   CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
 }
@@ -452,9 +453,23 @@ TEST_CASE("lt-train --task copy trains a tiny model and --eval reports its accur
   CHECK_FALSE(model_only.has("optimizer.exp_avg"));
   CHECK(lt_train(dir, "--eval -m " + q(exported) + " -b 4").exit_code == 0);
 
-  // Resuming continues at step 3.
+  // Resuming continues at step 3, bitwise where a straight run of 5 steps ends.
   r = lt_train(dir, "--task copy -q --steps 5 --resume --schedule step -o " + q(ckpt));
   INFO("resume stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(load_safetensors(ckpt).meta_int("lt.train.step") == 5);
+  const std::string straight = dir.file("copy-straight.safetensors");
+  REQUIRE(lt_train(dir, "--task copy --layers 1 --d-model 16 --heads 2 -b 4 --steps 5 -q --schedule step -o " +
+                            q(straight)).exit_code == 0);
+  CHECK(tensor_values(ckpt) == tensor_values(straight));
+
+  // The image task's options do not apply to it: refused, not ignored.
+  for (const std::string& flag : std::vector<std::string>{"--data " + q(dir.file("x")), "--init " + q(straight), "--mixtures 3",
+                                 "--output-head categorical", "--eval-images 5"}) {
+    INFO(flag);
+    check_one_line_error(lt_train(dir, "--task copy --steps 1 " + flag + " -o " + q(dir.file("never.safetensors"))),
+                         {flag.substr(0, flag.find(' ')), "does not apply to --task copy"});
+  }
+  check_one_line_error(lt_train(dir, "--eval -m " + q(ckpt) + " --recurrent"), {"--recurrent", "copy-task model"});
+  CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
 }

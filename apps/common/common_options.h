@@ -1,0 +1,43 @@
+// The rows of --help that several tools share, declared once: device,
+// threads, precision, seed and model path mean the same in every tool.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace lt::app {
+
+inline CLI::Option* add_device_option(CLI::App& app, std::string& device) {
+  return app.add_option("-d,--device", device, "cpu or cuda")->capture_default_str();
+}
+
+inline CLI::Option* add_threads_option(CLI::App& app, int& threads) {
+  return app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")->capture_default_str();
+}
+
+// --bf16 and --tf32 (precision_options.h turns them into a Precision).
+enum class PrecisionUse { generation, training };
+inline void add_precision_flags(CLI::App& app, bool& bf16, bool& tf32, PrecisionUse use) {
+  if (use == PrecisionUse::generation)
+    app.add_flag("--bf16", bf16,
+                 "cpu: bf16 matrix products (fp32 sums) and recurrent state (AVX512_BF16; ~1.5x the images/s, ~3e-3 "
+                 "relative error per product); cuda: the recurrent state in bf16 (half its memory traffic); the "
+                 "output head stays fp32");
+  else
+    app.add_flag("--bf16", bf16,
+                 "cpu, AVX512_BF16: the transformer's products in bf16 with fp32 sums (the output head stays fp32); "
+                 "with --eval --recurrent the step's products and state (cuda: the state)");
+  app.add_flag("--tf32", tf32, "cuda: the linear layers' products in TF32 on the tensor cores (~3e-4 relative error)");
+}
+
+// The sampling seed of lt-sample-image and lt-complete.
+inline CLI::Option* add_sampling_seed_option(CLI::App& app, uint64_t& seed) {
+  return app.add_option("-s,--seed", seed, "random seed (default: a fresh one, printed)");
+}
+
+// A checkpoint to read, defaulting to a shipped model.
+inline CLI::Option* add_model_option(CLI::App& app, std::string& model, const std::string& shipped) {
+  return app.add_option("-m,--model", model, "checkpoint (default: the shipped weights/" + shipped + ")");
+}
+
+}  // namespace lt::app
