@@ -235,21 +235,31 @@ void SequenceModel::step(RecurrentState& state, const Tensor& tokens, int64_t t,
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
 
-void SequenceModel::prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) {
-  const int64_t L = config_.max_positions, d = config_.transformer.d_model;
-  check(tokens.ndim() == 2 && tokens.dtype() == DType::i32 && tokens.dim(1) >= 1 && tokens.dim(1) <= L,
-        "prefill tokens must be int32 [B, T] with 1 <= T <= " + std::to_string(L) + ", got " + shape_str(tokens.shape()));
+void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads) {
+  const int64_t d = config_.transformer.d_model, P = config_.head.width();
+  check(tokens.ndim() == 2 && tokens.dtype() == DType::i32 && tokens.dim(1) >= 1 && t0 >= 0 &&
+            t0 + tokens.dim(1) <= config_.max_positions,
+        "chunk tokens must be int32 [B, T] at positions " + std::to_string(t0) + ".. within 0.." +
+            std::to_string(config_.max_positions - 1) + ", got " + shape_str(tokens.shape()));
   const int64_t B = tokens.dim(0), T = tokens.dim(1);
-  check_shape(head, {B, config_.head.width()}, "prefill head");
+  check_shape(heads, {B, T, P}, "chunk heads");
   Tensor emb = Tensor::empty({B, T, d / 2}, device_), x = Tensor::empty({B, T, d}, device_),
          y = Tensor::empty({B, T, d}, device_);
-  embed(tokens, 0, emb, x);
-  stack_->prefill(x, y, state);
-  // The last position's output predicts what follows the prefix.
-  Tensor last = Tensor::empty({B, d}, device_);
-  Tensor y2 = y.reshape({B * T, d});
-  for (int64_t i = 0; i < B; ++i) last.rows(i, i + 1).copy_from(y2.rows(i * T + T - 1, i * T + T));
-  linear_forward(last, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
+  embed(tokens, t0, emb, x);
+  stack_->continue_chunk(state, x, t0, y);
+  linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);
+}
+
+void SequenceModel::prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) {
+  check(tokens.ndim() == 2 && tokens.dim(1) >= 1, "prefill tokens must be int32 [B, T], got " + shape_str(tokens.shape()));
+  const int64_t B = tokens.dim(0), T = tokens.dim(1), P = config_.head.width();
+  check_shape(head, {B, P}, "prefill head");
+  Tensor heads = Tensor::empty({B, T, P}, device_);
+  state.buffer.zero();
+  continue_chunk(state, tokens, 0, heads);
+  // The last position's head predicts what follows the prefix.
+  Tensor rows = heads.reshape({B * T, P});
+  for (int64_t i = 0; i < B; ++i) head.rows(i, i + 1).copy_from(rows.rows(i * T + T - 1, i * T + T));
 }
 
 void SequenceModel::copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to,

@@ -133,6 +133,41 @@ TEST_CASE("prefill then step continues exactly like stepping from the start and 
   }
 }
 
+TEST_CASE("an image model continued over random chunks gives the heads of stepping") {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+    uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
+    Rng rng(seed);
+    ImageModelConfig c = tiny_config(kind);
+    ImageModel model(c, Device::cpu);
+    model.init_parameters(seed);
+    const int64_t B = 2, S = c.subpixels(), L = c.sequence_length(), P = c.head_width();
+    std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
+    RecurrentState stepped = model.new_state(B), chunked = model.new_state(B);
+    Tensor head = Tensor::empty({B, P});
+    std::vector<float> want, got(B * L * P);
+    for (int64_t t = 0; t < L; ++t) {
+      model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t], px[S + t]}, {B}), t, head);
+      const std::vector<float> h = head.to_vector();
+      want.insert(want.end(), h.begin(), h.end());  // position-major [L, B, P]
+    }
+    for (int64_t t0 = 0; t0 < L;) {
+      const int64_t T = std::min(L - t0, rng.integer(1, 6));
+      std::vector<int32_t> tok;
+      for (int64_t b = 0; b < B; ++b) tok.insert(tok.end(), px.begin() + b * S + t0, px.begin() + b * S + t0 + T);
+      Tensor heads = Tensor::empty({B, T, P});
+      model.continue_chunk(chunked, Tensor::from_vector(tok, {B, T}), t0, heads);
+      const std::vector<float> h = heads.to_vector();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+          std::copy(h.begin() + (b * T + t) * P, h.begin() + (b * T + t + 1) * P, got.begin() + ((t0 + t) * B + b) * P);
+      t0 += T;
+    }
+    CHECK(rel_error(got, std::vector<double>(want.begin(), want.end())) < 1e-5);
+    CHECK(rel_error(chunked.buffer, to_double(stepped.buffer)) < 1e-5);
+  }
+}
+
 TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);

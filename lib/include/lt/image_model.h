@@ -87,6 +87,11 @@ class ImageModel {
   // Consumes tokens int32 [B, T] (subpixels 0..T-1) in one parallel pass;
   // writes the state after them and head [B, head_width] for subpixel T.
   void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) { core_->prefill(tokens, state, head); }
+  // Subpixels t0..t0+T-1 of tokens int32 [B, T] after a state holding 0..t0-1:
+  // heads [B, T, head_width] for subpixels t0+1..t0+T.
+  void continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads) {
+    core_->continue_chunk(state, tokens, t0, heads);
+  }
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const {
     core_->copy_state_element(from, src, to, dst);
   }

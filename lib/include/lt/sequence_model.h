@@ -99,8 +99,11 @@ class SequenceModel {
   // the distribution of position t's target. Allocation-free after the first
   // call with a given B.
   void step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head);
-  // Consumes tokens int32 [B, T] (positions 0..T-1) in one parallel pass;
-  // writes the state after them and head [B, head width] for position T-1's target.
+  // Continues state (positions 0..t0-1) over tokens int32 [B, T] at positions
+  // t0..t0+T-1 in one parallel pass: heads [B, T, head width], one per
+  // position, and the state after them (TransformerStack::continue_chunk).
+  void continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads);
+  // continue_chunk from the empty prefix, keeping the last head [B, head width].
   void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head);
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
 
