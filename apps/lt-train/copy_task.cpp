@@ -1,8 +1,6 @@
 // lt-train's copy task (paper section 4.1.1): train, evaluate and export
 // through the shared model, loop and reports. Batches come from (seed,
 // step), so a resumed run sees the same data.
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,7 +9,7 @@
 #include "lt/copy_task.h"
 #include "lt/error.h"
 #include "precision_options.h"
-#include "train_report.h"
+#include "train_run.h"
 #include "train_tasks.h"
 
 namespace lt::app {
@@ -43,66 +41,56 @@ Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, int64_t batch, con
   options.precision = precision;
   return task.evaluate(replicas, options);
 }
-}  // namespace
 
-int run_copy_training(const TrainArgs& args, const std::atomic<bool>& stop) {
-  TrainArgs a = args;
-  const Device device = parse_device(a.device);
-  require_device(device);
-  struct stat st;
-  const bool exists = stat(a.output.c_str(), &st) == 0;
-  check(a.resume || !exists,
-        a.output + ": already exists; pass --resume to continue training it, or choose another --output");
-  std::unique_ptr<SequenceModel> model;
-  if (a.resume && exists) {
-    a.adopt_recipe(load_safetensors(a.output));
-    model = load_copy_model(a.output, device);
-    check_resumed_architecture(a, transformer_fields(copy_config(a).transformer, model->config().transformer),
-                               a.output);
-    if (a.dropout >= 0) model->set_dropout(a.dropout);  // a training option, whatever the checkpoint had
-  } else {
+// The copy task for lt-train's run: its flags and its result line.
+class CopyRun final : public TaskRun {
+ public:
+  SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
+    model_ = load_copy_model(path, d);
+    check_resumed_architecture(a, transformer_fields(copy_config(a).transformer, model_->config().transformer), path);
+    return *model_;
+  }
+  SequenceModel& start(const TrainArgs& a, Device d) override {
     CopyTaskConfig c = copy_config(a);
     c.validate();
-    model = std::make_unique<SequenceModel>(c.sequence_config(), device);
-    model->init_parameters(a.seed);
+    model_ = std::make_unique<SequenceModel>(c.sequence_config(), d);
+    model_->init_parameters(a.seed);
+    return *model_;
   }
-  const int64_t batch = copy_batch(a);
-  // The reference runs epochs of 100 batches; --epochs counts those here too.
-  const int64_t steps = a.steps > 0 ? a.steps : a.epochs * 100;
-  TrainOptions opt;
-  opt.optimizer = a.optimizer;
-  opt.schedule = a.make_schedule(1e-3f, steps);
-  if (a.schedule == "step" && a.milestones.empty()) opt.schedule.milestones = {3000};  // the paper's lr / 10
-  opt.clip = a.clip;
-  opt.seed = a.seed;
-  Trainer trainer(model->params(), opt);
-  if (a.resume && exists) trainer.restore(load_safetensors(a.output));
-  TrainLoopSettings s;
-  s.batch = batch;
-  s.steps = steps;
-  s.checkpoint_every = a.checkpoint_every;
-  s.checkpoint = a.output;
-  s.eval_every = a.eval_every;
-  s.precision = training_precision(a.bf16, a.tf32, device);
-  s.metadata = recipe_metadata(a, opt.schedule, batch, steps);
-  const TransformerConfig& t = model->config().transformer;
-  if (!a.quiet)
-    std::fprintf(stderr, "lt-train: copy task L=%lld; %lld layers, %lld heads x %lld, %s; batch %lld, %s lr %g; step %lld of %lld, %d threads\n",
-                 (long long)model->config().max_positions, (long long)t.layers, (long long)t.heads,
-                 (long long)t.head_dim, attention_name(t.attention), (long long)batch, a.optimizer.c_str(),
-                 opt.schedule.lr, (long long)trainer.step(), (long long)steps, num_threads());
+  int64_t default_batch() const override { return 64; }
+  int64_t steps_per_epoch(int64_t) const override { return 100; }  // the reference's epochs of 100 batches
+  Schedule schedule(const TrainArgs& a, int64_t steps) const override {
+    Schedule s = a.make_schedule(1e-3f, steps);
+    if (a.schedule == "step" && a.milestones.empty()) s.milestones = {3000};  // the paper's lr / 10
+    return s;
+  }
+  std::map<std::string, std::string> metadata(const TrainArgs&) const override { return {}; }
+  TrainingTask& task(const TrainArgs& a, int64_t batch) override {
+    task_ = std::make_unique<CopyTrainingTask>(copy_task_of(model_->config()), a.seed, batch);
+    return *task_;
+  }
+  std::string description() const override {
+    return "copy task L=" + std::to_string(model_->config().max_positions) + ", " +
+           std::to_string(model_->config().vocabulary - 1) + " symbols";
+  }
+  bool reports_bits() const override { return false; }
+  nlohmann::json finish(const TrainArgs& a, int64_t step, int64_t batch, const Precision& eval) override {
+    const Evaluation e = evaluate_copy(*model_, a.seed, batch, eval);
+    std::printf("%s: step %lld, test loss %.4f, accuracy %.4f\n", a.output.c_str(), (long long)step, e.loss,
+                e.accuracy);
+    return {{"event", "eval"}, {"step", step}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}};
+  }
 
-  MetricsLog log(a.log);
-  Progress progress(steps, a.quiet, 10.0, trainer.step());
-  CopyTrainingTask task(copy_task_of(model->config()), a.seed, batch);
-  const TrainResult r = train_model(*model, trainer, task, s, report_events(log, progress, false, a.quiet), &stop);
-  progress.finish();
-  if (r.status != TrainStatus::finished) return report_unfinished(r, a.output);
-  const Evaluation e = evaluate_copy(*model, a.seed, batch);
-  log.write({{"event", "eval"}, {"step", r.step}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}});
-  std::printf("%s: step %lld, test loss %.4f, accuracy %.4f\n", a.output.c_str(), (long long)r.step, e.loss,
-              e.accuracy);
-  return 0;
+ private:
+  std::unique_ptr<SequenceModel> model_;
+  std::unique_ptr<CopyTrainingTask> task_;
+};
+
+}  // namespace
+
+int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+  CopyRun run;
+  return run_training(a, run, stop);
 }
 
 int run_copy_eval(const TrainArgs& a) {

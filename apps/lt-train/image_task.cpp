@@ -1,7 +1,5 @@
 // lt-train's image task: train, evaluate (--eval) and export (--export) the
 // pixel-by-pixel image model on an image dataset folder.
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,7 +14,7 @@
 #include "metrics_log.h"
 #include "precision_options.h"
 #include "progress.h"
-#include "train_report.h"
+#include "train_run.h"
 #include "train_tasks.h"
 
 namespace lt::app {
@@ -31,11 +29,6 @@ Schedule TrainArgs::make_schedule(float base_lr, int64_t total_steps) const {
   s.total_steps = total_steps;
   s.min_lr = min_lr;
   return s;
-}
-
-static bool file_exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
 }
 
 static std::string folder_name(const std::string& dir) {
@@ -80,89 +73,80 @@ static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) 
   return c;
 }
 
-int run_image_training(const TrainArgs& args, const std::atomic<bool>& stop) {
-  TrainArgs a = args;
-  const Device device = parse_device(a.device);
-  require_device(device);
-  ImageDataset data = load_data(a.data);
-  const bool resuming = a.resume && file_exists(a.output);
-  check(a.resume || !file_exists(a.output),
-        a.output + ": already exists; pass --resume to continue training it, or choose another --output");
-
-  std::unique_ptr<ImageModel> model;
-  if (resuming) {
-    a.adopt_recipe(load_safetensors(a.output));
-    model = ImageModel::load(a.output, device);
-    const ImageModelConfig want = image_config(a, data.train), &have = model->config();
+namespace {
+// The image task for lt-train's run: its data, flags and result line.
+class ImageRun final : public TaskRun {
+ public:
+  explicit ImageRun(const TrainArgs& a) : data_(load_data(a.data)) {}
+  SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
+    model_ = ImageModel::load(path, d);
+    const ImageModelConfig want = image_config(a, data_.train), &have = model_->config();
     std::vector<ArchitectureField> fields = transformer_fields(want.transformer, have.transformer);
     fields.push_back({"--mixtures", std::to_string(want.mixtures), std::to_string(have.mixtures)});
     fields.push_back({"--output-head", want.output_head().name(), have.output_head().name()});
-    check_resumed_architecture(a, fields, a.output);
-  } else if (!a.init.empty()) {
-    for (const char* flag : kArchitectureOptions)
-      check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
-    model = ImageModel::load(a.init, device);  // its architecture and histogram; a fresh optimizer
-  } else {
-    ImageModelConfig config = image_config(a, data.train);
-    config.first_subpixel_histogram.assign(256, 0.0);
-    for (int64_t i = 0; i < data.train.count; ++i) config.first_subpixel_histogram[data.train.pixels[i * data.train.image_bytes()]] += 1;
-    model = std::make_unique<ImageModel>(config, device);
-    model->init_parameters(a.seed);
+    check_resumed_architecture(a, fields, path);
+    return checked();
   }
-  if (a.dropout >= 0) model->set_dropout(a.dropout);  // a training option, whatever the checkpoint had
-  const ImageModelConfig& c = model->config();
-  check_image_size(*model, data.train);  // a resumed model meets its data before anything is printed
-  const bool cifar_like = c.channels == 3;
-  const int64_t batch = a.batch > 0 ? a.batch : (cifar_like ? 10 : 16);
-  const int64_t per_epoch = (data.train.count + batch - 1) / batch;
-  const int64_t steps = a.steps > 0 ? a.steps : a.epochs * per_epoch;
-  check(steps > 0, "nothing to train: give --steps or --epochs");
+  SequenceModel& start(const TrainArgs& a, Device d) override {
+    if (!a.init.empty()) {
+      for (const char* flag : kArchitectureOptions)
+        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
+      model_ = ImageModel::load(a.init, d);  // its architecture and histogram; a fresh optimizer
+      return checked();
+    }
+    ImageModelConfig config = image_config(a, data_.train);
+    config.first_subpixel_histogram.assign(256, 0.0);
+    for (int64_t i = 0; i < data_.train.count; ++i)
+      config.first_subpixel_histogram[data_.train.pixels[i * data_.train.image_bytes()]] += 1;
+    model_ = std::make_unique<ImageModel>(config, d);
+    model_->init_parameters(a.seed);
+    return checked();
+  }
+  int64_t default_batch() const override { return cifar_like() ? 10 : 16; }
+  int64_t steps_per_epoch(int64_t batch) const override { return (data_.train.count + batch - 1) / batch; }
+  Schedule schedule(const TrainArgs& a, int64_t steps) const override {
+    return a.make_schedule(cifar_like() ? 2e-4f : 1e-4f, steps);
+  }
+  std::map<std::string, std::string> metadata(const TrainArgs& a) const override {
+    std::map<std::string, std::string> m = model_->metadata();  // the geometry and histogram the core does not know
+    m["dataset"] = folder_name(a.data);
+    if (!a.init.empty()) m["lt.train.init"] = a.init;
+    return m;
+  }
+  TrainingTask& task(const TrainArgs& a, int64_t batch) override {
+    task_ = std::make_unique<ImageTrainingTask>(*model_, data_, a.seed, a.eval_images, batch);
+    return *task_;
+  }
+  std::string description() const override {
+    const ImageModelConfig& c = model_->config();
+    return data_.format + " " + std::to_string(c.height) + "x" + std::to_string(c.width) + "x" +
+           std::to_string(c.channels) + ", " + std::to_string(data_.train.count) + " train / " +
+           std::to_string(data_.test.count) + " test images";
+  }
+  bool reports_bits() const override { return true; }
+  nlohmann::json finish(const TrainArgs& a, int64_t step, int64_t batch, const Precision& eval) override {
+    // The test bits/dim of every run in fp32 products, bf16 training or not.
+    const ImageEvaluation ev = evaluate_images(*model_, data_.test, batch, a.eval_images, eval);
+    std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)step,
+                ev.bits_per_dim, (long long)ev.images);
+    return {{"event", "eval"}, {"step", step}, {"test_bits_per_dim", ev.bits_per_dim}};
+  }
 
-  TrainOptions opt;
-  opt.optimizer = a.optimizer;
-  opt.schedule = a.make_schedule(cifar_like ? 2e-4f : 1e-4f, steps);
-  opt.clip = a.clip;
-  opt.seed = a.seed;
-  Trainer trainer(model->params(), opt);
-  if (resuming) trainer.restore(load_safetensors(a.output));
+ private:
+  bool cifar_like() const { return model_->config().channels == 3; }
+  SequenceModel& checked() {
+    check_image_size(*model_, data_.train);  // a resumed model meets its data before anything is printed
+    return model_->core();
+  }
+  ImageDataset data_;
+  std::unique_ptr<ImageModel> model_;
+  std::unique_ptr<ImageTrainingTask> task_;
+};
+}  // namespace
 
-  TrainLoopSettings s;
-  s.batch = batch;
-  s.steps = steps;
-  s.checkpoint_every = a.checkpoint_every;
-  s.checkpoint = a.output;
-  s.eval_every = a.eval_every;
-  s.precision = training_precision(a.bf16, a.tf32, device);
-  s.metadata = model->metadata();  // the image geometry and histogram, which the core does not know
-  for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
-  s.metadata["dataset"] = folder_name(a.data);
-  if (!a.init.empty()) s.metadata["lt.train.init"] = a.init;
-
-  const TransformerConfig& t = c.transformer;
-  if (!a.quiet)
-    std::fprintf(stderr,
-                 "lt-train: %s %lldx%lldx%lld, %lld train / %lld test images; %lld layers, d %lld, %lld heads, %s, "
-                 "%lld params; batch %lld, %s lr %g; %s step %lld of %lld, seed %llu, %s, %d threads%s\n",
-                 data.format.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
-                 (long long)data.train.count, (long long)data.test.count, (long long)t.layers, (long long)t.d_model,
-                 (long long)t.heads, attention_name(t.attention), (long long)model->params().numel(),
-                 (long long)batch, a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from",
-                 (long long)trainer.step(), (long long)steps, (unsigned long long)a.seed,
-                 device_description(device).c_str(), num_threads(),
-                 device == Device::cpu ? (", " + app::blas_description() + (a.bf16 ? ", bf16 products" : "")).c_str() : "");
-
-  MetricsLog log(a.log);
-  Progress progress(steps, a.quiet, 10.0, trainer.step());
-  ImageTrainingTask task(*model, data, a.seed, a.eval_images, batch);
-  const TrainResult r = train_model(model->core(), trainer, task, s, report_events(log, progress, true, a.quiet), &stop);
-  progress.finish();
-  if (r.status != TrainStatus::finished) return report_unfinished(r, a.output);
-  // The test bits/dim of every run in fp32 products, bf16 training or not.
-  ImageEvaluation ev = evaluate_images(*model, data.test, batch, a.eval_images, s.eval_precision);
-  log.write({{"event", "eval"}, {"step", r.step}, {"test_bits_per_dim", ev.bits_per_dim}});
-  std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)r.step,
-              ev.bits_per_dim, (long long)ev.images);
-  return 0;
+int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+  ImageRun run(a);
+  return run_training(a, run, stop);
 }
 
 static std::string checkpoint_kind(const std::string& path) {

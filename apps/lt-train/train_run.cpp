@@ -1,0 +1,77 @@
+// lt-train's one run, for every task.
+#include "train_run.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "blas_cores.h"
+#include "lt/backend.h"
+#include "lt/error.h"
+#include "precision_options.h"
+#include "train_report.h"
+
+namespace lt::app {
+
+namespace {
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+}  // namespace
+
+int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& stop) {
+  TrainArgs a = args;
+  const Device device = parse_device(a.device);
+  require_device(device);
+  const bool resuming = a.resume && file_exists(a.output);
+  check(a.resume || !file_exists(a.output),
+        a.output + ": already exists; pass --resume to continue training it, or choose another --output");
+  if (resuming) a.adopt_recipe(load_safetensors(a.output));
+  SequenceModel& model = resuming ? run.resume(a.output, a, device) : run.start(a, device);
+  if (a.dropout >= 0) model.set_dropout(a.dropout);  // a training option, whatever the checkpoint had
+  const int64_t batch = a.batch > 0 ? a.batch : run.default_batch();
+  const int64_t steps = a.steps > 0 ? a.steps : a.epochs * run.steps_per_epoch(batch);
+  check(steps > 0, "nothing to train: give --steps or --epochs");
+
+  TrainOptions opt;
+  opt.optimizer = a.optimizer;
+  opt.schedule = run.schedule(a, steps);
+  opt.clip = a.clip;
+  opt.seed = a.seed;
+  Trainer trainer(model.params(), opt);
+  if (resuming) trainer.restore(load_safetensors(a.output));
+
+  TrainLoopSettings s;
+  s.batch = batch;
+  s.steps = steps;
+  s.checkpoint_every = a.checkpoint_every;
+  s.checkpoint = a.output;
+  s.eval_every = a.eval_every;
+  s.precision = training_precision(a.bf16, a.tf32, device);
+  s.metadata = run.metadata(a);
+  for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
+
+  const TransformerConfig& t = model.config().transformer;
+  if (!a.quiet)
+    std::fprintf(stderr,
+                 "lt-train: %s; %lld layers, d %lld, %lld heads, %s, %lld params; batch %lld, %s lr %g; %s step %lld "
+                 "of %lld, seed %llu, %s, %d threads%s%s\n",
+                 run.description().c_str(), (long long)t.layers, (long long)t.d_model, (long long)t.heads,
+                 attention_name(t.attention, t.direction), (long long)model.params().numel(), (long long)batch,
+                 a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from", (long long)trainer.step(),
+                 (long long)steps, (unsigned long long)a.seed, device_description(device).c_str(), num_threads(),
+                 device == Device::cpu ? (", " + blas_description()).c_str() : "",
+                 s.precision == Precision{} ? "" : (", " + s.precision.describe()).c_str());
+
+  MetricsLog log(a.log);
+  Progress progress(steps, a.quiet, 10.0, trainer.step());
+  const TrainResult r = train_model(model, trainer, run.task(a, batch), s,
+                                    report_events(log, progress, run.reports_bits(), a.quiet), &stop);
+  progress.finish();
+  if (r.status != TrainStatus::finished) return report_unfinished(r, a.output);
+  log.write(run.finish(a, r.step, batch, s.eval_precision));
+  return 0;
+}
+
+}  // namespace lt::app
