@@ -29,6 +29,10 @@ void SequenceModelConfig::validate() const {
   check(vocabulary >= 1, "the vocabulary needs at least one token");
   check(max_positions >= 1, "a model needs at least one position");
   transformer.validate();
+  // The position code is max_positions x d/2 floats, made before any weight is read.
+  check(max_positions <= (int64_t(1) << 22) && max_positions * (transformer.d_model / 2) <= (int64_t(1) << 28),
+        std::to_string(max_positions) + " positions of width " + std::to_string(transformer.d_model) +
+            " is past lt's limits (2^22 positions, a 1 GiB position code)");
   check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
                                           " must be a multiple of 4 (embedding and position code are d/2 each, "
                                           "the position code needs an even width)");

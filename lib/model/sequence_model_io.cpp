@@ -102,22 +102,23 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
     throw Error(ck.path + ": metadata " + e.what());
   }
   t.feature_map = ck.meta("feature_map", "elu");
-  t.dropout = ck.metadata.count("dropout") ? float(ck.meta_double("dropout")) : 0.1f;
+  if (ck.metadata.count("dropout")) {
+    const double p = ck.meta_double("dropout");
+    check(p >= 0 && p < 1, ck.path + ": metadata 'dropout' is '" + ck.meta("dropout") + "', not in [0, 1)");
+    t.dropout = float(p);
+  }
   const Tensor& predictor = need(ck, "predictor.weight");
   check(predictor.ndim() == 2 && predictor.dim(0) >= 1,
         ck.path + ": predictor.weight has shape " + shape_str(predictor.shape()));
   c.head = read_head(ck, predictor.dim(0));
   c.max_positions = max_positions > 0 ? max_positions : ck.meta_int("max_positions");
-  // Bounded by what a position code can hold before anything is allocated.
-  check(c.max_positions >= 1 && c.max_positions <= (int64_t(1) << 24),
-        ck.path + ": " + std::to_string(c.max_positions) + " positions is outside 1..2^24");
+  std::unique_ptr<SequenceModel> model;
   try {
     c.validate();
+    model = std::make_unique<SequenceModel>(c, device);  // a feature map's name is checked here
   } catch (const Error& e) {
     throw Error(ck.path + ": " + e.what());
   }
-
-  auto model = std::make_unique<SequenceModel>(c, device);
   std::set<std::string> used;
   for (size_t i = 0; i < model->params_.size(); ++i) {
     const std::string& name = model->params_.name(i);

@@ -4,6 +4,7 @@
 
 #include "lt/image_model.h"
 #include "lt/safetensors.h"
+#include "io/temp_dir.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -196,6 +197,43 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   std::string bad = (dir / "noheads.safetensors").string();
   save_safetensors(bad, tensors, meta);
   CHECK_THROWS_WITH_AS(ImageModel::load(bad, Device::cpu), doctest::Contains("missing metadata 'heads'"), lt::Error);
+
+  // Bad metadata values are one line naming the file and the key, whatever
+  // the value: not a number, out of range, an unknown name, a huge index.
+  struct BadMeta {
+    const char* key;
+    const char* value;
+    const char* says;
+  };
+  for (const BadMeta& b : {BadMeta{"heads", "x", "'heads' is 'x'"}, BadMeta{"dropout", "abc", "'dropout' is 'abc'"},
+                           BadMeta{"dropout", "1e99", "'dropout' is '1e99'"}, BadMeta{"dropout", "0.5x", "'dropout'"},
+                           BadMeta{"attention", "reformer", "unknown attention 'reformer'"},
+                           BadMeta{"feature_map", "cosine", "unknown feature map 'cosine'"},
+                           BadMeta{"direction", "sideways", "unknown direction 'sideways'"},
+                           BadMeta{"image_height", "4294967296", "image size"}}) {
+    const std::string what = std::string(b.key) + "=" + b.value;
+    INFO(what);
+    auto m = model.metadata();
+    m[b.key] = b.value;
+    const std::string file = (dir / "badmeta.safetensors").string();
+    save_safetensors(file, tensors, m);
+    const std::string err = error_of([&] { ImageModel::load(file, Device::cpu); });
+    CHECK(err.find(file) != std::string::npos);
+    INFO(err);
+    CHECK(err.find(b.says) != std::string::npos);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  // A layer index far beyond the tensors present builds nothing.
+  {
+    auto t = tensors;
+    t["transformer.layers.99999999999999999999.linear1.weight"] = Tensor::zeros({1, 1});
+    t["transformer.layers.9999999.linear1.weight"] = Tensor::zeros({1, 1});
+    const std::string file = (dir / "badlayer.safetensors").string();
+    save_safetensors(file, t, model.metadata());
+    const std::string err = error_of([&] { ImageModel::load(file, Device::cpu); });
+    CHECK(err.find(file) != std::string::npos);
+    CHECK(err.find("layer") != std::string::npos);
+  }
 
   // A wrong shape names the tensor.
   tensors["predictor.bias"] = Tensor::zeros({4});
