@@ -12,11 +12,20 @@
 
 #include "lt/backend.h"
 #include "lt/tensor.h"
+#include "lt/transformer.h"
 
 namespace lt::test {
 
 // A fresh seed per call, reported through doctest's INFO by the caller;
 // LT_TEST_SEED=<seed> replays a reported one (every call then returns it).
+// How one forward pass runs: train (dropout on) and its seed, fp32.
+inline ForwardOptions pass(bool train, uint64_t seed) {
+  ForwardOptions o;
+  o.train = train;
+  o.seed = seed;
+  return o;
+}
+
 inline uint64_t fresh_seed() {
   if (const char* replay = std::getenv("LT_TEST_SEED")) return std::strtoull(replay, nullptr, 10);
   static std::random_device rd;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "lt/ops.h"
+#include "model/input_part.h"
 
 namespace lt {
 
@@ -44,15 +45,15 @@ void SequenceModelConfig::validate() const {
 // shorter sequence takes views of it, so variable shapes allocate nothing
 // after the largest.
 struct SequenceModel::Buffers {
-  Tensor ids, targets, emb, x, y, head, dhead, dy, dx, demb;  // storage
+  Tensor ids, targets, x, y, head, dhead, dy, dx;  // storage
   Tensor picked, dpicked, nll;                                // the counted rows of head, compacted
   // The views of the last forward.
   int64_t rows = 0, length = 0, counted = 0;
   bool compact = false;
   std::vector<int64_t> first, last;
-  Tensor v_ids, v_targets, v_emb, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_demb, v_picked, v_dpicked, v_nll;
+  Tensor v_ids, v_targets, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_picked, v_dpicked, v_nll;
   int64_t step_B = 0;
-  Tensor step_emb, step_x, step_y;  // [B, 1, d/2], [B, 1, d], [B, d]
+  Tensor step_x, step_y;  // [B, 1, d], [B, d]
 };
 
 namespace {
@@ -69,13 +70,13 @@ SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
   config_.validate();
   require_device(device);
   const int64_t d = config_.transformer.d_model;
-  embedding_ = params_.add("value_embedding.weight", {config_.vocabulary, d / 2});
+  // Declared in the reference's order, which is also the flat buffer's (and
+  // so the optimizer state's) layout.
+  input_ = make_token_input(params_, config_.vocabulary, d, config_.max_positions);
   stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.");
   predictor_w_ = params_.add("predictor.weight", {config_.head.width(), d});
   predictor_b_ = params_.add("predictor.bias", {config_.head.width()});
   params_.allocate(device);
-  pe_ = Tensor::empty({config_.max_positions, d / 2}, device);
-  position_code(0, pe_);
 }
 
 SequenceModel::~SequenceModel() = default;
@@ -94,19 +95,10 @@ void SequenceModel::init_parameters(uint64_t seed) {
     for (auto& x : v) x = float(dist(gen));
     t.copy_from(Tensor::from_vector(v, t.shape()));
   };
-  fill(embedding_, std::normal_distribution<double>(0, 1));  // torch.nn.Embedding's default
+  input_->init_parameters(gen);
   double bound = 1.0 / std::sqrt(double(config_.transformer.d_model));
   fill(predictor_w_, std::uniform_real_distribution<double>(-bound, bound));
   fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
-}
-
-// x [B, T, d] = value_embedding(tokens) | position code of positions offset..offset+T-1.
-void SequenceModel::embed(const Tensor& tokens, int64_t offset, Tensor& emb, Tensor& x) {
-  Shape ids_by_channel = tokens.shape();
-  ids_by_channel.push_back(emb.dim(2));
-  Tensor rows = emb.reshape(ids_by_channel);
-  embedding_forward(tokens, params_.value(embedding_), rows);
-  concat_position_forward(emb, pe_.rows(offset, offset + emb.dim(1)), x);
 }
 
 void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
@@ -116,8 +108,6 @@ void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
   b.rows = B, b.length = L, b.counted = counted;
   b.v_ids = grown_view(b.ids, {B, L}, dev, DType::i32);
   b.v_targets = grown_view(b.targets, {counted}, dev, DType::i32);
-  b.v_emb = grown_view(b.emb, {B, L, d / 2}, dev);
-  b.v_demb = grown_view(b.demb, {B, L, d / 2}, dev);
   b.v_x = grown_view(b.x, {B, L, d}, dev);
   b.v_y = grown_view(b.y, {B, L, d}, dev);
   b.v_dy = grown_view(b.dy, {B, L, d}, dev);
@@ -133,7 +123,7 @@ void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
 
 double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
                               double* accuracy) {
-  const int64_t B = batch.rows, L = batch.length, d = config_.transformer.d_model, P = config_.head.width();
+  const int64_t B = batch.rows, L = batch.length, P = config_.head.width();
   check(B >= 1 && L >= 1 && L <= config_.max_positions && int64_t(batch.inputs.size()) == B * L &&
             int64_t(batch.targets.size()) == B * L,
         "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " tokens does not fit a model of " +
@@ -161,7 +151,7 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
   b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
   b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
 
-  embed(b.v_ids, 0, b.v_emb, b.v_x);
+  input_->forward(b.v_ids, 0, b.v_x);
   stack_->forward(b.v_x, Tensor(), b.v_y, options);
   Tensor head3 = b.v_head.reshape({B, L, P});
   const Products head_products = options.precision.head;
@@ -205,9 +195,7 @@ void SequenceModel::backward() {
   Tensor dy2 = b.v_dy.reshape({B * L, d});
   linear_backward(b.v_y.reshape({B * L, d}), params_.value(predictor_w_), b.v_dhead, dy2, dW, db, head_products_);
   stack_->backward(b.v_dy, b.v_dx);
-  concat_position_backward(b.v_dx, b.v_demb);
-  Tensor dtable = params_.grad(embedding_);
-  embedding_backward(b.v_ids, b.v_demb, dtable);
+  input_->backward(b.v_ids, b.v_dx);
 }
 
 RecurrentState SequenceModel::new_state(int64_t batch, DType dtype) const {
@@ -230,11 +218,10 @@ void SequenceModel::step(RecurrentState& state, const Tensor& tokens, int64_t t,
   Buffers& b = *buf_;
   if (b.step_B != B) {
     b.step_B = B;
-    b.step_emb = Tensor::empty({B, 1, d / 2}, device_);
     b.step_x = Tensor::empty({B, 1, d}, device_);
     b.step_y = Tensor::empty({B, d}, device_);
   }
-  embed(tokens, t, b.step_emb, b.step_x);
+  input_->forward(tokens, t, b.step_x);
   stack_->step(state, b.step_x.reshape({B, d}), t, b.step_y);
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
@@ -247,9 +234,8 @@ void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& tokens, 
             std::to_string(config_.max_positions - 1) + ", got " + shape_str(tokens.shape()));
   const int64_t B = tokens.dim(0), T = tokens.dim(1);
   check_shape(heads, {B, T, P}, "chunk heads");
-  Tensor emb = Tensor::empty({B, T, d / 2}, device_), x = Tensor::empty({B, T, d}, device_),
-         y = Tensor::empty({B, T, d}, device_);
-  embed(tokens, t0, emb, x);
+  Tensor x = Tensor::empty({B, T, d}, device_), y = Tensor::empty({B, T, d}, device_);
+  input_->forward(tokens, t0, x);
   stack_->continue_chunk(state, x, t0, y);
   linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);
 }

@@ -69,8 +69,8 @@ TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, b
       const int64_t B = rng.integer(1, 4), L = c.sequence_length();
       Tensor images = random_images(rng, B, c.subpixels());
       Tensor nll_cpu = Tensor::empty({B * L}), nll_gpu = Tensor::empty({B * L}, kGpu);
-      double loss_cpu = m.cpu.forward(images, {true, 91}, &nll_cpu);
-      double loss_gpu = m.gpu.forward(images.to(kGpu), {true, 91}, &nll_gpu);
+      double loss_cpu = m.cpu.forward(images, pass(true, 91), &nll_cpu);
+      double loss_gpu = m.gpu.forward(images.to(kGpu), pass(true, 91), &nll_gpu);
       CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
       CHECK(rel_error(nll_gpu, nll_cpu) < 1e-4);
       m.cpu.params().zero_grad();
@@ -103,8 +103,8 @@ TEST_CASE("cuda training steps follow the CPU") {
   Trainer tc(m.cpu.params(), options), tg(m.gpu.params(), options);
   for (int s = 0; s < 5; ++s) {
     Tensor images = random_images(rng, 2, c.subpixels());
-    m.cpu.forward(images, {true, tc.dropout_seed()});
-    m.gpu.forward(images.to(kGpu), {true, tg.dropout_seed()});
+    m.cpu.forward(images, pass(true, tc.dropout_seed()));
+    m.gpu.forward(images.to(kGpu), pass(true, tg.dropout_seed()));
     m.cpu.backward();
     m.gpu.backward();
     tc.update();
@@ -160,7 +160,7 @@ static void check_generation_against_parallel(ImageModel& gpu, uint64_t seed, in
   gen.generate(seed, pixels, nullptr, nullptr, &nll);
   std::vector<int32_t> px(pixels.begin(), pixels.end());
   Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
-  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), {false, 0}, &per);
+  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), pass(false, 0), &per);
   std::vector<float> pv = per.to_vector();
   for (int64_t b = 0; b < B; ++b) {
     double sum = 0;

@@ -152,7 +152,7 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
     SequenceBatch b;
     make_copy_batch(c, seed, 0, 6, b);
     double accuracy = -1;
-    const double loss = model.forward(b, {false, 123}, nullptr, &accuracy);
+    const double loss = model.forward(b, pass(false, 123), nullptr, &accuracy);
     RefScore ref = reference_score(model, b);
     CHECK(std::abs(loss - ref.loss) < 1e-5 * std::max(1.0, ref.loss));
     CHECK(std::abs(accuracy - ref.accuracy) <= double(ref.close) / double(ref.counted) + 1e-12);
@@ -166,12 +166,12 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
     Trainer trainer(model.params(), opt);
     for (int64_t step = 0; step < 40; ++step) {
       make_copy_batch(c, seed, step + 1, 16, b);
-      model.forward(b, {false, 0});
+      model.forward(b, pass(false, 0));
       model.backward();
       trainer.update();
     }
     make_copy_batch(c, seed, 1000, 8, b);
-    const double loss2 = model.forward(b, {false, 0}, nullptr, &accuracy);
+    const double loss2 = model.forward(b, pass(false, 0), nullptr, &accuracy);
     ref = reference_score(model, b);
     CHECK(std::abs(loss2 - ref.loss) < 1e-5 * std::max(1.0, ref.loss));
     CHECK(std::abs(accuracy - ref.accuracy) <= double(ref.close) / double(ref.counted) + 1e-12);
@@ -189,7 +189,7 @@ TEST_CASE("copy model gradients match finite differences") {
     SequenceBatch b;
     make_copy_batch(c, seed, 3, 3, b);
     model.params().zero_grad();
-    model.forward(b, {true, 9});
+    model.forward(b, pass(true, 9));
     model.backward();
     std::vector<float> grads = model.params().grads().to_vector();
     Tensor values = model.params().values();
@@ -199,7 +199,7 @@ TEST_CASE("copy model gradients match finite differences") {
       Tensor t = model.params().value(p);
       for (int probe = 0; probe < 3; ++probe)
         g.probe(values, grads, (t.data() - values.data()) + rng.integer(0, t.numel() - 1),
-                [&] { return model.forward(b, {true, 9}); });
+                [&] { return model.forward(b, pass(true, 9)); });
     }
     CHECK(g.kinks <= int(g.analytic.size()) / 5);
     CHECK(rel_error(g.analytic, g.numeric) < 2e-2);
@@ -234,7 +234,7 @@ TEST_CASE("copy model checkpoints round-trip and reject image checkpoints") {
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   SequenceBatch batch;
   make_copy_batch(c, seed, 0, 4, batch);
-  CHECK(model.forward(batch, {false, 0}) == loaded->forward(batch, {false, 0}));
+  CHECK(model.forward(batch, pass(false, 0)) == loaded->forward(batch, pass(false, 0)));
   CHECK(load_safetensors(path).meta("note") == "kept");
 
   // An image model's checkpoint is not a copy model.
@@ -290,7 +290,7 @@ TEST_CASE("a tiny copy model learns to copy with causal-linear and softmax atten
     for (int64_t i = 0; i < 10; ++i) {
       double acc = 0;
       make_copy_batch(c, seed + 1000, i, 32, b);
-      loss += model.forward(b, {false, 0}, nullptr, &acc) / 10;
+      loss += model.forward(b, pass(false, 0), nullptr, &acc) / 10;
       accuracy += acc / 10;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

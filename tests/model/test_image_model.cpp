@@ -51,7 +51,7 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
     model.init_parameters(seed);
     Tensor images = random_images(rng, 2, c.subpixels());
     model.params().zero_grad();
-    model.forward(images, {true, 77});
+    model.forward(images, pass(true, 77));
     model.backward();
     std::vector<float> grads = model.params().grads().to_vector();
 
@@ -62,7 +62,7 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
       size_t p = size_t(rng.integer(0, int64_t(model.params().size()) - 1));
       Tensor t = model.params().value(p);
       int64_t offset = (t.data() - values.data()) + rng.integer(0, t.numel() - 1);
-      g.probe(values, grads, offset, [&] { return model.forward(images, {true, 77}); });
+      g.probe(values, grads, offset, [&] { return model.forward(images, pass(true, 77)); });
     }
     CHECK(g.kinks <= 10);
     CHECK(rel_error(g.analytic, g.numeric) < 2e-2);
@@ -82,7 +82,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       const int64_t B = 3, S = c.subpixels(), L = c.sequence_length();
       Tensor images = random_images(rng, B, S);
       Tensor nll = Tensor::empty({B * L});
-      double mean = model.forward(images, {false, 0}, &nll);
+      double mean = model.forward(images, pass(false, 0), &nll);
       std::vector<float> parallel = nll.to_vector();
 
       std::vector<int32_t> px = images.to_vector_i32();
@@ -177,7 +177,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   ImageModel model(c, Device::cpu);
   model.init_parameters(seed);
   Tensor images = random_images(rng, 2, c.subpixels());
-  double loss = model.forward(images, {false, 0});
+  double loss = model.forward(images, pass(false, 0));
 
   auto dir = std::filesystem::temp_directory_path() / ("lt-image-model-" + std::to_string(seed));
   std::filesystem::create_directories(dir);
@@ -188,7 +188,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   CHECK(loaded->config().transformer.heads == 2);
   CHECK(loaded->config().mixtures == 3);
   CHECK(loaded->config().height == 3);
-  CHECK(loaded->forward(images, {false, 0}) == doctest::Approx(loss).epsilon(1e-7));
+  CHECK(loaded->forward(images, pass(false, 0)) == doctest::Approx(loss).epsilon(1e-7));
 
   // Without the heads metadata the checkpoint cannot be interpreted.
   auto tensors = model.params().named_values();

@@ -387,7 +387,7 @@ TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   Tensor images = Tensor::from_vector(px, {B, S});
   ReplicaSet replicas(model.core(), B);
   CHECK(replicas.replicas() == 2);
-  const double split = replicas.forward(model.batch(px, B), {}).loss, whole = model.forward(images, {false, 0});
+  const double split = replicas.forward(model.batch(px, B), {}).loss, whole = model.forward(images, pass(false, 0));
   CHECK(std::abs(split - whole) < 1e-6 * std::abs(whole));
   // A bad byte in the second replica's share is an error, not the end of the process.
   CHECK_THROWS_WITH(replicas.forward(bad_tokens(model, px, B), {}), doctest::Contains("outside 0..255"));

@@ -28,6 +28,8 @@
 
 namespace lt {
 
+class InputPart;  // model/input_part.h
+
 struct SequenceModelConfig {
   std::string family = "image";  // what the checkpoint's lt.model says: image, copy
   int64_t vocabulary = 256;      // input token ids 0..vocabulary-1
@@ -109,15 +111,14 @@ class SequenceModel {
 
  private:
   struct Buffers;
-  void embed(const Tensor& tokens, int64_t offset, Tensor& emb, Tensor& x);
   void plan(int64_t rows, int64_t length, int64_t counted);
 
   SequenceModelConfig config_;
   Device device_;
   Parameters params_;
   std::unique_ptr<TransformerStack> stack_;
-  size_t embedding_, predictor_w_, predictor_b_;
-  Tensor pe_;  // position code [max_positions, d/2]
+  std::unique_ptr<InputPart> input_;
+  size_t predictor_w_, predictor_b_;
   Precision step_precision_;
   Products head_products_ = Products::fp32;  // of the last forward, which backward repeats
   std::unique_ptr<Buffers> buf_;

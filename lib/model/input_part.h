@@ -1,0 +1,33 @@
+// The input part of a SequenceModel: what turns a task's inputs into the
+// stack's [B, T, d_model]. Tokens: a value embedding beside the sinusoidal
+// position code (the reference's ImageGenerator and SequencePredictor);
+// speech adds a filterbank front end beside it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <random>
+
+#include "lt/parameters.h"
+#include "lt/tensor.h"
+
+namespace lt {
+
+class InputPart {
+ public:
+  virtual ~InputPart() = default;
+  // x [B, T, d] from inputs [B, T] (or [B]: one position) at positions
+  // offset..offset+T-1. Allocation-free after the largest shape.
+  virtual void forward(const Tensor& inputs, int64_t offset, Tensor& x) = 0;
+  // dx [B, T, d] of a forward over the same inputs: parameter gradients accumulate.
+  virtual void backward(const Tensor& inputs, const Tensor& dx) = 0;
+  // torch's defaults, drawn from gen in a fixed order.
+  virtual void init_parameters(std::mt19937_64& gen) const = 0;
+};
+
+// Token ids 0..vocabulary-1 -> value_embedding.weight [vocabulary, d/2] | the
+// position code of max_positions x d/2. Declares its tensor in params (which
+// must not be allocated yet); it lives on params' device once allocated.
+std::unique_ptr<InputPart> make_token_input(Parameters& params, int64_t vocabulary, int64_t d_model,
+                                            int64_t max_positions);
+
+}  // namespace lt

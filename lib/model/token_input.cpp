@@ -1,0 +1,72 @@
+// TokenInput: value embedding beside the sinusoidal position code, d/2 each.
+#include <random>
+
+#include "lt/ops.h"
+#include "model/input_part.h"
+
+namespace lt {
+namespace {
+
+class TokenInput final : public InputPart {
+ public:
+  TokenInput(Parameters& params, int64_t vocabulary, int64_t d_model, int64_t max_positions)
+      : params_(params), d_(d_model), max_positions_(max_positions) {
+    table_ = params.add("value_embedding.weight", {vocabulary, d_model / 2});
+  }
+
+  void forward(const Tensor& tokens, int64_t offset, Tensor& x) override {
+    const int64_t B = tokens.dim(0), T = tokens.ndim() == 1 ? 1 : tokens.dim(1);
+    check(offset >= 0 && offset + T <= max_positions_,
+          "positions " + std::to_string(offset) + ".." + std::to_string(offset + T - 1) + " outside the model's 0.." +
+              std::to_string(max_positions_ - 1));
+    if (!pe_.defined()) {  // on the parameters' device, which is known once they are allocated
+      pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
+      position_code(0, pe_);
+    }
+    Tensor emb = view(emb_, {B, T, d_ / 2});
+    Shape ids_by_channel = tokens.shape();
+    ids_by_channel.push_back(d_ / 2);
+    Tensor rows = emb.reshape(ids_by_channel);
+    embedding_forward(tokens, params_.value(table_), rows);
+    Tensor x3 = x.reshape({B, T, d_});
+    concat_position_forward(emb, pe_.rows(offset, offset + T), x3);
+  }
+
+  void backward(const Tensor& tokens, const Tensor& dx) override {
+    const int64_t B = dx.dim(0), T = dx.dim(1);
+    Tensor demb = view(demb_, {B, T, d_ / 2});
+    concat_position_backward(dx, demb);
+    Tensor dtable = params_.grad(table_);
+    embedding_backward(tokens, demb, dtable);
+  }
+
+  void init_parameters(std::mt19937_64& gen) const override {
+    Tensor t = params_.value(table_);
+    std::vector<float> v(t.numel());
+    std::normal_distribution<double> normal(0, 1);  // torch.nn.Embedding's default
+    for (auto& x : v) x = float(normal(gen));
+    t.copy_from(Tensor::from_vector(v, t.shape()));
+  }
+
+ private:
+  // A view of shape s at the start of storage, which only grows.
+  Tensor view(Tensor& storage, const Shape& s) {
+    const int64_t n = shape_numel(s);
+    if (!storage.defined() || storage.numel() < n) storage = Tensor::empty({n}, params_.device());
+    return storage.rows(0, n).reshape(s);
+  }
+
+  Parameters& params_;
+  int64_t d_, max_positions_;
+  size_t table_;
+  Tensor pe_, emb_, demb_;
+};
+
+}  // namespace
+
+std::unique_ptr<InputPart> make_token_input(Parameters& params, int64_t vocabulary, int64_t d_model,
+                                            int64_t max_positions) {
+  return std::make_unique<TokenInput>(params, vocabulary, d_model, max_positions);
+}
+
+}  // namespace lt
