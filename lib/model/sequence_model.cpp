@@ -23,6 +23,7 @@ SequenceBatch SequenceBatch::slice(int64_t begin, int64_t end) const {
     s.first.assign(first.begin() + begin, first.begin() + end);
     s.last.assign(last.begin() + begin, last.begin() + end);
   }
+  if (!lengths.empty()) s.lengths.assign(lengths.begin() + begin, lengths.begin() + end);
   return s;
 }
 
@@ -129,18 +130,21 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
         "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " tokens does not fit a model of " +
             std::to_string(config_.max_positions) + " positions");
   Buffers& b = *buf_;
-  b.compact = !batch.first.empty();
+  const bool padded = !batch.lengths.empty();
+  check(!padded || int64_t(batch.lengths.size()) == B, "batch lengths need one per row");
+  b.compact = !batch.first.empty() || padded;
   std::vector<int32_t> targets;
   if (b.compact) {
-    check(int64_t(batch.first.size()) == B && int64_t(batch.last.size()) == B, "batch counts need a range per row");
+    // Without spans a padded batch counts each row's real positions.
+    b.first = batch.first.empty() ? std::vector<int64_t>(B, 0) : batch.first;
+    b.last = batch.last.empty() ? std::vector<int64_t>(batch.lengths.begin(), batch.lengths.end()) : batch.last;
+    check(int64_t(b.first.size()) == B && int64_t(b.last.size()) == B, "batch counts need a range per row");
     for (int64_t r = 0; r < B; ++r) {
-      check(0 <= batch.first[r] && batch.first[r] <= batch.last[r] && batch.last[r] <= L,
-            "batch row " + std::to_string(r) + " counts positions outside 0.." + std::to_string(L));
-      targets.insert(targets.end(), batch.targets.begin() + r * L + batch.first[r],
-                     batch.targets.begin() + r * L + batch.last[r]);
+      const int64_t end = padded ? batch.lengths[r] : L;
+      check(0 <= b.first[r] && b.first[r] <= b.last[r] && b.last[r] <= end && end <= L,
+            "batch row " + std::to_string(r) + " counts positions outside its 0.." + std::to_string(end));
+      targets.insert(targets.end(), batch.targets.begin() + r * L + b.first[r], batch.targets.begin() + r * L + b.last[r]);
     }
-    b.first = batch.first;
-    b.last = batch.last;
   }
   const int64_t counted = b.compact ? int64_t(targets.size()) : B * L;
   check(counted > 0, "a batch that counts no positions");
@@ -152,7 +156,7 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
   b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
 
   input_->forward(b.v_ids, 0, b.v_x);
-  stack_->forward(b.v_x, Tensor(), b.v_y, options);
+  stack_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
   Tensor head3 = b.v_head.reshape({B, L, P});
   const Products head_products = options.precision.head;
   linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, head_products);

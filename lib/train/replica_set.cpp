@@ -23,10 +23,11 @@ ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch) : model_(model) {
 ReplicaSet::~ReplicaSet() = default;
 
 namespace {
+// The positions a batch's loss counts (SequenceModel::forward's rule).
 int64_t counted(const SequenceBatch& b) {
-  if (b.first.empty()) return b.rows * b.length;
   int64_t n = 0;
-  for (int64_t r = 0; r < b.rows; ++r) n += b.last[r] - b.first[r];
+  for (int64_t r = 0; r < b.rows; ++r)
+    n += !b.first.empty() ? b.last[r] - b.first[r] : !b.lengths.empty() ? b.lengths[r] : b.length;
   return n;
 }
 

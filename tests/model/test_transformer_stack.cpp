@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lt/backend.h"
+#include "lt/sequence_model.h"
 #include "lt/transformer.h"
 #include "test_util.h"
 
@@ -138,4 +139,54 @@ TEST_CASE("a state continued over random chunks equals one prefill and equals st
     CHECK(rel_error(chunked.buffer, whole.buffer) < 1e-5);
     CHECK(rel_error(stepped.buffer, whole.buffer) < 1e-5);
   }
+}
+
+TEST_CASE("a sequence model's padded batch scores each row's real positions as the rows alone do") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  SequenceModelConfig c;
+  c.family = "test";
+  c.vocabulary = 7;
+  c.max_positions = 10;
+  c.transformer = TransformerConfig{2, 2, 4, 8, 16, AttentionKind::softmax, Direction::bidirectional, "elu", 0.f};
+  c.head.kind = HeadKind::categorical;
+  c.head.classes = 7;
+  SequenceModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  SequenceBatch batch;
+  batch.rows = 3;
+  batch.length = 10;
+  batch.lengths = {4, 10, int32_t(rng.integer(1, 9))};
+  for (int64_t i = 0; i < 30; ++i) {
+    batch.inputs.push_back(int32_t(rng.integer(0, 6)));
+    batch.targets.push_back(int32_t(rng.integer(0, 6)));
+  }
+  model.params().zero_grad();
+  const double loss = model.forward(batch, ForwardOptions{});
+  model.backward();
+  const std::vector<float> grads = model.params().grads().to_vector();
+  // Row by row, unpadded; the loss is the mean over every real position.
+  double total = 0;
+  int64_t positions = 0;
+  model.params().zero_grad();
+  std::vector<float> summed(grads.size(), 0.f);
+  for (int64_t r = 0; r < 3; ++r) {
+    const int64_t n = batch.lengths[r];
+    SequenceBatch one;
+    one.rows = 1;
+    one.length = n;
+    one.inputs.assign(batch.inputs.begin() + r * 10, batch.inputs.begin() + r * 10 + n);
+    one.targets.assign(batch.targets.begin() + r * 10, batch.targets.begin() + r * 10 + n);
+    total += model.forward(one, ForwardOptions{}) * double(n);
+    positions += n;
+    model.params().zero_grad();
+    model.backward();
+    const std::vector<float> g = model.params().grads().to_vector();
+    for (size_t i = 0; i < g.size(); ++i) summed[i] += g[i] * float(n);
+  }
+  CHECK(loss == doctest::Approx(total / double(positions)).epsilon(1e-6));
+  std::vector<double> want(summed.begin(), summed.end());
+  for (double& w : want) w /= double(positions);
+  CHECK(rel_error(grads, want) < 1e-4);
 }

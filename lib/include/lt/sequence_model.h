@@ -45,8 +45,11 @@ struct SequenceBatch {
   int64_t rows = 0, length = 0;
   std::vector<int32_t> inputs, targets;  // [rows, length]
   // Per row, the positions first[r] .. last[r]-1 that the loss counts; empty:
-  // every position.
+  // every real position.
   std::vector<int64_t> first, last;
+  // Per row, its real length: positions from lengths[r] on are padding, which
+  // no real position sees (TransformerStack::forward). Empty: all length.
+  std::vector<int32_t> lengths;
   // Rows begin .. end-1 as a batch of their own.
   SequenceBatch slice(int64_t begin, int64_t end) const;
 };
