@@ -80,12 +80,13 @@ int main(int argc, char** argv) {
   const std::string tmp = lt::fuzz::scratch_dir();
 
   // safetensors: F32 tensors with and without metadata, an empty file, a scalar.
-  lt::save_safetensors(tmp + "/a", {{"w", lt::Tensor::from_vector({0.5f, 1, 2, 3, 4, -5}, {2, 3})}, {"b", lt::Tensor::from_vector({-1.f, 0, 1}, {3})}},
+  auto floats = [](std::vector<float> v, lt::Shape shape) { return lt::Tensor::from_vector(v, shape); };
+  lt::save_safetensors(tmp + "/a", {{"w", floats({0.5f, 1, 2, 3, 4, -5}, {2, 3})}, {"b", floats({-1, 0, 1}, {3})}},
                        {{"model", "image"}, {"heads", "4"}});
   put(out / "safetensors/two-tensors", read_all(tmp + "/a"));
   lt::save_safetensors(tmp + "/b", {});
   put(out / "safetensors/empty", read_all(tmp + "/b"));
-  lt::save_safetensors(tmp + "/c", {{"x", lt::Tensor::from_vector({2.f}, {1})}}, {{"k", "v"}});
+  lt::save_safetensors(tmp + "/c", {{"x", floats({2}, {1})}}, {{"k", "v"}});
   put(out / "safetensors/one", read_all(tmp + "/c"));
 
   // PNG: every channel count, a few sizes.

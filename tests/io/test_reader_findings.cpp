@@ -56,6 +56,19 @@ TEST_CASE("read_png: a chunk length of 2^31 or more is an error, not a crash (NU
   CHECK(msg.find("IDAT") != std::string::npos);
 }
 
+TEST_CASE("read_png: stb's reason quoting an unknown chunk type with a newline stays on one line") {
+  TempDir tmp;
+  // Found by fuzz_png (a 175-byte file; this is the same case cut down): a
+  // critical chunk type "IG\r\n" is echoed raw in stb's failure reason.
+  std::vector<uint8_t> bytes = kPngSignature;
+  png_chunk(bytes, "IHDR", ihdr(1, 1, 8, 0));
+  png_chunk(bytes, "IG\r\n", {});
+  png_chunk(bytes, "IEND", {});
+  const std::string path = tmp.file("chunk-type.png");
+  write_bytes(path, bytes);
+  CHECK(contract_error(path, [&] { read_png(path); }).find("IG\\r\\n") != std::string::npos);
+}
+
 TEST_CASE("read_png: declared sizes are checked before stb allocates for them") {
   TempDir tmp;
   SUBCASE("16384 x 16384 RGBA (1 GiB) declared by a 69-byte file") {
