@@ -43,7 +43,7 @@ class GzReader {
     const uint64_t start = out.size();
     uint64_t got = 0;
     while (got < n) {
-      const unsigned want = unsigned(std::min<uint64_t>(n - got, 1u << 20));
+      const unsigned want = unsigned(std::min<uint64_t>(n - got, 1u << 16));
       out.resize(start + got + want);
       const int r = gzread(f_, out.data() + start + got, want);
       if (r < 0) {
