@@ -161,3 +161,38 @@ TEST_CASE("read_png_images: a file name holding a newline stays on one line") {
   CHECK(msg.find('\n') == std::string::npos);
   CHECK(msg.find("bad\\nname.png") != std::string::npos);
 }
+
+TEST_CASE("every reader rejects random and damaged bytes with one line naming the file") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  const std::vector<uint8_t> png = png_stored(3, 2, 3, std::vector<uint16_t>(18, 9));
+  for (int trial = 0; trial < 100; ++trial) {
+    // Half the trials damage a valid PNG, half are noise behind a valid signature.
+    std::vector<uint8_t> bytes = png;
+    if (trial % 2) {
+      bytes.resize(8);
+      const std::vector<uint8_t> noise = random_bytes(rng, rng.integer(0, 200));
+      bytes.insert(bytes.end(), noise.begin(), noise.end());
+    } else {
+      bytes[size_t(rng.integer(8, int64_t(bytes.size()) - 1))] ^= uint8_t(rng.integer(1, 255));
+    }
+    const std::string path = tmp.file("r" + std::to_string(trial));
+    write_bytes(path, bytes);
+    auto holds_contract = [&](auto&& read) {
+      try {
+        read();
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.rfind(path, 0) == 0);
+        CHECK(msg.find('\n') == std::string::npos);
+      }
+    };
+    holds_contract([&] { read_png(path); });
+    holds_contract([&] { load_safetensors(path); });
+    holds_contract([&] { read_idx_images(path); });
+    holds_contract([&] { read_idx_labels(path); });
+    holds_contract([&] { read_cifar10_batches({path}); });
+  }
+}
