@@ -61,7 +61,7 @@ void check_png_structure(const std::string& path, const std::vector<uint8_t>& by
     const uint32_t length = be32(&bytes[at]);
     const std::string type = chunk_name(&bytes[at + 4]);
     // The chunk and its CRC must be in the file (which also keeps lengths
-    // under the spec's 2^31 - 1, as files over 2 GiB are refused above).
+    // under the spec's 2^31 - 1, as read_png refuses files over 2 GiB).
     const size_t left = bytes.size() - at - 8;
     if (left < 4 || length > left - 4)
       throw Error(prefix + "chunk " + type + " at byte " + std::to_string(at) + " declares " +
