@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "io/file_bytes.h"
 #include "lt/dataset.h"
@@ -42,7 +43,7 @@ class GzReader {
     const uint64_t start = out.size();
     uint64_t got = 0;
     while (got < n) {
-      const unsigned want = unsigned(std::min<uint64_t>(n - got, 1u << 20));
+      const unsigned want = unsigned(std::min<uint64_t>(n - got, 1u << 16));
       out.resize(start + got + want);
       const int r = gzread(f_, out.data() + start + got, want);
       if (r < 0) {
@@ -112,7 +113,14 @@ ImageSet read_idx_images(const std::string& path) {
   check(set.height > 0 && set.width > 0, path + ": images of " + std::to_string(set.height) + "x" +
                                              std::to_string(set.width) +
                                              " pixels (rows and columns must be positive)");
-  const uint64_t bytes = uint64_t(set.count) * uint64_t(set.height) * uint64_t(set.width);
+  // Three uint32 dims can multiply past 2^64 and wrap to a small size (an
+  // outside fuzz run: 2^31 x 2^31 x 2^31 wrapped to 0 pixel bytes and was
+  // accepted). rows x cols fits in 64 bits; check the count against it.
+  const uint64_t image_bytes = uint64_t(set.height) * uint64_t(set.width);
+  check(uint64_t(set.count) <= uint64_t(std::numeric_limits<int64_t>::max()) / image_bytes,
+        path + ": declares " + std::to_string(set.count) + " images of " + std::to_string(set.height) + "x" +
+            std::to_string(set.width) + " pixels, more bytes than can be addressed: corrupt header");
+  const uint64_t bytes = uint64_t(set.count) * image_bytes;
   in.read(set.pixels, bytes,
           "pixels (" + std::to_string(set.count) + " x " + std::to_string(set.height) + " x " +
               std::to_string(set.width) + ")");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "io/one_line.h"
 #include "lt/dataset.h"
 #include "lt/error.h"
 #include "lt/png.h"
@@ -54,7 +55,14 @@ std::vector<std::string> list_png_files(const std::string& dir) {
 
 ImageSet read_png_images(const std::vector<std::string>& paths, const std::string& source) {
   check(!paths.empty(), source + ": no .png files");
-  const Image first = read_png(paths[0]);
+  // File names come from a folder listing and may hold a newline: every
+  // message leaves here through one_line.
+  Image first;
+  try {
+    first = read_png(paths[0]);
+  } catch (const Error& e) {
+    throw Error(io::one_line(e.what()));
+  }
   ImageSet set;
   set.count = int64_t(paths.size());
   set.height = first.height;
@@ -81,7 +89,7 @@ ImageSet read_png_images(const std::vector<std::string>& paths, const std::strin
     }
   }
   for (const std::string& e : errors)
-    if (!e.empty()) throw Error(e);
+    if (!e.empty()) throw Error(io::one_line(e));
   return set;
 }
 

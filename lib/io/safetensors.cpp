@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "io/one_line.h"
 
 namespace lt {
 namespace {
@@ -37,7 +38,20 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 const char* const kMetadataKey = "__metadata__";
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw Error(path + ": " + problem);
+  throw Error(io::one_line(path + ": " + problem));
+}
+
+// A JSON value for a message, kept short: a header may nest arrays a million
+// deep (dump() would recurse that deep) or hold megabytes in one string.
+std::string shown(const json& j) {
+  constexpr size_t kMaxChars = 80;
+  bool flat = j.is_primitive() || (j.is_array() && j.size() <= 16);
+  if (j.is_array())
+    for (const json& x : j) flat = flat && x.is_primitive() && !x.is_string();
+  if (!flat) return "a JSON " + std::string(j.type_name()) + " of " + std::to_string(j.size()) + " elements";
+  std::string text = j.dump();
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return text;
 }
 
 enum class FileDType { f32, f16, bf16 };
@@ -92,7 +106,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   Entry e;
   e.name = name;
   const json& dtype = j["dtype"];
-  if (!dtype.is_string()) fail(path, what + ": 'dtype' must be a string, got " + dtype.dump());
+  if (!dtype.is_string()) fail(path, what + ": 'dtype' must be a string, got " + shown(dtype));
   const std::string d = dtype.get<std::string>();
   uint64_t element_bytes;
   if (d == "F32") e.dtype = FileDType::f32, element_bytes = 4;
@@ -101,18 +115,18 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   else fail(path, what + " has dtype '" + d + "', which lt cannot read (supported: F32, F16, BF16)");
 
   const json& shape = j["shape"];
-  if (!shape.is_array()) fail(path, what + ": 'shape' must be an array of integers, got " + shape.dump());
+  if (!shape.is_array()) fail(path, what + ": 'shape' must be an array of integers, got " + shown(shape));
   uint64_t bytes = element_bytes;
   for (const json& dim : shape) {
     if (!dim.is_number_integer())
-      fail(path, what + ": 'shape' must be an array of integers, got " + shape.dump());
+      fail(path, what + ": 'shape' must be an array of integers, got " + shown(shape));
     if (dim.is_number_unsigned() ? dim.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
                                  : dim.get<int64_t>() < 0)
       fail(path, what + " has a " + (dim.is_number_unsigned() ? "too large" : "negative") +
-                     " dimension in shape " + shape.dump());
+                     " dimension in shape " + shown(shape));
     const uint64_t n = dim.get<uint64_t>();
     if (n != 0 && bytes > std::numeric_limits<uint64_t>::max() / n)
-      fail(path, what + " has shape " + shape.dump() + ", too large to address");
+      fail(path, what + " has shape " + shown(shape) + ", too large to address");
     bytes *= n;
     e.shape.push_back(int64_t(n));
   }
@@ -121,7 +135,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned())
     fail(path, what + ": 'data_offsets' must be two non-negative integers [begin, end], got " +
-                   offsets.dump());
+                   shown(offsets));
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end) fail(path, what + " has data_offsets " + range_str(e) + " that end before they begin");
@@ -129,7 +143,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     fail(path, what + " has data_offsets " + range_str(e) + " past the end of the data buffer (" +
                    std::to_string(buffer_bytes) + " bytes): the file may be truncated");
   if (e.end - e.begin != bytes)
-    fail(path, what + " is " + d + " of shape " + shape.dump() + " = " + std::to_string(bytes) +
+    fail(path, what + " is " + d + " of shape " + shown(shape) + " = " + std::to_string(bytes) +
                    " bytes, but its data_offsets " + range_str(e) + " hold " +
                    std::to_string(e.end - e.begin) + " bytes");
   // lt tensors have at least one axis: a scalar is read as [1].
@@ -166,7 +180,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : j.items()) {
     if (!value.is_string())
-      fail(path, "metadata '" + key + "' is " + value.dump() + ", but metadata values must be strings");
+      fail(path, "metadata '" + key + "' is " + shown(value) + ", but metadata values must be strings");
     out[key] = value.get<std::string>();
   }
   return out;
@@ -176,6 +190,13 @@ void read_exactly(const std::string& path, std::FILE* f, void* dst, size_t bytes
   if (bytes != 0 && std::fread(dst, 1, bytes, f) != bytes)
     fail(path, std::string("read failed: ") +
                    (std::ferror(f) ? std::strerror(errno) : "the file ended early (changed while reading?)"));
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string json_reason(const json::exception& e) {
+  const std::string message = e.what();
+  const size_t end = message.find("] ");
+  return end == std::string::npos ? message : message.substr(end + 2);
 }
 
 // Why the first bytes are not a safetensors header, with a hint where we know the format.
@@ -220,11 +241,12 @@ Checkpoint load_safetensors(const std::string& path) {
   try {
     header = json::parse(text);
   } catch (const json::parse_error& e) {
-    // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
-    std::string message = e.what();
-    message = message.substr(message.find("] ") == std::string::npos ? 0 : message.find("] ") + 2);
     fail(path, "header is not valid JSON (byte " + std::to_string(e.byte) + " of " +
-                   std::to_string(header_bytes) + "): " + message);
+                   std::to_string(header_bytes) + "): " + json_reason(e));
+  } catch (const json::exception& e) {
+    // Valid syntax the parser still refuses: a number such as 1e999 that no
+    // double holds throws out_of_range (an outside fuzz run found it escaping).
+    fail(path, "header cannot be read as JSON: " + json_reason(e));
   }
   if (!header.is_object()) fail(path, std::string("header is a JSON ") + header.type_name() + ", not an object");
 

@@ -1,0 +1,72 @@
+// Shared by the libFuzzer harnesses (README.md here): the readers take paths,
+// so each input is written to a scratch file first, and the one accepted
+// rejection, an lt::Error, is held to the message contract of lt/error.h.
+#pragma once
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lt/error.h"
+
+namespace lt::fuzz {
+
+// A folder of this process's own (libFuzzer's -jobs run several processes),
+// in memory when /dev/shm exists: every input is a file write.
+inline const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    const std::filesystem::path root = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+    const std::filesystem::path d = root / ("lt-fuzz-" + std::to_string(getpid()));
+    std::filesystem::create_directories(d);
+    return d.string();
+  }();
+  return dir;
+}
+
+inline void write_file(const std::string& path, const uint8_t* data, size_t size) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || (size && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) {
+    std::fprintf(stderr, "harness: cannot write %s\n", path.c_str());
+    std::abort();
+  }
+}
+
+// Runs read(). An lt::Error is the correct rejection when its message is one
+// line starting with `named` (the file or folder read); any other exception
+// escapes to libFuzzer, which reports it as a crash.
+template <class F>
+void expect_lt_error_only(const std::string& named, F&& read) {
+  try {
+    read();
+  } catch (const lt::Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(named, 0) != 0 || msg.find('\n') != std::string::npos) {
+      std::fprintf(stderr, "harness: message breaks the contract (one line naming %s):\n%s\n", named.c_str(),
+                   msg.c_str());
+      std::abort();
+    }
+  }
+}
+
+// The input cut at every kFileSeparator (in the dictionaries), at most
+// max_parts parts, so that one input can make a folder of files.
+inline const std::string kFileSeparator = "-LT-NEXT-FILE-";
+inline std::vector<std::vector<uint8_t>> split_files(const uint8_t* data, size_t size, size_t max_parts) {
+  std::vector<std::vector<uint8_t>> parts(1);
+  const size_t n = kFileSeparator.size();
+  for (size_t i = 0; i < size;) {
+    if (parts.size() < max_parts && size - i >= n && kFileSeparator.compare(0, n, (const char*)data + i, n) == 0) {
+      parts.emplace_back();
+      i += n;
+    } else {
+      parts.back().push_back(data[i++]);
+    }
+  }
+  return parts;
+}
+
+}  // namespace lt::fuzz

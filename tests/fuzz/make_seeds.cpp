@@ -1,0 +1,134 @@
+// Writes the seed corpora (corpus/<harness>/) with lt's own writers: small
+// valid files, so the fuzzer starts from inputs that pass every check.
+// Run once by hand when a format changes: lt-fuzz-seeds tests/fuzz/corpus
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "fuzz_util.h"
+#include "lt/dataset.h"
+#include "lt/png.h"
+#include "lt/safetensors.h"
+#include "lt/tensor.h"
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+Bytes read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+void put(const fs::path& path, const Bytes& bytes) {
+  fs::create_directories(path.parent_path());
+  lt::fuzz::write_file(path.string(), bytes.data(), bytes.size());
+}
+
+Bytes gzip_file(const std::string& path) {
+  const std::string gz = path + ".gz";
+  gzFile f = gzopen(gz.c_str(), "wb9");
+  const Bytes plain = read_all(path);
+  gzwrite(f, plain.data(), unsigned(plain.size()));
+  gzclose(f);
+  return read_all(gz);
+}
+
+Bytes joined(const std::vector<Bytes>& files, uint8_t first) {
+  Bytes out = {first};
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i) out.insert(out.end(), lt::fuzz::kFileSeparator.begin(), lt::fuzz::kFileSeparator.end());
+    out.insert(out.end(), files[i].begin(), files[i].end());
+  }
+  return out;
+}
+
+lt::Image image(int w, int h, int c) {
+  lt::Image img{w, h, c, {}};
+  for (int i = 0; i < w * h * c; ++i) img.pixels.push_back(uint8_t(i * 37));
+  return img;
+}
+
+lt::ImageSet idx_images(int64_t count, int64_t side) {
+  lt::ImageSet set;
+  set.count = count, set.height = side, set.width = side, set.channels = 1;
+  for (int64_t i = 0; i < count * side * side; ++i) set.pixels.push_back(uint8_t(i * 13));
+  return set;
+}
+
+Bytes cifar_batch(int records) {
+  Bytes out;
+  for (int r = 0; r < records; ++r) {
+    out.push_back(uint8_t(r % 10));
+    for (int i = 0; i < 3072; ++i) out.push_back(uint8_t(i + r));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const fs::path out = argv[1];
+  const std::string tmp = lt::fuzz::scratch_dir();
+
+  // safetensors: F32 tensors with and without metadata, an empty file, a scalar.
+  auto floats = [](std::vector<float> v, lt::Shape shape) { return lt::Tensor::from_vector(v, shape); };
+  lt::save_safetensors(tmp + "/a", {{"w", floats({0.5f, 1, 2, 3, 4, -5}, {2, 3})}, {"b", floats({-1, 0, 1}, {3})}},
+                       {{"model", "image"}, {"heads", "4"}});
+  put(out / "safetensors/two-tensors", read_all(tmp + "/a"));
+  lt::save_safetensors(tmp + "/b", {});
+  put(out / "safetensors/empty", read_all(tmp + "/b"));
+  lt::save_safetensors(tmp + "/c", {{"x", floats({2}, {1})}}, {{"k", "v"}});
+  put(out / "safetensors/one", read_all(tmp + "/c"));
+
+  // PNG: every channel count, a few sizes.
+  std::vector<Bytes> pngs;
+  for (int c = 1; c <= 4; ++c) {
+    lt::write_png(tmp + "/p.png", image(2 + c, 3, c));
+    pngs.push_back(read_all(tmp + "/p.png"));
+    put(out / ("png/c" + std::to_string(c)), pngs.back());
+  }
+
+  // IDX: images and labels, plain and gzip (the harness's first byte: 0 = as is).
+  lt::write_idx_images(tmp + "/i", idx_images(3, 4));
+  lt::write_idx_labels(tmp + "/l", {1, 2, 3});
+  const Bytes images = read_all(tmp + "/i"), labels = read_all(tmp + "/l");
+  put(out / "idx/images", images);
+  put(out / "idx/labels", labels);
+  for (const auto& [name, plain] : {std::pair{"images", tmp + "/i"}, std::pair{"labels", tmp + "/l"}}) {
+    Bytes gz = gzip_file(plain);
+    gz.insert(gz.begin(), 0);
+    put(out / ("idx_gzip/" + std::string(name) + "-gz"), gz);
+    Bytes raw = read_all(plain);
+    raw.insert(raw.begin(), 1 | (6 << 1));  // the harness gzips it at level 6
+    put(out / ("idx_gzip/" + std::string(name) + "-raw"), raw);
+  }
+
+  // CIFAR-10: one and two batches.
+  put(out / "cifar10/one", cifar_batch(1));
+  {
+    Bytes two = joined({cifar_batch(1), cifar_batch(2)}, 0);
+    two.erase(two.begin());  // no layout byte in this harness
+    put(out / "cifar10/two", two);
+  }
+
+  // image_dataset: the harness's first byte is the layout (0 flat PNG, 1 split PNG, 2 IDX, 3 CIFAR).
+  put(out / "image_dataset/png-flat", joined({pngs[0], pngs[0], pngs[0]}, 0));
+  lt::write_png(tmp + "/q.png", image(4, 3, 1));
+  const Bytes same = read_all(tmp + "/q.png");
+  put(out / "image_dataset/png-split", joined({same, same, same, same}, 1));
+  lt::write_idx_images(tmp + "/t", idx_images(2, 4));
+  lt::write_idx_labels(tmp + "/tl", {5, 6});
+  put(out / "image_dataset/idx", joined({images, labels, read_all(tmp + "/t"), read_all(tmp + "/tl")}, 2));
+  put(out / "image_dataset/cifar10", joined(std::vector<Bytes>(6, cifar_batch(1)), 3));
+  fs::remove_all(tmp);
+  return 0;
+}
