@@ -10,6 +10,12 @@
 //   Tensor fq = Tensor::empty({N, L, H, phi->feature_dim(32)});
 //   phi->forward(q, fq);                   // q [N, L, H, 32]
 //   for (auto& [name, t] : phi->tensors()) save(prefix + name, t);  // "omega"
+//
+// A model holds one map per layer (each layer its own draw: seed it from the
+// model's seed and the layer index) and stores the maps' tensors beside its
+// parameters, not among them (they get no gradients), under
+// {prefix}layers.{i}.attention.inner_attention.feature_map.{name}: the keys
+// of fast-transformers' state_dict, whose Favor buffer is this omega [E, F/2].
 #pragma once
 #include <cstdint>
 #include <map>
