@@ -20,8 +20,10 @@ void memset_zero(void* p, size_t bytes);
 void synchronize();
 // Scratch buffers that only grow; valid until the next call with the same
 // slot (not thread safe). Slot 1 serves the causal product's segment states,
-// which it needs while its caller holds slot 0.
-constexpr int kScratchSlots = 2;
+// which it needs while its caller holds slot 0; slot 2 the recurrent step's
+// phi(q), phi(k) buffers, which it holds while a feature map's forward (free
+// to use slot 0) fills them.
+constexpr int kScratchSlots = 3;
 float* scratch(size_t floats, int slot = 0);
 
 // --- linear.cu ---
@@ -43,6 +45,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "dropout.h"
 #include "elementwise.h"
 #include "embedding.h"
+#include "favor.h"
 #include "heads.h"
 #include "layernorm.h"
 #include "linear_attention.h"

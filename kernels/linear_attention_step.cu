@@ -7,7 +7,7 @@
 // float32, or bfloat16 for half the traffic (sums stay float32; each element
 // is rounded once per step, to nearest even, when it is stored, as on the CPU).
 // The packed variant reads q, k and v straight from the rows of one qkv
-// product and applies phi to q and k as it loads them.
+// product and applies an elementwise phi to q and k as it loads them.
 #include <cuda_bf16.h>
 
 #include "cuda_check.cuh"
@@ -109,12 +109,14 @@ StepLayout unpacked(const float* fq, const float* fk, const float* v, int64_t F,
 }
 
 template <typename T>
-void launch_packed(const float* qkv, StepPhi phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+void launch_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
   const StepLayout in{qkv, qkv + H * E, qkv + 2 * H * E, (int)H, 3 * H * E, 3 * H * E};
-  if (phi == StepPhi::relu)
-    launch_step<T, Relu>(in, S, Z, out, N * H, E, E);
-  else
-    launch_step<T, EluPlusOne>(in, S, Z, out, N * H, E, E);
+  switch (phi) {
+    case Elementwise::relu: return launch_step<T, Relu>(in, S, Z, out, N * H, E, E);
+    case Elementwise::elu_plus_one: return launch_step<T, EluPlusOne>(in, S, Z, out, N * H, E, E);
+    case Elementwise::none: break;
+  }
+  throw lt::Error("linear_attention_step_packed: the fused step needs an elementwise feature map");
 }
 }  // namespace
 
@@ -129,12 +131,12 @@ void linear_attention_step_bf16(const float* fq, const float* fk, const float* v
                                        pairs, F, M);
 }
 
-void linear_attention_step_packed(const float* qkv, StepPhi phi, float* S, float* Z, float* out, int64_t N,
+void linear_attention_step_packed(const float* qkv, Elementwise phi, float* S, float* Z, float* out, int64_t N,
                                   int64_t H, int64_t E) {
   launch_packed(qkv, phi, S, Z, out, N, H, E);
 }
 
-void linear_attention_step_packed_bf16(const float* qkv, StepPhi phi, uint16_t* S, float* Z, float* out,
+void linear_attention_step_packed_bf16(const float* qkv, Elementwise phi, uint16_t* S, float* Z, float* out,
                                        int64_t N, int64_t H, int64_t E) {
   launch_packed(qkv, phi, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, H, E);
 }

@@ -1,6 +1,9 @@
 // lt-bench attention: the paper's Figure 1. Forward + backward time and peak
 // memory per sample of softmax, linear and causal-linear attention for
-// sequence lengths 2^9 .. 2^16, the batch scaled inversely with the length.
+// sequence lengths 2^9 .. 2^16, the batch scaled inversely with the length;
+// favor and causal-favor are linear attention with the Performer's FAVOR+
+// features (F = the map's default width) in place of elu + 1.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -14,17 +17,25 @@
 namespace lt::bench {
 namespace {
 
+const std::vector<std::string> kKinds = {"softmax", "causal-softmax", "linear", "causal-linear", "favor", "causal-favor"};
+
 struct Case {
-  std::string kind;  // softmax, causal-softmax, linear, causal-linear
+  std::string kind;  // one of kKinds
   int64_t N, L, H, E;
+  int64_t F;  // width of phi(q), phi(k): E for softmax and elu + 1
 };
+
+bool is_softmax(const Case& c) { return c.kind.find("softmax") != std::string::npos; }
 
 // Bytes the case will hold at its peak (inputs, outputs, gradients, and the
 // L x L probabilities of softmax), to skip what cannot fit.
 double planned_bytes(const Case& c) {
-  double tokens = double(c.N) * c.L * c.H * c.E;
-  double base = tokens * 4 * 10;  // q k v out dout dq dk dv + features
-  if (c.kind.find("softmax") != std::string::npos) base += double(c.N) * c.H * c.L * c.L * 4 * 2;
+  const double tokens = double(c.N) * c.L * c.H;
+  double base = tokens * c.E * 4 * 8;  // q k v out dout dq dk dv
+  if (is_softmax(c))
+    base += double(c.N) * c.H * c.L * c.L * 4 * 2;
+  else
+    base += tokens * c.F * 4 * 4;  // fq fk dfq dfk
   return base;
 }
 
@@ -34,19 +45,19 @@ double planned_bytes(const Case& c) {
 struct Buffers {
   Tensor out, dq, dk, dv, probs, fq, fk, dfq, dfk;
   Buffers(const Case& c, Device dev) {
-    const Shape s{c.N, c.L, c.H, c.E};
+    const Shape s{c.N, c.L, c.H, c.E}, f{c.N, c.L, c.H, c.F};
     out = Tensor::empty(s, dev), dq = Tensor::empty(s, dev), dk = Tensor::empty(s, dev), dv = Tensor::empty(s, dev);
-    if (c.kind.find("softmax") != std::string::npos) {
+    if (is_softmax(c)) {
       probs = Tensor::empty({c.N, c.H, c.L, c.L}, dev);
     } else {
-      fq = Tensor::empty(s, dev), fk = Tensor::empty(s, dev), dfq = Tensor::empty(s, dev), dfk = Tensor::empty(s, dev);
+      fq = Tensor::empty(f, dev), fk = Tensor::empty(f, dev), dfq = Tensor::empty(f, dev), dfk = Tensor::empty(f, dev);
     }
   }
 };
 
 void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
               const FeatureMap& phi, Buffers& b) {
-  if (c.kind == "softmax" || c.kind == "causal-softmax") {
+  if (is_softmax(c)) {
     const Tensor no_lengths;
     softmax_attention_forward(q, k, v, no_lengths, c.kind == "causal-softmax", b.probs, b.out);
     softmax_attention_backward(q, k, v, no_lengths, b.probs, dout, b.dq, b.dk, b.dv);
@@ -54,7 +65,7 @@ void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const
     const Tensor no_lengths;
     phi.forward(q, b.fq);
     phi.forward(k, b.fk);
-    if (c.kind == "linear") {
+    if (c.kind == "linear" || c.kind == "favor") {
       linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out);
       linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv);
     } else {
@@ -70,22 +81,30 @@ void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const
 }  // namespace
 
 void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
-  auto phi = make_feature_map("elu");
   std::vector<std::string> kinds = o.kinds;
-  if (kinds.empty() || (kinds.size() == 1 && kinds[0] == "all"))
-    kinds = {"softmax", "causal-softmax", "linear", "causal-linear"};
+  if (kinds.empty() || (kinds.size() == 1 && kinds[0] == "all")) kinds = kKinds;
   for (const std::string& k : kinds)
-    if (k != "softmax" && k != "causal-softmax" && k != "linear" && k != "causal-linear")
-      throw Error("unknown attention '" + k + "' (expected softmax, causal-softmax, linear, causal-linear or all)");
+    if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
+      throw Error("unknown attention '" + k +
+                  "' (expected softmax, causal-softmax, linear, causal-linear, favor, causal-favor or all)");
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
     std::mt19937 gen(1234);
+    FeatureMapOptions favor_options;
+    favor_options.head_dim = o.head_dim;
+    favor_options.device = dev;
+    const bool any_favor = std::any_of(kinds.begin(), kinds.end(),
+                                       [](const std::string& k) { return k.find("favor") != std::string::npos; });
+    const std::unique_ptr<FeatureMap> elu = make_feature_map("elu"),
+                                      favor = any_favor ? make_feature_map("favor", favor_options) : nullptr;
     for (int64_t L = o.min_length; L <= o.max_length; L *= 2) {
       for (const std::string& kind : kinds) {
-        Case c{kind, std::max<int64_t>(1, o.tokens / L), L, o.heads, o.head_dim};
+        const FeatureMap& phi = kind.find("favor") != std::string::npos ? *favor : *elu;
+        Case c{kind, std::max<int64_t>(1, o.tokens / L), L, o.heads, o.head_dim, phi.feature_dim(o.head_dim)};
         Row row = environment_row(dname, num_threads());
         row.set("attention", kind).set("N", L).set("batch", c.N).set("heads", c.H).set("head_dim", c.E);
+        row.set("features", c.F);
         if (planned_bytes(c) > o.max_memory_gb * 1e9) {
           if (o.verbose) std::cerr << kind << " N=" << L << ": skipped, needs ~" << planned_bytes(c) / 1e9 << " GB\n";
           continue;
@@ -99,12 +118,12 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
         memory_reset_peak(dev);
         const size_t before = memory_in_use(dev);
         Buffers buffers(c, dev);
-        run_case(c, dev, q, kk, v, dout, *phi, buffers);
+        run_case(c, dev, q, kk, v, dout, phi, buffers);
         const double peak_mb = double(memory_peak(dev) - before + 4 * q.nbytes()) / double(c.N) / 1e6;
         std::vector<double> ms;
         for (int r = 0; r < o.repetitions; ++r) {
           auto t0 = std::chrono::steady_clock::now();
-          run_case(c, dev, q, kk, v, dout, *phi, buffers);
+          run_case(c, dev, q, kk, v, dout, phi, buffers);
           double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           ms.push_back(dt / double(c.N));
         }

@@ -5,12 +5,16 @@
 // vectorise. No allocation: the step is the generation hot loop. S is kept
 // in float32 or in bfloat16 (half the bytes): sums are float32 either way,
 // and a bf16 state is rounded once per step, when it is stored.
+// The packed step applies an elementwise phi as it reads q and k; any other
+// map (FAVOR+) gets a pass of its own into phi(q), phi(k) buffers of width
+// F = phi.feature_dim(E), then the plain step runs on them.
 #include <string>
 #include <vector>
 
 #include "backend/dispatch.h"
 #include "core/bf16.h"
 #include "lt/attention.h"
+#include "lt/ops.h"
 #include "ops/simd_math.h"
 
 namespace lt {
@@ -136,12 +140,43 @@ void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, i
 }
 
 template <typename T>
-void step_packed(const float* qkv, bool relu, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+void step_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
   // Lambdas, not function pointers: the phi loop then inlines and vectorises.
-  if (relu)
+  if (phi == Elementwise::relu)
     step_pairs_packed(qkv, [](float v) { return simd_math::relu(v); }, S, Z, out, N, H, E);
   else
     step_pairs_packed(qkv, [](float v) { return simd_math::elu_plus_one(v); }, S, Z, out, N, H, E);
+}
+
+// Buffers of the phi pass that only grow, so that the step allocates nothing
+// after its first call: a per-thread vector on the CPU, scratch slot 2 on CUDA
+// (slot 0 stays free for the map's own forward).
+float* phi_pass_buffer(Device dev, int64_t floats) {
+#ifdef LT_WITH_CUDA
+  if (dev == Device::cuda) return cuda::scratch(size_t(floats), 2);
+#endif
+  (void)dev;
+  thread_local std::vector<float> buffer;
+  if (int64_t(buffer.size()) < floats) buffer.resize(size_t(floats));
+  return buffer.data();
+}
+
+// A map that is not elementwise: q, k and v leave the qkv rows for buffers of
+// their own, the map computes phi(q), phi(k) [N, H, F], and the plain step runs.
+void step_with_phi_pass(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out, int64_t F) {
+  const int64_t N = qkv.dim(0), H = qkv.dim(2), E = qkv.dim(3), HE = H * E;
+  const Device dev = qkv.device();
+  float* base = phi_pass_buffer(dev, N * (3 * HE + 2 * H * F));
+  Tensor q = Tensor::wrap(base, {N, HE}, dev), k = Tensor::wrap(base + N * HE, {N, HE}, dev);
+  Tensor v = Tensor::wrap(base + 2 * N * HE, {N, HE}, dev);
+  Tensor fq = Tensor::wrap(base + 3 * N * HE, {N, H, F}, dev), fk = Tensor::wrap(base + 3 * N * HE + N * H * F, {N, H, F}, dev);
+  const Tensor rows = qkv.reshape({N, 3 * HE});
+  copy_columns(rows, 0, q);
+  copy_columns(rows, HE, k);
+  copy_columns(rows, 2 * HE, v);
+  phi.forward(q.reshape({N, H, E}), fq);
+  phi.forward(k.reshape({N, H, E}), fk);
+  linear_attention_step(fq, fk, v.reshape({N, H, E}), S, Z, out);
 }
 }  // namespace
 
@@ -179,29 +214,26 @@ void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tens
   const char* what = "linear_attention_step_packed";
   if (qkv.ndim() != 4 || qkv.dim(1) != 3)
     throw Error(std::string(what) + ": projections must be [N, 3, H, E], got " + shape_str(qkv.shape()));
-  const std::string map = phi.name();
-  if (map != "elu" && map != "relu")
-    throw Error(std::string(what) + ": feature map '" + map + "' is not elementwise (elu or relu)");
-  const int64_t N = qkv.dim(0), H = qkv.dim(2), E = qkv.dim(3);
-  expect_shape(S, {N, H, E, E}, "linear_attention_step_packed state S");
-  expect_shape(Z, {N, H, E}, "linear_attention_step_packed normaliser Z");
+  const int64_t N = qkv.dim(0), H = qkv.dim(2), E = qkv.dim(3), F = phi.feature_dim(E);
+  const Elementwise kind = phi.elementwise();
+  if (kind != Elementwise::none && F != E)
+    throw Error(std::string(what) + ": elementwise feature map '" + phi.name() + "' gives " + std::to_string(F) +
+                " features for head dimension " + std::to_string(E));
+  expect_shape(S, {N, H, F, E}, "linear_attention_step_packed state S");
+  expect_shape(Z, {N, H, F}, "linear_attention_step_packed normaliser Z");
   expect_shape(out, {N, H, E}, "linear_attention_step_packed out");
   Device dev = common_device({&qkv, &S, &Z, &out}, what);
   if (out.numel() == 0) return;
-  const bool relu = map == "relu";
-#ifdef LT_WITH_CUDA
-  const cuda::StepPhi cuda_phi = relu ? cuda::StepPhi::relu : cuda::StepPhi::elu_plus_one;
-#endif
+  if (kind == Elementwise::none) return step_with_phi_pass(qkv, phi, S, Z, out, F);
   if (dev == Device::cuda && S.dtype() == DType::bf16)
-    LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), cuda_phi, S.data_bf16(), Z.data(), out.data(), N,
-                                                       H, E));
+    LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E));
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), cuda_phi, S.data(), Z.data(), out.data(), N, H, E));
+    LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E));
 
   if (S.dtype() == DType::bf16)
-    step_packed(qkv.data(), relu, S.data_bf16(), Z.data(), out.data(), N, H, E);
+    step_packed(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E);
   else
-    step_packed(qkv.data(), relu, S.data(), Z.data(), out.data(), N, H, E);
+    step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E);
 }
 
 }  // namespace lt

@@ -61,6 +61,36 @@ TEST_CASE("lt-bench attention writes JSON rows whose peak memory grows linearly 
   CHECK(mb[{"softmax", 1024}] / mb[{"softmax", 256}] > 6);
 }
 
+TEST_CASE("lt-bench attention has favor rows (FAVOR+ features) in the table beside the others, with their width") {
+  TempDir dir;
+  const std::string sizes = " --min-length 64 --max-length 128 --tokens 256 -r 1 --heads 2 --head-dim 8 -t 1 -q ";
+  CommandResult r = lt_bench(dir, "attention -a linear favor causal-favor" + sizes + "-f json");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  REQUIRE(rows.size() == 6);  // 2 lengths x 3 kinds
+  for (const auto& row : rows) {
+    CHECK(row["ms_per_sample"].get<double>() > 0);
+    CHECK(row["peak_mb_per_sample"].get<double>() > 0);
+    // elu + 1 keeps E = 8; favor's default is the Performer's E ln E = 16.6, rounded up to even.
+    CHECK(row["features"] == (row["attention"] == "linear" ? 8 : 18));
+  }
+  CHECK(rows[1]["attention"] == "favor");
+  CHECK(rows[2]["attention"] == "causal-favor");
+
+  // The markdown table: a header, a separator and a line per row, all with the same columns.
+  r = lt_bench(dir, "attention -a softmax favor" + sizes + "-f md");
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> table;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("|", 0) == 0) table.push_back(line);
+  REQUIRE(table.size() == 6);
+  const auto bars = [](const std::string& line) { return std::count(line.begin(), line.end(), '|'); };
+  for (const std::string& line : table) CHECK(bars(line) == bars(table[0]));
+  CHECK(r.out.find("| favor |") != std::string::npos);
+}
+
 TEST_CASE("lt-bench generate writes jsonl rows with images_per_s; the KV cache outgrows the recurrent state") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 1 3 -a linear softmax --steps 8 -q -f jsonl");

@@ -360,11 +360,13 @@ TEST_CASE("the packed step applies phi to q | k | v rows itself: equal to phi + 
 }
 
 namespace {
-// A feature map that is not elementwise: the packed step must refuse it.
+// A map claiming to be elementwise while changing the width: the fused step,
+// which applies the function itself to E entries, must refuse it.
 class WideMap final : public FeatureMap {
  public:
   std::string name() const override { return "wide"; }
   int64_t feature_dim(int64_t head_dim) const override { return 2 * head_dim; }
+  Elementwise elementwise() const override { return Elementwise::relu; }
   void forward(const Tensor&, Tensor&) const override {}
   void backward(const Tensor&, const Tensor&, Tensor&) const override {}
 };
@@ -394,7 +396,8 @@ TEST_CASE("causal linear attention rejects mismatched shapes with messages namin
   CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv.reshape({2, 9, 4}), *make_feature_map("elu"), Sp, Zp, op),
                        doctest::Contains("projections must be [N, 3, H, E], got [2, 9, 4]"), lt::Error);
   CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv, WideMap(), Sp, Zp, op),
-                       doctest::Contains("feature map 'wide' is not elementwise"), lt::Error);
+                       doctest::Contains("elementwise feature map 'wide' gives 8 features for head dimension 4"),
+                       lt::Error);
   CHECK_THROWS_WITH_AS(linear_attention_step_packed(qkv, *make_feature_map("relu"), S, Zp, op),
                        doctest::Contains("state S: expected shape [2, 3, 4, 4], got [2, 3, 6, 4]"), lt::Error);
 }

@@ -57,7 +57,21 @@ TEST_CASE("feature map relu and its gradient") {
 }
 
 TEST_CASE("make_feature_map rejects unknown names and lists the known ones") {
-  CHECK_THROWS_WITH_AS(make_feature_map("favor"), doctest::Contains("unknown feature map 'favor' (known: elu, relu)"),
+  CHECK_THROWS_WITH_AS(make_feature_map("performer"),
+                       doctest::Contains("unknown feature map 'performer' (known: elu, relu, favor)"), lt::Error);
+}
+
+TEST_CASE("elementwise maps say which function they are, have no tensors, and keep the width") {
+  CHECK(make_feature_map("elu")->elementwise() == Elementwise::elu_plus_one);
+  CHECK(make_feature_map("relu")->elementwise() == Elementwise::relu);
+  CHECK(make_feature_map("elu")->tensors().empty());
+  FeatureMapOptions o;
+  o.head_dim = 8;
+  o.features = 8;
+  CHECK(make_feature_map("relu", o)->feature_dim(8) == 8);
+  o.features = 16;
+  CHECK_THROWS_WITH_AS(make_feature_map("elu", o),
+                       doctest::Contains("feature map elu keeps the head dimension; it cannot give 16 features"),
                        lt::Error);
 }
 

@@ -82,16 +82,20 @@ void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const 
                                       const Tensor& lengths, Tensor& S, Tensor& Z, Tensor& out);
 
 // ---- Recurrent form (eq. 16-20) --------------------------------------------------
-// One step for every batch element: S [N, H, E, M] += phi(k) v^T, Z [N, H, E] +=
-// phi(k), then out [N, H, M] = phi(q)^T S / (phi(q)^T Z + eps). S and Z are
-// caller-owned (views into a model's flat state buffer) and updated in place.
-// S may be bfloat16: the sums stay float32, S is rounded when stored.
+// One step for every batch element from fq, fk [N, H, F] and v [N, H, M]:
+// S [N, H, F, M] += phi(k) v^T, Z [N, H, F] += phi(k), then out [N, H, M] =
+// phi(q)^T S / (phi(q)^T Z + eps). F (the feature map's width) may differ from
+// M. S and Z are caller-owned (views into a model's flat state buffer) and
+// updated in place. S may be bfloat16: the sums stay float32, S is rounded
+// when stored.
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S,
                            Tensor& Z, Tensor& out);
 // The same step from one product's rows qkv [N, 3, H, E] (queries | keys |
-// values), applying the elementwise phi ("elu" or "relu") to q and k as it
-// reads them: generation's hot loop makes no copies and no phi pass. S
-// [N, H, E, E] float32 or bfloat16, Z and out [N, H, E].
+// values, M = E). An elementwise phi (phi.elementwise() != none) is applied to
+// q and k as they are read: generation's hot loop makes no copies and no phi
+// pass. Any other map (favor) runs its forward into buffers that only grow,
+// then the step above. S [N, H, F, E] float32 or bfloat16 and Z [N, H, F] with
+// F = phi.feature_dim(E); out [N, H, E].
 void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out);
 // The state after positions 0..L-1 in one pass (eq. 18-19 summed): overwrites
 // S [N, H, F, M] = sum_l phi(k_l) v_l^T and Z [N, H, F] = sum_l phi(k_l) from
