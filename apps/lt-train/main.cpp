@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
   model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
   model->add_option("--attention", a.attention, "causal-linear or softmax")->capture_default_str();
-  model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1) or relu")->capture_default_str();
+  model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1), relu, or favor (FAVOR+ positive orthogonal random features, Performer)")->capture_default_str();
+  model->add_option("--features", a.features, "favor: random features per head, even (0: E ln E rounded up to even)")->capture_default_str()->check(lt::app::kNonNegative);
+  model->add_option("--feature-redraw", a.feature_redraw, "favor: draw the random features anew every this many steps (0: never)")->capture_default_str()->check(lt::app::kNonNegative);
   model->add_option("--output-head", a.output_head, "mol (mixture of logistics) or categorical")->capture_default_str();
   model->add_option("--dropout", a.dropout, "dropout while training (negative: the preset's 0.1)")->capture_default_str();
 

@@ -40,6 +40,7 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
                                               {"lt.train.gamma", exact(s.gamma)},
                                               {"lt.train.min_lr", exact(s.min_lr)},
                                               {"lt.train.clip", exact(a.clip)},
+                                              {"lt.train.feature_redraw", std::to_string(a.feature_redraw)},
                                               {"lt.train.precision", a.bf16 ? "bf16" : "fp32"},
                                               {"lt.train.command", a.command}};
   if (!a.resumed_with.empty()) meta["lt.train.resumed_with"] = a.resumed_with;
@@ -60,6 +61,7 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--gamma", "gamma")) gamma = parse_float(ck, "lt.train.gamma");
   if (adopt("--min-lr", "min_lr")) min_lr = parse_float(ck, "lt.train.min_lr");
   if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
+  if (adopt("--feature-redraw", "feature_redraw")) feature_redraw = ck.meta_int("lt.train.feature_redraw");
   if (device == "cpu" && ck.meta("lt.train.precision", "fp32") == "bf16") bf16 = true;  // a bf16 run stays one
   if (ck.metadata.count("lt.train.command")) {
     const std::string earlier = ck.meta("lt.train.resumed_with", "");
@@ -84,7 +86,9 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--heads", to_string(want.heads), to_string(have.heads)},
           {"--ff-dim", to_string(want.ff_dim), to_string(have.ff_dim)},
           {"--attention", attention_name(want.attention), attention_name(have.attention)},
-          {"--feature-map", want.feature_map, have.feature_map}};
+          {"--feature-map", want.feature_map, have.feature_map},
+          // 0 asks for the map's default width, whatever it is
+          {"--features", to_string(want.features ? want.features : have.features), to_string(have.features)}};
 }
 
 void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,

@@ -48,6 +48,7 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
   s.checkpoint_every = a.checkpoint_every;
   s.checkpoint = a.output;
   s.eval_every = a.eval_every;
+  s.redraw_every = a.feature_redraw;
   s.precision = training_precision(a.bf16, a.tf32, device);
   s.metadata = run.metadata(a);
   for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;

@@ -74,13 +74,21 @@ SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
   // Declared in the reference's order, which is also the flat buffer's (and
   // so the optimizer state's) layout.
   input_ = make_token_input(params_, config_.vocabulary, d, config_.max_positions);
-  stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.");
+  stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.", device);
   predictor_w_ = params_.add("predictor.weight", {config_.head.width(), d});
   predictor_b_ = params_.add("predictor.bias", {config_.head.width()});
   params_.allocate(device);
 }
 
 SequenceModel::~SequenceModel() = default;
+
+void SequenceModel::copy_feature_maps(const SequenceModel& other) {
+  const std::map<std::string, Tensor> from = other.feature_tensors();
+  for (auto& [name, t] : feature_tensors()) {
+    Tensor dst = t;
+    dst.copy_from(from.at(name));
+  }
+}
 
 void SequenceModel::set_dropout(float p) {
   stack_->set_dropout(p);

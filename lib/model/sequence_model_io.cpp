@@ -10,7 +10,7 @@ namespace lt {
 
 std::map<std::string, std::string> SequenceModel::metadata() const {
   const TransformerConfig& t = config_.transformer;
-  return {{"lt.format_version", "1"},
+  std::map<std::string, std::string> m = {{"lt.format_version", "1"},
           {"lt.model", config_.family},
           {"attention", attention_name(t.attention, t.direction)},
           {"direction", direction_name(t.direction)},
@@ -19,6 +19,8 @@ std::map<std::string, std::string> SequenceModel::metadata() const {
           {"output_head", config_.head.name()},
           {"max_positions", std::to_string(config_.max_positions)},
           {"dropout", std::to_string(t.dropout)}};
+  if (!stack_->feature_tensors().empty()) m["feature_dim"] = std::to_string(stack_->feature_dim());
+  return m;
 }
 
 void SequenceModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
@@ -26,6 +28,7 @@ void SequenceModel::save(const std::string& path, const std::map<std::string, st
   std::map<std::string, std::string> meta = metadata();
   for (const auto& [k, v] : extra) meta[k] = v;
   std::map<std::string, Tensor> tensors = params_.named_values();
+  for (const auto& [k, v] : stack_->feature_tensors()) tensors[k] = v;
   for (const auto& [k, v] : extra_tensors) tensors[k] = v;
   save_safetensors(path, tensors, meta);
 }
@@ -102,6 +105,7 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
     throw Error(ck.path + ": metadata " + e.what());
   }
   t.feature_map = ck.meta("feature_map", "elu");
+  if (ck.metadata.count("feature_dim")) t.features = ck.meta_int("feature_dim");
   if (ck.metadata.count("dropout")) {
     const double p = ck.meta_double("dropout");
     check(p >= 0 && p < 1, ck.path + ": metadata 'dropout' is '" + ck.meta("dropout") + "', not in [0, 1)");
@@ -123,6 +127,11 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   for (size_t i = 0; i < model->params_.size(); ++i) {
     const std::string& name = model->params_.name(i);
     model->params_.value(i).copy_from(ck.get(name, model->params_.shape(i)));
+    used.insert(name);
+  }
+  for (auto& [name, t] : model->feature_tensors()) {
+    Tensor dst = t;
+    dst.copy_from(ck.get(name, t.shape()));
     used.insert(name);
   }
   for (const auto& [name, tensor] : ck.tensors)

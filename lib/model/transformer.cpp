@@ -5,6 +5,7 @@
 
 #include "lt/attention.h"
 #include "lt/ops.h"
+#include "lt/random.h"
 #include "lt/transformer.h"
 #include "model/transformer_internal.h"
 
@@ -40,12 +41,20 @@ void TransformerConfig::validate() const {
   check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
 }
 
-TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params,
-                                   const std::string& prefix)
-    : config_(config), params_(params), phi_(make_feature_map(config.feature_map)) {
+TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix,
+                                   Device device)
+    : config_(config), params_(params), prefix_(prefix) {
   config_.validate();
   const int64_t d = config_.d_model, ff = config_.ff_dim;
+  FeatureMapOptions fo;
+  fo.head_dim = config_.head_dim;
+  fo.features = config_.features;
+  fo.device = device;
   for (int64_t i = 0; i < config_.layers; ++i) {
+    if (config_.attention == AttentionKind::linear) {
+      fo.seed = uint64_t(i);  // a placeholder draw: init_parameters or a checkpoint sets the real one
+      phis_.push_back(make_feature_map(config_.feature_map, fo));
+    }
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
     LayerIndices lp;
     auto linear = [&](const std::string& name, int64_t out, int64_t in, size_t& w, size_t& b) {
@@ -66,6 +75,20 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
   }
   norm_g_ = params.add(prefix + "norm.weight", {d});
   norm_b_ = params.add(prefix + "norm.bias", {d});
+  F_ = phis_.empty() ? config_.head_dim : phis_[0]->feature_dim(config_.head_dim);
+}
+
+std::map<std::string, Tensor> TransformerStack::feature_tensors() const {
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < phis_.size(); ++i)
+    for (const auto& [name, t] : phis_[i]->tensors())
+      out[prefix_ + "layers." + std::to_string(i) + ".attention.inner_attention.feature_map." + name] = t;
+  return out;
+}
+
+void TransformerStack::redraw_feature_maps(uint64_t seed) {
+  for (size_t i = 0; i < phis_.size(); ++i) phis_[i]->redraw(splitmix64(seed + 0x6A09E667F3BCC909ull * (i + 1)));
+  packed_.reset();  // a step prepared before would mix the old draw's state with the new map
 }
 
 void TransformerStack::set_dropout(float p) {
@@ -75,7 +98,8 @@ void TransformerStack::set_dropout(float p) {
 
 TransformerStack::~TransformerStack() = default;
 
-void TransformerStack::init_parameters(uint64_t seed) const {
+void TransformerStack::init_parameters(uint64_t seed) {
+  redraw_feature_maps(seed);
   std::mt19937_64 gen(seed);
   auto uniform_fill = [&](size_t idx, double bound) {
     Tensor t = params_.value(idx);
@@ -127,8 +151,8 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
       auto a = std::make_unique<LayerActs>();
       for (Tensor* x : {&a->q, &a->k, &a->v, &a->att, &a->res1, &a->x1, &a->res2}) *x = t({R, d});
       if (config_.attention == AttentionKind::linear) {
-        a->fq = t({R, d});
-        a->fk = t({R, d});
+        a->fq = t({R, H * F_});
+        a->fk = t({R, H * F_});
       } else {
         a->probs = t({B, H, L, L});
       }
@@ -143,9 +167,10 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
     }
     Tensor mean = t({R}), rstd = t({R});
     auto g = std::make_unique<GradBuffers>();
-    for (Tensor* x : {&g->dres, &g->dtmp, &g->dx1, &g->datt, &g->dq, &g->dk, &g->dv, &g->dfq, &g->dfk, &g->dcur,
-                      &g->dnext, &g->o})
+    for (Tensor* x : {&g->dres, &g->dtmp, &g->dx1, &g->datt, &g->dq, &g->dk, &g->dv, &g->dcur, &g->dnext, &g->o})
       *x = t({R, d});
+    g->dfq = t({R, H * F_});
+    g->dfk = t({R, H * F_});
     g->dff = t({R, ff});
     if (assign) {
       final_mean_ = mean;
@@ -202,7 +227,7 @@ void TransformerStack::zero_padded_rows(Tensor& rows) const {
 void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   const LayerIndices& p = layers_[l];
   LayerActs& a = *acts_[l];
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim};
+  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
   auto V = [&](size_t i) { return params_.value(i); };
   Tensor& o = grads_->o;
   const float drop = config_.dropout;
@@ -216,17 +241,17 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   linear_forward(x, V(p.wv), V(p.bv), a.v, P);
   Tensor att4 = a.att.reshape(heads4);
   if (config_.attention == AttentionKind::linear) {
-    phi_->forward(a.q, a.fq);
-    phi_->forward(a.k, a.fk);
+    const FeatureMap& phi = *phis_[l];
+    Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
+    phi.forward(a.q.reshape(heads4), fq4);
+    phi.forward(a.k.reshape(heads4), fk4);
     if (continuing_) {
       StateViews st = state_views(*continuing_, l);
-      causal_linear_attention_continue(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
-                                       st.a, st.b, att4);
+      causal_linear_attention_continue(fq4, fk4, a.v.reshape(heads4), lengths_, st.a, st.b, att4);
     } else if (causal) {
-      causal_linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_, att4);
-    }
-    else {
-      linear_attention_forward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_, att4);
+      causal_linear_attention_forward(fq4, fk4, a.v.reshape(heads4), lengths_, att4);
+    } else {
+      linear_attention_forward(fq4, fk4, a.v.reshape(heads4), lengths_, att4);
     }
   } else {
     softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), lengths_, causal, a.probs,
@@ -304,17 +329,18 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   linear_backward(a.att, V(p.wo), *dattn_out, g.datt, dWo, dbo, P);
   Tensor dq4 = g.dq.reshape(heads4), dk4 = g.dk.reshape(heads4), dv4 = g.dv.reshape(heads4);
   if (config_.attention == AttentionKind::linear) {
-    Tensor dfq4 = g.dfq.reshape(heads4), dfk4 = g.dfk.reshape(heads4);
+    const Shape features4{B_, L_, config_.heads, F_};
+    Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
+    Tensor dfq4 = g.dfq.reshape(features4), dfk4 = g.dfk.reshape(features4);
     if (config_.direction == Direction::causal)
-      causal_linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
-                                       g.datt.reshape(heads4), dfq4, dfk4, dv4);
+      causal_linear_attention_backward(fq4, fk4, a.v.reshape(heads4), lengths_, g.datt.reshape(heads4), dfq4, dfk4,
+                                       dv4);
     else
-      linear_attention_backward(a.fq.reshape(heads4), a.fk.reshape(heads4), a.v.reshape(heads4), lengths_,
-                                g.datt.reshape(heads4), dfq4, dfk4, dv4);
-    phi_->backward(a.q, g.dfq, g.dq);
-    phi_->backward(a.k, g.dfk, g.dk);
+      linear_attention_backward(fq4, fk4, a.v.reshape(heads4), lengths_, g.datt.reshape(heads4), dfq4, dfk4, dv4);
+    phis_[l]->backward(a.q.reshape(heads4), dfq4, dq4);
+    phis_[l]->backward(a.k.reshape(heads4), dfk4, dk4);
   } else {
-    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), Tensor(), a.probs,
+    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), lengths_, a.probs,
                                g.datt.reshape(heads4), dq4, dk4, dv4);
   }
   Tensor dWq = G(p.wq), dbq = G(p.bq), dWk = G(p.wk), dbk = G(p.bk), dWv = G(p.wv), dbv = G(p.bv);

@@ -12,16 +12,17 @@ namespace lt {
 namespace {
 // Floats of one layer's state. A bfloat16 S takes half as many (rounded up,
 // so that Z stays 4-byte aligned).
-int64_t layer_state_numel(const TransformerConfig& c, int64_t B, int64_t T, DType dtype) {
+// S [B, H, F, M] and Z [B, H, F], or the two KV caches.
+int64_t layer_state_numel(const TransformerConfig& c, int64_t F, int64_t B, int64_t T, DType dtype) {
   const int64_t H = c.heads, E = c.head_dim;
   if (c.attention != AttentionKind::linear) return 2 * B * T * H * E;
-  const int64_t s = B * H * E * E;
-  return (dtype == DType::bf16 ? (s + 1) / 2 : s) + B * H * E;
+  const int64_t s = B * H * F * E;
+  return (dtype == DType::bf16 ? (s + 1) / 2 : s) + B * H * F;
 }
 }  // namespace
 
 int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len, DType dtype) const {
-  return config_.layers * layer_state_numel(config_, batch, max_len, dtype);
+  return config_.layers * layer_state_numel(config_, F_, batch, max_len, dtype);
 }
 
 RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype) const {
@@ -45,14 +46,15 @@ TransformerStack::StateViews TransformerStack::state_views(const RecurrentState&
             std::to_string(state_numel(B, T, state.dtype)) + " for batch " + std::to_string(B) + " and a " +
             dtype_name(state.dtype) + " S");
   const int64_t H = config_.heads, E = config_.head_dim;
-  const int64_t per = layer_state_numel(config_, B, T, state.dtype);
+  const int64_t per = layer_state_numel(config_, F_, B, T, state.dtype);
+  const int64_t F = F_;
   Tensor flat = state.buffer.rows(l * per, (l + 1) * per);
   if (config_.attention != AttentionKind::linear)
     return {flat.rows(0, per / 2).reshape({B, T, H, E}), flat.rows(per / 2, per).reshape({B, T, H, E})};
-  const int64_t s = per - B * H * E;
-  Tensor Z = flat.rows(s, per).reshape({B, H, E});
-  if (state.dtype == DType::f32) return {flat.rows(0, s).reshape({B, H, E, E}), Z};
-  return {Tensor::wrap(flat.raw(), {B, H, E, E}, flat.device(), DType::bf16), Z};
+  const int64_t s = per - B * H * F;
+  Tensor Z = flat.rows(s, per).reshape({B, H, F});
+  if (state.dtype == DType::f32) return {flat.rows(0, s).reshape({B, H, F, E}), Z};
+  return {Tensor::wrap(flat.raw(), {B, H, F, E}, flat.device(), DType::bf16), Z};
 }
 
 void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, Tensor& y) {
@@ -88,7 +90,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
     w.qkv.forward(s.cur, w.bqkv, s.qkv);
     Tensor att3 = s.att.reshape(heads3);
     if (config_.attention == AttentionKind::linear) {
-      linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phi_, st.a, st.b, att3);
+      linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3);
     } else {
       copy_columns(s.qkv, 0, s.q);
       copy_columns(s.qkv, d, s.k);

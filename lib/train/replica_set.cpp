@@ -44,6 +44,7 @@ std::vector<BatchScore> ReplicaSet::run(const SequenceBatch& batch, Pass&& pass)
   const int64_t n = replicas();
   std::vector<BatchScore> score(n);
   std::vector<std::exception_ptr> error(n);
+  for (auto& m : extra_) m->copy_feature_maps(model_);  // the draws the model has now (they may be redrawn)
   {
     cpu::SingleThreadedBlas single;
 #pragma omp parallel for schedule(static, 1) num_threads(int(n))

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lt/error.h"
+#include "lt/random.h"
 
 namespace lt {
 
@@ -65,6 +66,9 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
       return result;
     }
     const float lr = trainer.update();
+    // A function of the step: a resumed run redraws where the straight one did.
+    if (s.redraw_every > 0 && trainer.step() % s.redraw_every == 0)
+      model.redraw_feature_maps(splitmix64(trainer.dropout_seed() ^ 0xFEA7u));
 
     TrainEvent e;
     e.step_index = trainer.step();

@@ -463,6 +463,26 @@ TEST_CASE("lt-train --task copy trains a tiny model and --eval reports its accur
                             q(straight)).exit_code == 0);
   CHECK(tensor_values(ckpt) == tensor_values(straight));
 
+  // FAVOR+ with redraws every 2 steps: the draw is in the checkpoint and a
+  // resumed run redraws where the straight one did.
+  const std::string favor = dir.file("favor.safetensors"), favor_straight = dir.file("favor-straight.safetensors");
+  const std::string favor_args = "--task copy --layers 1 --d-model 16 --heads 2 -b 4 -q --feature-map favor --features 6 "
+                                 "--feature-redraw 2 ";
+  REQUIRE(lt_train(dir, favor_args + "--steps 5 -o " + q(favor_straight)).exit_code == 0);
+  REQUIRE(lt_train(dir, favor_args + "--steps 3 -o " + q(favor)).exit_code == 0);
+  r = lt_train(dir, "--task copy -q --steps 5 --resume -o " + q(favor));
+  INFO("favor resume stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(load_safetensors(favor).meta("feature_map") == "favor");
+  CHECK(load_safetensors(favor).has("transformer.layers.0.attention.inner_attention.feature_map.omega"));
+  CHECK(tensor_values(favor) == tensor_values(favor_straight));
+  CHECK(lt_train(dir, "--eval -m " + q(favor) + " -b 4").exit_code == 0);
+  // ... and it did redraw: one step (no redraw yet) keeps the initial draw, five do not.
+  const std::string one_step = dir.file("favor-1.safetensors");
+  REQUIRE(lt_train(dir, favor_args + "--steps 1 -o " + q(one_step)).exit_code == 0);
+  const std::string omega = "transformer.layers.0.attention.inner_attention.feature_map.omega";
+  CHECK(tensor_values(one_step).at(omega) != tensor_values(favor_straight).at(omega));
+
   // The image task's options do not apply to it: refused, not ignored.
   for (const std::string& flag : std::vector<std::string>{"--data " + q(dir.file("x")), "--init " + q(straight), "--mixtures 3",
                                  "--output-head categorical", "--eval-images 5"}) {

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "lt/backend.h"
+#include "io/temp_dir.h"
+#include "lt/safetensors.h"
 #include "lt/sequence_model.h"
 #include "lt/transformer.h"
 #include "test_util.h"
@@ -17,8 +19,8 @@ namespace {
 struct Stack {
   Parameters params;
   std::unique_ptr<TransformerStack> stack;
-  Stack(AttentionKind kind, Direction direction, uint64_t seed) {
-    TransformerConfig c{2, 2, 4, 8, 16, kind, direction, "elu", 0.f};
+  Stack(AttentionKind kind, Direction direction, uint64_t seed, const std::string& phi = "elu") {
+    TransformerConfig c{2, 2, 4, 8, 16, kind, direction, phi, 0.f};
     stack = std::make_unique<TransformerStack>(c, params);
     params.allocate(Device::cpu);
     stack->init_parameters(seed);
@@ -35,13 +37,20 @@ Tensor sequence(const Tensor& x, int64_t b, int64_t first, int64_t n) {
 
 }  // namespace
 
+// Linear attention with elu+1 and with FAVOR+ (its own feature width), and softmax.
+struct Kind {
+  AttentionKind attention;
+  const char* phi;
+};
+const Kind kKinds[] = {{AttentionKind::linear, "elu"}, {AttentionKind::linear, "favor"}, {AttentionKind::softmax, "elu"}};
+
 TEST_CASE("a padded batch equals each sequence alone, forward and backward, in both directions") {
-  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax})
+  for (Kind kind : kKinds)
     for (Direction direction : {Direction::causal, Direction::bidirectional}) {
       const uint64_t seed = fresh_seed();
-      INFO("seed " << seed << " " << attention_name(kind, direction) << " " << direction_name(direction));
+      INFO("seed " << seed << " " << attention_name(kind.attention, direction) << " " << kind.phi);
       Rng rng(seed);
-      Stack s(kind, direction, seed);
+      Stack s(kind.attention, direction, seed, kind.phi);
       const int64_t B = 3, L = 9, d = 8;
       const std::vector<int32_t> lengths{int32_t(rng.integer(1, L - 1)), int32_t(L), int32_t(rng.integer(1, L - 1))};
       Tensor x = rng.randn({B, L, d}), y = Tensor::empty({B, L, d}), dy = rng.randn({B, L, d});
@@ -99,11 +108,11 @@ TEST_CASE("training buffers are planned for the largest shape: smaller batches a
 }
 
 TEST_CASE("a state continued over random chunks equals one prefill and equals stepping") {
-  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+  for (Kind kind : kKinds) {
     const uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " " << attention_name(kind));
+    INFO("seed " << seed << " " << attention_name(kind.attention) << " " << kind.phi);
     Rng rng(seed);
-    Stack s(kind, Direction::causal, seed);
+    Stack s(kind.attention, Direction::causal, seed, kind.phi);
     const int64_t B = 2, L = 13, d = 8;
     Tensor x = rng.randn({B, L, d});
     // One pass.
@@ -189,4 +198,38 @@ TEST_CASE("a sequence model's padded batch scores each row's real positions as t
   std::vector<double> want(summed.begin(), summed.end());
   for (double& w : want) w /= double(positions);
   CHECK(rel_error(grads, want) < 1e-4);
+}
+
+TEST_CASE("FAVOR+ models keep their draw in checkpoints, redraw on request, and a state takes the feature width") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  SequenceModelConfig c;
+  c.family = "test";
+  c.vocabulary = 5;
+  c.max_positions = 12;
+  c.transformer = TransformerConfig{2, 2, 4, 8, 16, AttentionKind::linear, Direction::causal, "favor", 0.f, 6};
+  c.head.kind = HeadKind::categorical;
+  c.head.classes = 5;
+  SequenceModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  // S [B, H, F, E] and Z [B, H, F] per layer, F = 6.
+  CHECK(model.state_numel(3, DType::f32) == 2 * (3 * 2 * 6 * 4 + 3 * 2 * 6));
+  SequenceBatch b;
+  b.rows = 2;
+  b.length = 12;
+  for (int i = 0; i < 24; ++i) b.inputs.push_back(int32_t(rng.integer(0, 4))), b.targets.push_back(int32_t(rng.integer(0, 4)));
+  const double loss = model.forward(b, ForwardOptions{});
+  TempDir dir;
+  const std::string path = dir.file("favor.safetensors");
+  model.save(path);
+  const Checkpoint ck = load_safetensors(path);
+  CHECK(ck.has("transformer.layers.1.attention.inner_attention.feature_map.omega"));
+  CHECK(ck.meta("feature_dim") == "6");
+  auto loaded = SequenceModel::load(ck, Device::cpu);
+  CHECK(loaded->forward(b, ForwardOptions{}) == loss);  // the same draw, bitwise
+  loaded->redraw_feature_maps(seed + 1);
+  CHECK(loaded->forward(b, ForwardOptions{}) != loss);
+  model.init_parameters(seed);  // the same seed draws the same maps
+  CHECK(model.forward(b, ForwardOptions{}) == loss);
 }

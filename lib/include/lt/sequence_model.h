@@ -78,8 +78,15 @@ class SequenceModel {
   const Parameters& params() const { return params_; }
   Device device() const { return device_; }
   // torch's defaults: the stack's Linear and LayerNorm inits, the embedding
-  // N(0, 1), the predictor U(-1/sqrt(d), 1/sqrt(d)).
+  // N(0, 1), the predictor U(-1/sqrt(d), 1/sqrt(d)); the feature maps drawn from seed.
   void init_parameters(uint64_t seed);
+  // The feature maps' own tensors (FAVOR+'s projections), saved and loaded
+  // with the parameters but not trained; redrawn on request (training may
+  // redraw them every few steps, as the Performer does).
+  std::map<std::string, Tensor> feature_tensors() const { return stack_->feature_tensors(); }
+  void redraw_feature_maps(uint64_t seed) { stack_->redraw_feature_maps(seed); }
+  // Takes other's feature-map draws (a replica of the same config).
+  void copy_feature_maps(const SequenceModel& other);
 
   // ---- training and evaluation ----
   // Mean negative log-likelihood in nats over the counted positions. nll, if

@@ -87,6 +87,7 @@ struct TrainLoopSettings {
   int64_t checkpoint_every = 500;  // steps between checkpoints (0: only at the end)
   std::string checkpoint;          // path; "" writes none
   int64_t eval_every = 0;          // steps between test evaluations (0: never during training)
+  int64_t redraw_every = 0;        // steps between feature-map redraws (FAVOR+; 0: never)
   std::map<std::string, std::string> metadata;  // the task's and the recipe's, for checkpoints
   Precision precision;       // of the training steps
   Precision eval_precision;  // of evaluations: fp32 by default, so test scores compare across runs

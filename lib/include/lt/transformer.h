@@ -7,6 +7,7 @@
 // state_dict keys: {prefix}layers.{i}.attention.query_projection.weight, ...
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,8 +39,9 @@ struct TransformerConfig {
   int64_t ff_dim = 1024;  // the reference uses 4 * d_model
   AttentionKind attention = AttentionKind::linear;
   Direction direction = Direction::causal;
-  std::string feature_map = "elu";
+  std::string feature_map = "elu";  // phi of linear attention: elu, relu or favor (feature_map.h)
   float dropout = 0.1f;
+  int64_t features = 0;  // F of a random-feature map (favor); 0: the map's default
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
 };
@@ -65,17 +67,30 @@ struct RecurrentState {
 
 class TransformerStack {
  public:
-  // Declares the stack's parameters in params under prefix ("transformer.").
-  TransformerStack(const TransformerConfig& config, Parameters& params,
-                   const std::string& prefix = "transformer.");
+  // Declares the stack's parameters in params under prefix ("transformer.");
+  // the feature maps' tensors live on device (params' device once allocated).
+  TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix = "transformer.",
+                   Device device = Device::cpu);
   ~TransformerStack();
   const TransformerConfig& config() const { return config_; }
   // The dropout of later training forwards (a resumed run may change it).
   void set_dropout(float p);
 
   // Fills the stack's parameters as torch's defaults do: Linear weights and
-  // biases U(-1/sqrt(in), 1/sqrt(in)), LayerNorm ones and zeros.
-  void init_parameters(uint64_t seed) const;
+  // biases U(-1/sqrt(in), 1/sqrt(in)), LayerNorm ones and zeros; and draws
+  // the feature maps' random tensors (layer i from seed and i).
+  void init_parameters(uint64_t seed);
+
+  // ---- the feature maps' own tensors (FAVOR+'s projection) ----
+  // F, the width of phi(q) and phi(k) per head (head_dim for elementwise maps).
+  int64_t feature_dim() const { return F_; }
+  // Every layer's map tensors, aliasing them, under the reference's names
+  // {prefix}layers.{i}.attention.inner_attention.feature_map.{name}: saved
+  // beside the parameters, loaded by copy_from, never trained.
+  std::map<std::string, Tensor> feature_tensors() const;
+  // Draws every layer's map anew (layer i from seed and i); a recurrent
+  // state made before means nothing after.
+  void redraw_feature_maps(uint64_t seed);
 
   // ---- training: all positions at once ----
   // x, y [B, L, d_model]; lengths int32 [B] (any device) or undefined for
@@ -143,7 +158,9 @@ class TransformerStack {
   Parameters& params_;
   std::vector<LayerIndices> layers_;
   size_t norm_g_, norm_b_;
-  std::unique_ptr<FeatureMap> phi_;
+  std::string prefix_;
+  std::vector<std::unique_ptr<FeatureMap>> phis_;  // one per layer, each its own draw
+  int64_t F_ = 0;
   // Training buffers, views of arena_ planned for (B_, L_).
   int64_t B_ = 0, L_ = 0;
   Tensor arena_;
