@@ -49,7 +49,6 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "heads.h"
 #include "layernorm.h"
 #include "linear_attention.h"
-#include "linear_attention_state.h"
 #include "linear_attention_step.h"
 #include "optim.h"
 #include "position_code.h"

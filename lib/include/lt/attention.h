@@ -97,11 +97,5 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
 // then the step above. S [N, H, F, E] float32 or bfloat16 and Z [N, H, F] with
 // F = phi.feature_dim(E); out [N, H, E].
 void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out);
-// The state after positions 0..L-1 in one pass (eq. 18-19 summed): overwrites
-// S [N, H, F, M] = sum_l phi(k_l) v_l^T and Z [N, H, F] = sum_l phi(k_l) from
-// fk [N, L, H, F], v [N, L, H, M]. A prefill hands this to the step. A
-// bfloat16 S receives the float32 sums rounded. To be replaced by
-// causal_linear_attention_continue from a zero state (lib/model still calls it).
-void linear_attention_state(const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z);
 
 }  // namespace lt
