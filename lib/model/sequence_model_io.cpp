@@ -116,6 +116,17 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
         ck.path + ": predictor.weight has shape " + shape_str(predictor.shape()));
   c.head = read_head(ck, predictor.dim(0));
   c.max_positions = max_positions > 0 ? max_positions : ck.meta_int("max_positions");
+  // The sizes come from tensors and metadata; nothing is built for sizes
+  // the file's own tensors could not hold (a d_model of 2^19 from one
+  // embedding row would otherwise ask for terabytes of weights). The slack
+  // lets a file short of a few tensors reach the message naming them.
+  int64_t held = 0;
+  for (const auto& [name, tensor] : ck.tensors) held += tensor.numel();
+  const int64_t needed = t.parameter_count() + c.vocabulary * (t.d_model / 2) + c.head.width() * (t.d_model + 1);
+  check(t.layers <= 4096 && t.d_model <= (int64_t(1) << 20) && t.ff_dim <= (int64_t(1) << 22) && needed <= held + (int64_t(1) << 24),
+        ck.path + ": its sizes (" + std::to_string(t.layers) + " layers, d_model " + std::to_string(t.d_model) +
+            ", ff " + std::to_string(t.ff_dim) + ") need more values than its " + std::to_string(held) +
+            " tensor values hold");
   std::unique_ptr<SequenceModel> model;
   try {
     c.validate();

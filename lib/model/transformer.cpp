@@ -39,6 +39,12 @@ void TransformerConfig::validate() const {
         "d_model " + std::to_string(d_model) + " must equal heads x head_dim = " + std::to_string(heads) +
             " x " + std::to_string(head_dim) + " = " + std::to_string(heads * head_dim));
   check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
+  check(features >= 0 && features <= 65536, "feature width " + std::to_string(features) + " outside 0..65536");
+}
+
+int64_t TransformerConfig::parameter_count() const {
+  const int64_t d = d_model, ff = ff_dim;
+  return layers * (4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d) + 2 * d;
 }
 
 TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix,

@@ -11,6 +11,8 @@
 #include "fuzz_util.h"
 #include "lt/dataset.h"
 #include "lt/png.h"
+#include "lt/copy_task.h"
+#include "lt/image_model.h"
 #include "lt/safetensors.h"
 #include "lt/tensor.h"
 
@@ -88,6 +90,46 @@ int main(int argc, char** argv) {
   put(out / "safetensors/empty", read_all(tmp + "/b"));
   lt::save_safetensors(tmp + "/c", {{"x", floats({2}, {1})}}, {{"k", "v"}});
   put(out / "safetensors/one", read_all(tmp + "/c"));
+
+  // Models: the families as lt writes them (image with elu, FAVOR+, softmax;
+  // copy), and a reference-style image checkpoint without lt's metadata. The
+  // harness's first byte picks the loader (even image, odd copy).
+  auto model_seed = [&](const std::string& name, uint8_t loader, auto&& save) {
+    save(tmp + "/m");
+    Bytes b = read_all(tmp + "/m");
+    b.insert(b.begin(), loader);
+    put(out / ("model/" + name), b);
+  };
+  lt::ImageModelConfig ic;
+  ic.height = 2, ic.width = 2, ic.mixtures = 1;
+  ic.transformer = lt::TransformerConfig{1, 1, 4, 4, 4, lt::AttentionKind::linear, lt::Direction::causal, "elu", 0.1f};
+  for (const char* phi : {"elu", "favor"}) {
+    ic.transformer.feature_map = phi;
+    ic.transformer.features = std::string(phi) == "favor" ? 2 : 0;
+    lt::ImageModel m(ic, lt::Device::cpu);
+    model_seed(std::string("image-") + phi, 0, [&](const std::string& p) { m.save(p); });
+  }
+  ic.transformer.attention = lt::AttentionKind::softmax;
+  ic.transformer.feature_map = "elu";
+  ic.transformer.features = 0;
+  {
+    lt::ImageModel m(ic, lt::Device::cpu);
+    model_seed("image-softmax", 0, [&](const std::string& p) { m.save(p); });
+    auto tensors = m.params().named_values();
+    tensors["pos_embedding.pe"] = lt::Tensor::zeros({3, 2});
+    model_seed("image-reference", 2, [&](const std::string& p) {
+      lt::save_safetensors(p, tensors, {{"heads", "1"}, {"attention", "full"}, {"image_height", "2"},
+                                        {"image_width", "2"}, {"image_channels", "1"}});
+    });
+  }
+  lt::CopyTaskConfig cc;
+  cc.sequence_length = 8;
+  cc.symbols = 2;
+  cc.transformer = lt::TransformerConfig{1, 1, 4, 4, 4, lt::AttentionKind::linear, lt::Direction::causal, "elu", 0.1f};
+  {
+    lt::SequenceModel m(cc.sequence_config(), lt::Device::cpu);
+    model_seed("copy", 1, [&](const std::string& p) { m.save(p); });
+  }
 
   // PNG: every channel count, a few sizes.
   std::vector<Bytes> pngs;

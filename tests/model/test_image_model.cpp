@@ -249,3 +249,19 @@ TEST_CASE("image model config errors name the sizes") {
   CHECK_THROWS_WITH_AS(ImageModel(c, Device::cpu), doctest::Contains("d_model 10 must equal heads x head_dim = 2 x 4"),
                        lt::Error);
 }
+
+TEST_CASE("a checkpoint whose sizes its tensors cannot hold is refused before anything is built") {
+  TempDir dir;
+  // A 4 MB embedding of width 2^12 says d_model 2^13: its attention weights
+  // alone would be 1 GiB that the file does not hold.
+  const std::string path = dir.file("huge.safetensors");
+  save_safetensors(path,
+                   {{"value_embedding.weight", Tensor::zeros({256, int64_t(1) << 12})},
+                    {"transformer.layers.0.linear1.weight", Tensor::zeros({1, 1})},
+                    {"predictor.weight", Tensor::zeros({30, 1})}},
+                   {{"heads", "1"}, {"attention", "causal-linear"}, {"image_height", "2"}, {"image_width", "2"},
+                    {"image_channels", "1"}});
+  const std::string err = error_of([&] { ImageModel::load(path, Device::cpu); });
+  CHECK(err.find(path) != std::string::npos);
+  CHECK(err.find("need more values than") != std::string::npos);
+}

@@ -44,6 +44,7 @@ struct TransformerConfig {
   int64_t features = 0;  // F of a random-feature map (favor); 0: the map's default
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
+  int64_t parameter_count() const;  // values of its Linear and LayerNorm tensors
 };
 
 // How one forward pass runs.
