@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   app.add_option("inputs", a.inputs, "PNG images (transparent pixels are unknown unless --keep-* is given)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("-m,--model", a.model, "checkpoint (default: the shipped weights/mnist.safetensors)");
+  app.add_option("-m,--model", a.model, "checkpoint (default: mnist.safetensors in $LT_WEIGHTS if set, else the shipped weights/)");
   app.add_option("-o,--output", a.output, "the completion of a single input (with -n 1)");
   app.add_option("--out-dir", a.out_dir, "write <name>_completion_<k>.png and <name>_sheet.png per input");
   app.add_option("-n,--completions", a.completions, "completions per input")->capture_default_str()->check(lt::app::kPositive);

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   lt::app::use_fast_blas_kernels(argv);
   Args a;
   CLI::App app{"lt-sample-image: sample images pixel by pixel from a linear-transformer image model"};
-  app.add_option("-m,--model", a.model, "checkpoint (default: the shipped weights/mnist.safetensors)");
+  app.add_option("-m,--model", a.model, "checkpoint (default: mnist.safetensors in $LT_WEIGHTS if set, else the shipped weights/)");
   app.add_option("-n,--count", a.count, "images to sample")->capture_default_str()->check(lt::app::kPositive);
   app.add_option("-b,--batch", a.batch, "images sampled together")->capture_default_str()->check(lt::app::kPositive);
   auto* seed = app.add_option("-s,--seed", a.seed, "random seed (default: a fresh one, printed)");
