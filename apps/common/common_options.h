@@ -37,7 +37,8 @@ inline CLI::Option* add_sampling_seed_option(CLI::App& app, uint64_t& seed) {
 
 // A checkpoint to read, defaulting to a shipped model.
 inline CLI::Option* add_model_option(CLI::App& app, std::string& model, const std::string& shipped) {
-  return app.add_option("-m,--model", model, "checkpoint (default: the shipped weights/" + shipped + ")");
+  return app.add_option("-m,--model", model,
+                        "checkpoint (default: " + shipped + " in $LT_WEIGHTS if set, else the shipped weights/)");
 }
 
 }  // namespace lt::app

@@ -1,12 +1,19 @@
-// The checkpoints shipped in weights/, found next to the executable: in
-// <prefix>/share/lt/weights once installed, in the source tree's weights/
-// when run from build/bin, so tools work with no -m after the README's set-up.
+// The checkpoints shipped in weights/, found without -m. Places, in order:
+//   1. $LT_WEIGHTS, a folder, when set and not empty. It is then the only
+//      place looked: a set LT_WEIGHTS that lacks the file is an error, not a
+//      silent fall back to another copy.
+//   2. Next to the executable: <prefix>/share/lt/weights once installed,
+//      then ../../weights and ../weights (build/bin inside the source tree).
+//   3. The source tree's weights/ this binary was built from
+//      (LT_SOURCE_WEIGHTS_DIR, set by apps/CMakeLists.txt), so a build
+//      outside the source tree finds them too.
 #pragma once
 #include <string>
 
 namespace lt::app {
 
-// Full path of weights/<file>; throws lt::Error listing where it looked.
+// Full path of <folder>/<file> from the places above; throws lt::Error, one
+// line listing every path it looked at.
 std::string find_shipped_model(const std::string& file);
 
 }  // namespace lt::app
