@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "lt/attention.h"
+#include "attention/linear_attention_inputs.h"
 #include "test_util.h"
 
 using namespace lt;
 using namespace lt::test;
 
 namespace {
-
-Tensor positive_features(Rng& rng, const Shape& shape) {
-  std::vector<float> x = rng.normals(shape_numel(shape));
-  for (auto& e : x) e = e > 0 ? e + 1.f : std::exp(e);
-  return Tensor::from_vector(x, shape);
-}
 
 // x [N, L, H, D] with positions t >= lengths[n] overwritten by uniforms in [lo, hi].
 Tensor with_garbage(Rng& rng, const Tensor& x, const std::vector<int32_t>& lengths, double lo, double hi) {

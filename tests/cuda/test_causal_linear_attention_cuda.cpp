@@ -6,28 +6,13 @@
 #include "core/bf16.h"
 #include "lt/attention.h"
 #include "lt/feature_map.h"
+#include "attention/linear_attention_inputs.h"
 #include "test_util.h"
-
-// The state after a whole prefix: causal_linear_attention_continue from zeros
-// (what prefill runs), the queries standing in for nothing but its outputs.
-inline void prefix_state(const lt::Tensor& fk, const lt::Tensor& v, lt::Tensor& S, lt::Tensor& Z) {
-  S.zero();
-  Z.zero();
-  lt::Tensor out = lt::Tensor::empty({v.dim(0), v.dim(1), v.dim(2), v.dim(3)}, v.device());
-  lt::causal_linear_attention_continue(fk, fk, v, lt::Tensor(), S, Z, out);
-}
 
 using namespace lt;
 using namespace lt::test;
 
 namespace {
-
-// phi(x) = elu(x) + 1 of a standard normal: positive features, sane denominators.
-Tensor positive_features(Rng& rng, const Shape& shape) {
-  std::vector<float> x = rng.normals(shape_numel(shape));
-  for (auto& e : x) e = e > 0 ? e + 1.f : std::exp(e);
-  return Tensor::from_vector(x, shape);
-}
 
 // A bfloat16 tensor's values, from either device.
 std::vector<float> bf16_values(const Tensor& t) {
