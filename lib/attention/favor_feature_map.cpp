@@ -93,24 +93,28 @@ std::vector<float> draw_omega(int64_t E, int64_t P, uint64_t seed) {
   return omega;
 }
 
+// u [P] = omega^T x~ for one row, x~ = scale x; returns |x~|^2.
+float project(const float* x, const float* omega, int64_t E, int64_t P, float scale, float* __restrict u) {
+  float sq = 0.f;
+  for (int64_t j = 0; j < P; ++j) u[j] = 0.f;
+  for (int64_t e = 0; e < E; ++e) {
+    const float xe = scale * x[e];
+    const float* __restrict w = omega + e * P;
+    sq += xe * xe;
+#pragma omp simd
+    for (int64_t j = 0; j < P; ++j) u[j] += xe * w[j];
+  }
+  return sq;
+}
+
 // phi of `rows` rows of x [rows, E] into y [rows, 2P]; u is computed in y's
 // first half, then both halves are written from it.
 void forward_rows(const float* x, const float* omega, float* y, int64_t rows, int64_t E, int64_t P, float scale,
                   float log_norm) {
 #pragma omp parallel for schedule(static) if (rows * E * P >= (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * E;
     float* __restrict yr = y + r * 2 * P;
-    float sq = 0.f;
-    for (int64_t j = 0; j < P; ++j) yr[j] = 0.f;
-    for (int64_t e = 0; e < E; ++e) {
-      const float xe = scale * xr[e];
-      const float* __restrict w = omega + e * P;
-      sq += xe * xe;
-#pragma omp simd
-      for (int64_t j = 0; j < P; ++j) yr[j] += xe * w[j];
-    }
-    const float offset = 0.5f * sq + log_norm;
+    const float offset = 0.5f * project(x + r * E, omega, E, P, scale, yr) + log_norm;
 #pragma omp simd
     for (int64_t j = 0; j < P; ++j) {
       const float u = yr[j];
@@ -133,16 +137,7 @@ void backward_rows(const float* x, const float* omega, const float* dy, float* d
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * E;
       const float* gr = dy + r * 2 * P;
-      float sq = 0.f;
-      for (int64_t j = 0; j < P; ++j) u[j] = 0.f;
-      for (int64_t e = 0; e < E; ++e) {
-        const float xe = scale * xr[e];
-        const float* __restrict w = omega + e * P;
-        sq += xe * xe;
-#pragma omp simd
-        for (int64_t j = 0; j < P; ++j) u[j] += xe * w[j];
-      }
-      const float offset = 0.5f * sq + log_norm;
+      const float offset = 0.5f * project(xr, omega, E, P, scale, u) + log_norm;
       float total = 0.f;
 #pragma omp simd reduction(+ : total)
       for (int64_t j = 0; j < P; ++j) {
