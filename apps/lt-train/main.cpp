@@ -8,6 +8,7 @@
 #include "blas_cores.h"
 #include "command_line.h"
 #include "common_options.h"
+#include "precision_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "train_tasks.h"
@@ -87,9 +88,11 @@ int main(int argc, char** argv) {
     lt::check(!a.recurrent || a.eval, "--recurrent is an option of --eval");
     lt::set_num_threads(a.threads);
     // Before the device is opened: a flag that cannot apply is the first thing to say.
-    lt::check(!a.bf16 || a.device == "cpu" || a.recurrent,
-              "--bf16 is a CPU option, and on cuda one of --eval --recurrent (the state in bf16)");
-    lt::check(!a.tf32 || a.device == "cuda", "--tf32 is a CUDA option (the CPU has --bf16)");
+    const lt::Device device = lt::parse_device(a.device);
+    if (a.recurrent)
+      lt::app::generation_precision(a.bf16, a.tf32, device);
+    else
+      lt::app::training_precision(a.bf16, a.tf32, device);
     if (!a.eval && !a.export_ && a.task == "copy") lt::app::refuse_options(a, lt::app::kImageOnlyOptions, "--task copy");
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "lt/ops.h"
+#include "model/grown_view.h"
 #include "model/input_part.h"
 
 namespace lt {
@@ -56,15 +57,6 @@ struct SequenceModel::Buffers {
   int64_t step_B = 0;
   Tensor step_x, step_y;  // [B, 1, d], [B, d]
 };
-
-namespace {
-// A view of shape s at the start of storage, which grows when it is too small.
-Tensor grown_view(Tensor& storage, const Shape& s, Device d, DType t = DType::f32) {
-  const int64_t n = shape_numel(s);
-  if (!storage.defined() || storage.numel() < n) storage = Tensor::empty({n}, d, t);
-  return storage.rows(0, n).reshape(s);
-}
-}  // namespace
 
 SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
     : config_(config), device_(device), buf_(std::make_unique<Buffers>()) {

@@ -2,6 +2,7 @@
 #include <random>
 
 #include "lt/ops.h"
+#include "model/grown_view.h"
 #include "model/input_part.h"
 
 namespace lt {
@@ -23,7 +24,7 @@ class TokenInput final : public InputPart {
       pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
       position_code(0, pe_);
     }
-    Tensor emb = view(emb_, {B, T, d_ / 2});
+    Tensor emb = grown_view(emb_, {B, T, d_ / 2}, params_.device());
     Shape ids_by_channel = tokens.shape();
     ids_by_channel.push_back(d_ / 2);
     Tensor rows = emb.reshape(ids_by_channel);
@@ -34,7 +35,7 @@ class TokenInput final : public InputPart {
 
   void backward(const Tensor& tokens, const Tensor& dx) override {
     const int64_t B = dx.dim(0), T = dx.dim(1);
-    Tensor demb = view(demb_, {B, T, d_ / 2});
+    Tensor demb = grown_view(demb_, {B, T, d_ / 2}, params_.device());
     concat_position_backward(dx, demb);
     Tensor dtable = params_.grad(table_);
     embedding_backward(tokens, demb, dtable);
@@ -49,13 +50,6 @@ class TokenInput final : public InputPart {
   }
 
  private:
-  // A view of shape s at the start of storage, which only grows.
-  Tensor view(Tensor& storage, const Shape& s) {
-    const int64_t n = shape_numel(s);
-    if (!storage.defined() || storage.numel() < n) storage = Tensor::empty({n}, params_.device());
-    return storage.rows(0, n).reshape(s);
-  }
-
   Parameters& params_;
   int64_t d_, max_positions_;
   size_t table_;

@@ -58,7 +58,7 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
   fo.device = device;
   for (int64_t i = 0; i < config_.layers; ++i) {
     if (config_.attention == AttentionKind::linear) {
-      fo.seed = uint64_t(i);  // a placeholder draw: init_parameters or a checkpoint sets the real one
+      fo.seed = uint64_t(i);  // each layer its own first draw; init_parameters and load replace it
       phis_.push_back(make_feature_map(config_.feature_map, fo));
     }
     const std::string p = prefix + "layers." + std::to_string(i) + ".";

@@ -23,16 +23,21 @@ ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch) : model_(model) {
 ReplicaSet::~ReplicaSet() = default;
 
 namespace {
-// The positions a batch's loss counts (SequenceModel::forward's rule).
-int64_t counted(const SequenceBatch& b) {
+// The positions the loss counts in rows begin..end-1 (SequenceModel::forward's rule).
+int64_t counted(const SequenceBatch& b, int64_t begin, int64_t end) {
   int64_t n = 0;
-  for (int64_t r = 0; r < b.rows; ++r)
+  for (int64_t r = begin; r < end; ++r)
     n += !b.first.empty() ? b.last[r] - b.first[r] : !b.lengths.empty() ? b.lengths[r] : b.length;
   return n;
 }
 
 // Replica r's rows of a batch of B split n ways.
 int64_t split(int64_t B, int64_t r, int64_t n) { return B * r / n; }
+
+// Replica r's share of the batch's counted positions.
+double share(const SequenceBatch& b, int64_t r, int64_t n) {
+  return double(counted(b, split(b.rows, r, n), split(b.rows, r + 1, n))) / double(counted(b, 0, b.rows));
+}
 }  // namespace
 
 // Runs pass(model, its share of the batch, r) on every replica in parallel and
@@ -73,10 +78,9 @@ BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions&
     p.loss = m.forward(b, options, nullptr, accuracy ? &p.accuracy : nullptr);
     return p;
   });
-  const double total = double(counted(batch));
   const int64_t n = replicas();
   for (int64_t r = 0; r < n; ++r) {
-    const double w = double(counted(batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n)))) / total;
+    const double w = share(batch, r, n);
     s.loss += part[r].loss * w;
     s.accuracy += part[r].accuracy * w;
   }
@@ -104,15 +108,13 @@ BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const Forwar
   // The batch mean: replica r's mean weighted by its share of the counted positions.
   float* g = model_.params().grads().data();
   const int64_t numel = model_.params().grads().numel();
-  const double total = double(counted(batch));
   std::vector<float> w(n);
   std::vector<const float*> grads(n, g);
   for (int64_t r = 0; r < n; ++r) {
-    const double share =
-        double(counted(batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n)))) / total;
-    w[r] = float(share);
-    s.loss += part[r].loss * share;
-    s.accuracy += part[r].accuracy * share;
+    const double wr = share(batch, r, n);
+    w[r] = float(wr);
+    s.loss += part[r].loss * wr;
+    s.accuracy += part[r].accuracy * wr;
     if (r > 0) grads[r] = extra_[r - 1]->params().grads().data();
   }
   if (!std::isfinite(s.loss)) return s;
