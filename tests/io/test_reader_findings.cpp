@@ -1,5 +1,7 @@
 // Regression tests for what fuzzing the readers found (docs/reliability.md):
 // each reproducer, byte for byte, must be one lt::Error line naming the file.
+#include <random>
+
 #include "io/stored_deflate.h"
 #include "io/temp_dir.h"
 #include "lt/dataset.h"
@@ -106,6 +108,33 @@ TEST_CASE("read_png: declared sizes are checked before stb allocates for them") 
     const Image img = read_png(path);
     CHECK(img.width == 3);
     CHECK(img.height == 2);
+  }
+}
+
+TEST_CASE("read_png: an empty first IDAT chunk (stb forms null + 0) decodes or fails cleanly") {
+  TempDir tmp;
+  // Found by fuzz_png in CI (clang's UBSan, inside stb): an IDAT of length 0
+  // before any other makes stb offset its still-null buffer by 0. The spec
+  // allows empty IDAT chunks, so a file with one before its data must read.
+  std::mt19937 rng(std::random_device{}());
+  std::vector<uint16_t> samples(5 * 3 * 3);
+  for (uint16_t& s : samples) s = uint16_t(rng() % 256);
+  std::vector<uint8_t> bytes = png_stored(5, 3, 3, samples);
+  const size_t after_ihdr = kPngSignature.size() + 8 + 13 + 4;
+  std::vector<uint8_t> empty_idat;
+  png_chunk(empty_idat, "IDAT", {});
+  bytes.insert(bytes.begin() + long(after_ihdr), empty_idat.begin(), empty_idat.end());
+  const std::string path = tmp.file("empty-idat.png");
+  write_bytes(path, bytes);
+  const Image img = read_png(path);
+  REQUIRE(img.pixels.size() == samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) CHECK(img.pixels[i] == samples[i]);
+
+  SUBCASE("the fuzzer's reproducer: only an empty IDAT") {
+    const std::string bad = tmp.file("only-empty-idat.png");
+    write_bytes(bad, from_hex("89504e470d0a1a0a0000000d49484452000000050000000308020000"
+                              "00d45452af0000000049444154000000000000000049454e44ae426082"));
+    contract_error(bad, [&] { read_png(bad); });
   }
 }
 

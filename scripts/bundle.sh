@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs lt's built programs with the shared libraries they need, except the
+# C library, the CUDA driver and CUDA's own libraries (cuBLAS), into one
+# folder that runs on another x86-64 Linux machine with the same CUDA major
+# version, e.g. a GPU machine without Debian's development packages. It
+# also writes OUT_DIR.tar.xz (about a fifth of the size) to copy over:
+#   scripts/bundle.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, bundle)
+#   tar xJf bundle.tar.xz
+#   LD_LIBRARY_PATH=bundle/lib:/usr/local/cuda/lib64 bundle/bin/lt-bench ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}" out="${2:-bundle}"
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+programs=("$build"/bin/lt-*)
+[ -x "$build/tests/lt-tests-cuda" ] && programs+=("$build/tests/lt-tests-cuda")
+cp "${programs[@]}" "$out/bin/"
+# Everything ldd resolves, less what the target provides itself.
+ldd "${programs[@]}" | awk '/=> \//{print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcudart)\.so' |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+strip "$out"/bin/* "$out"/lib/*
+tar cJf "$out.tar.xz" "$out"
+du -sh "$out" "$out.tar.xz" >&2
