@@ -42,6 +42,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 // lt::cuda itself (linear.cu's are above).
 #include "activations.h"
 #include "causal_linear_attention.h"
+#include "ctc.h"
 #include "dropout.h"
 #include "elementwise.h"
 #include "embedding.h"

@@ -63,11 +63,25 @@ int main(int argc, char** argv) {
   train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
   train->add_flag("--bf16", tr.bf16, "cpu: the linear layers' products in bf16 with fp32 sums, forward and backward (AVX512_BF16; default: fp32)");
 
+  lt::bench::SpeechBenchOptions sp;
+  CLI::App* speech = app.add_subcommand("speech", "training time of the paper's speech encoder (CTC) per attention and frame rate (paper Table 3)");
+  speech->add_option("-a,--attention", sp.attentions, "linear, softmax (bidirectional), causal-linear, causal-softmax")->capture_default_str();
+  speech->add_option("--frame-stack", sp.stacks, "10 ms frames per encoder position")->capture_default_str()->check(CLI::Range(1, 16));
+  speech->add_option("--frames", sp.frames, "10 ms frames per utterance")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("-b,--batch", sp.batch, "utterances per step")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--layers", sp.layers, "encoder layers")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--d-model", sp.d_model, "width (head dim = width / heads)")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--heads", sp.heads, "attention heads")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--hours", sp.hours, "report an epoch of this many hours of audio")->capture_default_str();
+  speech->add_option("-d,--device", sp.devices, "cpu and/or cuda")->capture_default_str();
+  speech->add_option("-r,--repetitions", sp.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_flag("--bf16", sp.bf16, "cpu: the linear layers' products in bf16 with fp32 sums (AVX512_BF16)");
+
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
-    gen.tf32 = tr.tf32 = tf32;
+    gen.tf32 = tr.tf32 = sp.tf32 = tf32;
     lt::bench::Writer writer(format);
     if (*attention) {
       att.verbose = !quiet;
@@ -78,6 +92,10 @@ int main(int argc, char** argv) {
     } else if (*train) {
       tr.verbose = !quiet;
       lt::bench::run_train_bench(tr, writer);
+    } else if (*speech) {
+      sp.verbose = !quiet;
+      lt::check(sp.d_model % sp.heads == 0, "--d-model must be a multiple of --heads");
+      lt::bench::run_speech_bench(sp, writer);
     }
     writer.finish();
   } catch (const std::exception& e) {

@@ -157,13 +157,22 @@ static std::string checkpoint_kind(const std::string& path) {
 
 int run_copy_eval(const TrainArgs& a);
 int run_copy_export(const TrainArgs& a, const Checkpoint& ck);
+int run_asr_eval(const TrainArgs& a);
+int run_asr_export(const TrainArgs& a, const Checkpoint& ck);
 
 int run_eval(const TrainArgs& a) {
   check(!a.model.empty(), "--eval needs -m CHECKPOINT");
-  if (checkpoint_kind(a.model) == "copy") {
+  const std::string kind = checkpoint_kind(a.model);
+  if (kind == "copy") {
     refuse_options(a, kImageOnlyOptions, a.model + ", a copy-task model");
+    refuse_options(a, kSpeechOnlyOptions, a.model + ", a copy-task model");
     return run_copy_eval(a);
   }
+  if (kind == "speech") {
+    refuse_options(a, kImageNotSpeechOptions, a.model + ", a speech model");
+    return run_asr_eval(a);
+  }
+  refuse_options(a, kSpeechOnlyOptions, a.model + ", an image model");
   const Device device = parse_device(a.device);
   require_device(device);
   auto model = ImageModel::load(a.model, device);
@@ -195,6 +204,7 @@ int run_export(const TrainArgs& a) {
   check(a.output != a.model, "--export: -o must differ from -m");
   Checkpoint ck = load_safetensors(a.model);
   if (ck.meta("lt.model", "image") == "copy") return run_copy_export(a, ck);
+  if (ck.meta("lt.model", "image") == "speech") return run_asr_export(a, ck);
   auto model = ImageModel::load(a.model, parse_device(a.device));
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)

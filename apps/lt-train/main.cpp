@@ -1,6 +1,7 @@
 // lt-train: trains the paper's models (pixel-by-pixel image models, the copy
-// task), evaluates checkpoints (--eval) and exports weights without the
-// optimizer state (--export). Results on stdout, progress on stderr.
+// task, CTC phoneme recognition), evaluates checkpoints (--eval) and exports
+// weights without the optimizer state (--export). Results on stdout,
+// progress on stderr.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
@@ -24,16 +25,16 @@ extern "C" void on_sigint(int) {
 int main(int argc, char** argv) {
   lt::app::use_fast_blas_kernels(argv);
   lt::app::TrainArgs a;
-  CLI::App app{"lt-train: train linear-transformer models (image generation, copy task) and evaluate them"};
+  CLI::App app{"lt-train: train linear-transformer models (image generation, copy task, speech recognition) and evaluate them"};
   app.set_help_flag("-h,--help", "show every option with its default");
 
   auto* modes = app.add_option_group("mode", "what to do (default: train)");
-  modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (or copy accuracy)");
+  modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (copy: accuracy; speech: PER on --data)");
   modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim");
 
   app.add_flag("--recurrent", a.recurrent, "with --eval: score through the recurrent step, position by position, as generation runs (default: the parallel pass)");
-  app.add_option("--task", a.task, "image or copy")->capture_default_str()->check(CLI::IsMember({"image", "copy"}));
-  app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs");
+  app.add_option("--task", a.task, "image, copy or asr")->capture_default_str()->check(CLI::IsMember({"image", "copy", "asr"}));
+  app.add_option("--data", a.data, "dataset folder: MNIST/Fashion-MNIST IDX, CIFAR-10 binary or PNGs; asr: a manifest TSV or a LibriSpeech folder");
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
   app.add_option("-o,--output", a.output, "checkpoint written during training (and by --export)")->capture_default_str();
   app.add_option("--init", a.init, "start from this model's parameters and architecture with a fresh optimizer at step 0 (ignored when --resume finds --output)")->check(CLI::ExistingFile);
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   model->add_option("--heads", a.heads, "attention heads")->capture_default_str();
   model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
   model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
-  model->add_option("--attention", a.attention, "causal-linear or softmax")->capture_default_str();
+  model->add_option("--attention", a.attention, "causal-linear or softmax; asr: linear (bidirectional, its default), softmax, causal-linear or causal-softmax")->capture_default_str();
   model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1), relu, or favor (FAVOR+ positive orthogonal random features, Performer)")->capture_default_str();
   model->add_option("--features", a.features, "favor: random features per head, even (0: E ln E rounded up to even)")->capture_default_str()->check(lt::app::kNonNegative);
   model->add_option("--feature-redraw", a.feature_redraw, "favor: draw the random features anew every this many steps (0: never)")->capture_default_str()->check(lt::app::kNonNegative);
@@ -66,6 +67,15 @@ int main(int argc, char** argv) {
   optim->add_option("--steps", a.steps, "total optimizer steps (0: from --epochs)")->capture_default_str();
   optim->add_option("--epochs", a.epochs, "epochs, when --steps is 0")->capture_default_str();
   optim->add_option("-s,--seed", a.seed, "seed of initialisation, data order and dropout")->capture_default_str();
+
+  auto* speech = app.add_option_group("speech", "--task asr");
+  speech->add_option("--valid", a.valid, "validation manifest or LibriSpeech folder, scored every --eval-every steps and at the end");
+  speech->add_option("--lexicon", a.lexicon, "pronunciations for words without phones (CMU dict format; default: pocketsphinx's CMU dict)");
+  speech->add_option("--frame-stack", a.frame_stack, "10 ms filterbank frames stacked per encoder position (1: the paper's rate)")->capture_default_str()->check(CLI::Range(1, 16));
+  speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
+  speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");
+  speech->add_option("--beam", a.beam, "--eval: CTC prefix beam width (1: greedy)")->capture_default_str()->check(CLI::Range(1, 1024));
+  optim->add_option("--plateau", a.plateau, "halve the lr after this many evaluations without a better test loss (0: never; -1: the task's, asr 3)")->capture_default_str();
 
   app.add_option("--checkpoint-every", a.checkpoint_every, "steps between checkpoints")->capture_default_str();
   app.add_option("--eval-every", a.eval_every, "steps between test evaluations (0: at the end only)")->capture_default_str();
@@ -93,11 +103,17 @@ int main(int argc, char** argv) {
       lt::app::generation_precision(a.bf16, a.tf32, device);
     else
       lt::app::training_precision(a.bf16, a.tf32, device);
-    if (!a.eval && !a.export_ && a.task == "copy") lt::app::refuse_options(a, lt::app::kImageOnlyOptions, "--task copy");
+    if (!a.eval && !a.export_ && a.task == "copy") {
+      lt::app::refuse_options(a, lt::app::kImageOnlyOptions, "--task copy");
+      lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task copy");
+    }
+    if (!a.eval && !a.export_ && a.task == "asr") lt::app::refuse_options(a, lt::app::kImageNotSpeechOptions, "--task asr");
+    if (!a.eval && !a.export_ && a.task == "image") lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task image");
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);
     std::signal(SIGINT, on_sigint);
     std::signal(SIGTERM, on_sigint);
+    if (a.task == "asr") return lt::app::run_asr_training(a, g_stop);
     return a.task == "copy" ? lt::app::run_copy_training(a, g_stop) : lt::app::run_image_training(a, g_stop);
   } catch (const std::exception& e) {
     std::cerr << "lt-train: " << e.what() << "\n";

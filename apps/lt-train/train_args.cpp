@@ -62,6 +62,7 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--min-lr", "min_lr")) min_lr = parse_float(ck, "lt.train.min_lr");
   if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
   if (adopt("--feature-redraw", "feature_redraw")) feature_redraw = ck.meta_int("lt.train.feature_redraw");
+  if (adopt("--plateau", "plateau")) plateau = int(ck.meta_int("lt.train.plateau"));
   if (device == "cpu" && ck.meta("lt.train.precision", "fp32") == "bf16") bf16 = true;  // a bf16 run stays one
   if (ck.metadata.count("lt.train.command")) {
     const std::string earlier = ck.meta("lt.train.resumed_with", "");
@@ -85,7 +86,7 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--d-model", to_string(want.d_model), to_string(have.d_model)},
           {"--heads", to_string(want.heads), to_string(have.heads)},
           {"--ff-dim", to_string(want.ff_dim), to_string(have.ff_dim)},
-          {"--attention", attention_name(want.attention), attention_name(have.attention)},
+          {"--attention", attention_name(want.attention, want.direction), attention_name(have.attention, have.direction)},
           {"--feature-map", want.feature_map, have.feature_map},
           // 0 asks for the map's default width, whatever it is
           {"--features", to_string(want.features ? want.features : have.features), to_string(have.features)}};

@@ -1,6 +1,6 @@
 // lt-train's one view of the training loop's events, for every task: the
 // progress line on stderr, evaluations as lines, and the JSON-lines log.
-// Image tasks speak in bits/dim, categorical ones add accuracy.
+// Image tasks speak in bits/dim, categorical ones add accuracy, speech PER.
 #pragma once
 #include <cmath>
 #include <cstdio>
@@ -40,9 +40,12 @@ inline std::function<void(const TrainEvent&)> report_events(MetricsLog& log, Pro
       if (bits) j["test_bits_per_dim"] = e.loss / ln2;
       else j["test_loss"] = e.loss;
       if (e.accuracy >= 0) j["test_accuracy"] = e.accuracy;
+      if (e.error_rate >= 0) j["test_per"] = e.error_rate;
       progress.finish();
       if (!quiet && bits) std::fprintf(stderr, "step %lld: test %.4f bits/dim\n", (long long)e.step_index, e.loss / ln2);
-      if (!quiet && !bits)
+      if (!quiet && !bits && e.error_rate >= 0)
+        std::fprintf(stderr, "step %lld: test loss %.4f PER %.2f%%\n", (long long)e.step_index, e.loss, 100 * e.error_rate);
+      else if (!quiet && !bits)
         std::fprintf(stderr, "step %lld: test loss %.4f accuracy %.4f\n", (long long)e.step_index, e.loss, e.accuracy);
     } else {
       j.update({{"event", "checkpoint"}, {"path", e.path}});

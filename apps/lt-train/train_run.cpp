@@ -39,6 +39,7 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
   opt.schedule = run.schedule(a, steps);
   opt.clip = a.clip;
   opt.seed = a.seed;
+  opt.plateau_patience = a.plateau >= 0 ? a.plateau : run.default_plateau();
   Trainer trainer(model.params(), opt);
   if (resuming) trainer.restore(load_safetensors(a.output));
 
@@ -51,7 +52,9 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
   s.redraw_every = a.feature_redraw;
   s.precision = training_precision(a.bf16, a.tf32, device);
   s.metadata = run.metadata(a);
+  s.tensors = run.tensors();
   for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
+  s.metadata["lt.train.plateau"] = std::to_string(opt.plateau_patience);
 
   const TransformerConfig& t = model.config().transformer;
   if (!a.quiet)

@@ -25,6 +25,10 @@ class TaskRun {
   virtual Schedule schedule(const TrainArgs& a, int64_t steps) const = 0;
   // The family's own metadata for checkpoints (an image's geometry, the dataset).
   virtual std::map<std::string, std::string> metadata(const TrainArgs& a) const = 0;
+  // Its tensors beside the model's (a speech front end's statistics).
+  virtual std::map<std::string, Tensor> tensors() const { return {}; }
+  // --plateau when not given: evaluations without gain before the lr halves (0: never).
+  virtual int default_plateau() const { return 0; }
   virtual TrainingTask& task(const TrainArgs& a, int64_t batch) = 0;
   virtual std::string description() const = 0;  // the task and its data, for the first line on stderr
   virtual bool reports_bits() const = 0;         // bits/dim (images) or loss and accuracy

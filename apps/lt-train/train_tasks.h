@@ -36,6 +36,12 @@ struct TrainArgs {
   int64_t checkpoint_every = 500, eval_every = 0, eval_images = 0;
   std::string log, format = "text", device = "cpu";
   int threads = 0;
+  int plateau = -1;  // evaluations without a better test loss before the lr is halved (-1: the task's default)
+  // --task asr
+  std::string valid, lexicon;
+  int frame_stack = 3;
+  int64_t max_frames = 2400, beam = 1;
+  bool spec_augment = false;
 
   // The learning-rate schedule from the flags, with base_lr where --lr is 0.
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
@@ -56,6 +62,11 @@ struct TrainArgs {
 // Options of the image task that the copy task has no use for.
 inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--preset", "--mixtures", "--output-head",
                                                     "--eval-images", "--recurrent"};
+// Options of the speech task, and those of the image task it has no use for.
+inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--max-frames",
+                                                     "--spec-augment", "--beam"};
+inline constexpr const char* kImageNotSpeechOptions[] = {"--init", "--preset", "--mixtures", "--output-head",
+                                                         "--eval-images", "--recurrent"};
 // Throws one line naming the first of options given and what it does not apply to.
 template <size_t N>
 void refuse_options(const TrainArgs& a, const char* const (&options)[N], const std::string& what) {
@@ -82,7 +93,8 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
 
 int run_image_training(const TrainArgs& a, const std::atomic<bool>& stop);
 int run_copy_training(const TrainArgs& a, const std::atomic<bool>& stop);
-int run_eval(const TrainArgs& a);    // image or copy, from the checkpoint's lt.model
-int run_export(const TrainArgs& a);  // image or copy, from the checkpoint's lt.model
+int run_asr_training(const TrainArgs& a, const std::atomic<bool>& stop);
+int run_eval(const TrainArgs& a);    // image, copy or speech, from the checkpoint's lt.model
+int run_export(const TrainArgs& a);  // image, copy or speech, from the checkpoint's lt.model
 
 }  // namespace lt::app

@@ -1,7 +1,7 @@
 // The input part of a SequenceModel: what turns a task's inputs into the
 // stack's [B, T, d_model]. Tokens: a value embedding beside the sinusoidal
 // position code (the reference's ImageGenerator and SequencePredictor);
-// speech adds a filterbank front end beside it.
+// features (speech's filterbank frames): a linear projection beside it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -16,7 +16,8 @@ class InputPart {
  public:
   virtual ~InputPart() = default;
   // x [B, T, d] from inputs [B, T] (or [B]: one position) at positions
-  // offset..offset+T-1. Allocation-free after the largest shape.
+  // offset..offset+T-1; feature inputs carry a last axis of features.
+  // Allocation-free after the largest shape.
   virtual void forward(const Tensor& inputs, int64_t offset, Tensor& x) = 0;
   // dx [B, T, d] of a forward over the same inputs: parameter gradients accumulate.
   virtual void backward(const Tensor& inputs, const Tensor& dx) = 0;
@@ -29,5 +30,9 @@ class InputPart {
 // must not be allocated yet); it lives on params' device once allocated.
 std::unique_ptr<InputPart> make_token_input(Parameters& params, int64_t vocabulary, int64_t d_model,
                                             int64_t max_positions);
+
+// Feature frames [.., features] -> input_projection (Linear(features, d/2)) |
+// the position code of the frame's position, computed on the fly (any length).
+std::unique_ptr<InputPart> make_feature_input(Parameters& params, int64_t features, int64_t d_model);
 
 }  // namespace lt

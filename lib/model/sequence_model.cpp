@@ -1,6 +1,6 @@
-// SequenceModel: token input part + TransformerStack + predictor + output
-// head; training forward/backward and the recurrent form. Save and load are
-// in sequence_model_io.cpp.
+// SequenceModel: input part (tokens or feature frames) + TransformerStack +
+// predictor + output head; training forward/backward and the recurrent form.
+// Save and load are in sequence_model_io.cpp.
 #include "lt/sequence_model.h"
 
 #include <algorithm>
@@ -18,8 +18,16 @@ SequenceBatch SequenceBatch::slice(int64_t begin, int64_t end) const {
   SequenceBatch s;
   s.rows = end - begin;
   s.length = length;
-  s.inputs.assign(inputs.begin() + begin * length, inputs.begin() + end * length);
-  s.targets.assign(targets.begin() + begin * length, targets.begin() + end * length);
+  if (!inputs.empty()) s.inputs.assign(inputs.begin() + begin * length, inputs.begin() + end * length);
+  if (!targets.empty()) s.targets.assign(targets.begin() + begin * length, targets.begin() + end * length);
+  if (!features.empty()) {
+    const size_t per_row = features.size() / size_t(rows);
+    s.features.assign(features.begin() + begin * per_row, features.begin() + end * per_row);
+  }
+  if (labels.rows() > 0) {
+    s.labels.labels.assign(labels.labels.begin() + labels.offsets[begin], labels.labels.begin() + labels.offsets[end]);
+    for (int64_t r = begin; r <= end; ++r) s.labels.offsets.push_back(labels.offsets[r] - labels.offsets[begin]);
+  }
   if (!first.empty()) {
     s.first.assign(first.begin() + begin, first.begin() + end);
     s.last.assign(last.begin() + begin, last.begin() + end);
@@ -30,29 +38,34 @@ SequenceBatch SequenceBatch::slice(int64_t begin, int64_t end) const {
 
 void SequenceModelConfig::validate() const {
   check(vocabulary >= 1, "the vocabulary needs at least one token");
+  check(input_features >= 0 && input_features <= (int64_t(1) << 16),
+        "input_features " + std::to_string(input_features) + " outside 0..65536");
   check(max_positions >= 1, "a model needs at least one position");
   transformer.validate();
-  // The position code is max_positions x d/2 floats, made before any weight is read.
-  check(max_positions <= (int64_t(1) << 22) && max_positions * (transformer.d_model / 2) <= (int64_t(1) << 28),
+  // A token model's position code is max_positions x d/2 floats, made before any weight is read.
+  check(max_positions <= (int64_t(1) << 22) &&
+            (input_features > 0 || max_positions * (transformer.d_model / 2) <= (int64_t(1) << 28)),
         std::to_string(max_positions) + " positions of width " + std::to_string(transformer.d_model) +
             " is past lt's limits (2^22 positions, a 1 GiB position code)");
   check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
                                           " must be a multiple of 4 (embedding and position code are d/2 each, "
                                           "the position code needs an even width)");
-  check(head.kind == HeadKind::categorical ? head.classes >= 1 : head.mixtures >= 1,
-        "the output head needs at least one class or mixture component");
+  check(head.kind == HeadKind::mixture_of_logistics ? head.mixtures >= 1 : head.classes >= (head.kind == HeadKind::ctc ? 2 : 1),
+        "the output head needs at least one class or mixture component (CTC: the blank and a label)");
 }
 
 // Training and step buffers. Storage only grows: a smaller batch or a
 // shorter sequence takes views of it, so variable shapes allocate nothing
 // after the largest.
 struct SequenceModel::Buffers {
-  Tensor ids, targets, x, y, head, dhead, dy, dx;  // storage
+  Tensor ids, targets, x, y, head, dhead, dy, dx;  // storage (ids: token ids or feature frames)
   Tensor picked, dpicked, nll;                                // the counted rows of head, compacted
   // The views of the last forward.
   int64_t rows = 0, length = 0, counted = 0;
   bool compact = false;
   std::vector<int64_t> first, last;
+  std::vector<int32_t> frames;  // CTC: each row's real length
+  CtcTargets labels;            // CTC: the last forward's labels
   Tensor v_ids, v_targets, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_picked, v_dpicked, v_nll;
   int64_t step_B = 0;
   Tensor step_x, step_y;  // [B, 1, d], [B, d]
@@ -65,7 +78,8 @@ SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
   const int64_t d = config_.transformer.d_model;
   // Declared in the reference's order, which is also the flat buffer's (and
   // so the optimizer state's) layout.
-  input_ = make_token_input(params_, config_.vocabulary, d, config_.max_positions);
+  input_ = config_.input_features > 0 ? make_feature_input(params_, config_.input_features, d)
+                                      : make_token_input(params_, config_.vocabulary, d, config_.max_positions);
   stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.", device);
   predictor_w_ = params_.add("predictor.weight", {config_.head.width(), d});
   predictor_b_ = params_.add("predictor.bias", {config_.head.width()});
@@ -107,7 +121,8 @@ void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
   const int64_t d = config_.transformer.d_model, P = config_.head.width();
   const Device dev = device_;
   b.rows = B, b.length = L, b.counted = counted;
-  b.v_ids = grown_view(b.ids, {B, L}, dev, DType::i32);
+  b.v_ids = config_.input_features > 0 ? grown_view(b.ids, {B, L, config_.input_features}, dev)
+                                       : grown_view(b.ids, {B, L}, dev, DType::i32);
   b.v_targets = grown_view(b.targets, {counted}, dev, DType::i32);
   b.v_x = grown_view(b.x, {B, L, d}, dev);
   b.v_y = grown_view(b.y, {B, L, d}, dev);
@@ -122,51 +137,91 @@ void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
   }
 }
 
+namespace {
+// The positions a per-position head scores: every one, or per row
+// first..last-1 (spans, or a padded row's real positions), compacted.
+bool gather_targets(const SequenceBatch& batch, std::vector<int64_t>& first, std::vector<int64_t>& last,
+                    std::vector<int32_t>& targets) {
+  const int64_t B = batch.rows, L = batch.length;
+  const bool padded = !batch.lengths.empty();
+  check(int64_t(batch.targets.size()) == B * L,
+        "batch targets: " + std::to_string(batch.targets.size()) + " for " + std::to_string(B) + " x " + std::to_string(L));
+  if (batch.first.empty() && !padded) return false;
+  first = batch.first.empty() ? std::vector<int64_t>(B, 0) : batch.first;
+  last = batch.last.empty() ? std::vector<int64_t>(batch.lengths.begin(), batch.lengths.end()) : batch.last;
+  check(int64_t(first.size()) == B && int64_t(last.size()) == B, "batch counts need a range per row");
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t end = padded ? batch.lengths[r] : L;
+    check(0 <= first[r] && first[r] <= last[r] && last[r] <= end && end <= L,
+          "batch row " + std::to_string(r) + " counts positions outside its 0.." + std::to_string(end));
+    targets.insert(targets.end(), batch.targets.begin() + r * L + first[r], batch.targets.begin() + r * L + last[r]);
+  }
+  return true;
+}
+}  // namespace
+
 double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
                               double* accuracy) {
-  const int64_t B = batch.rows, L = batch.length, P = config_.head.width();
-  check(B >= 1 && L >= 1 && L <= config_.max_positions && int64_t(batch.inputs.size()) == B * L &&
-            int64_t(batch.targets.size()) == B * L,
-        "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " tokens does not fit a model of " +
+  const int64_t B = batch.rows, L = batch.length, P = config_.head.width(), F = config_.input_features;
+  check(B >= 1 && L >= 1 && L <= config_.max_positions,
+        "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " positions does not fit a model of " +
             std::to_string(config_.max_positions) + " positions");
   Buffers& b = *buf_;
   const bool padded = !batch.lengths.empty();
   check(!padded || int64_t(batch.lengths.size()) == B, "batch lengths need one per row");
-  b.compact = !batch.first.empty() || padded;
+  const bool ctc = !config_.head.per_position();
   std::vector<int32_t> targets;
-  if (b.compact) {
-    // Without spans a padded batch counts each row's real positions.
-    b.first = batch.first.empty() ? std::vector<int64_t>(B, 0) : batch.first;
-    b.last = batch.last.empty() ? std::vector<int64_t>(batch.lengths.begin(), batch.lengths.end()) : batch.last;
-    check(int64_t(b.first.size()) == B && int64_t(b.last.size()) == B, "batch counts need a range per row");
-    for (int64_t r = 0; r < B; ++r) {
-      const int64_t end = padded ? batch.lengths[r] : L;
-      check(0 <= b.first[r] && b.first[r] <= b.last[r] && b.last[r] <= end && end <= L,
-            "batch row " + std::to_string(r) + " counts positions outside its 0.." + std::to_string(end));
-      targets.insert(targets.end(), batch.targets.begin() + r * L + b.first[r], batch.targets.begin() + r * L + b.last[r]);
-    }
+  int64_t counted = B * L;
+  if (ctc) {
+    check(batch.labels.rows() == B && batch.labels.offsets[0] == 0 &&
+              batch.labels.offsets[B] == int64_t(batch.labels.labels.size()),
+          "a CTC batch needs one label sequence per row");
+    b.frames = padded ? batch.lengths : std::vector<int32_t>(B, int32_t(L));
+    b.labels = batch.labels;
+    counted = int64_t(batch.labels.labels.size());
+    b.compact = false;
+  } else {
+    b.compact = gather_targets(batch, b.first, b.last, targets);
+    if (b.compact) counted = int64_t(targets.size());
   }
-  const int64_t counted = b.compact ? int64_t(targets.size()) : B * L;
   check(counted > 0, "a batch that counts no positions");
-  for (int32_t id : batch.inputs)
-    check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
-                                                  std::to_string(config_.vocabulary - 1));
+  if (F > 0) {
+    check(int64_t(batch.features.size()) == B * L * F, "batch features: " + std::to_string(batch.features.size()) +
+                                                           " floats for " + std::to_string(B) + " x " +
+                                                           std::to_string(L) + " frames of " + std::to_string(F));
+  } else {
+    check(int64_t(batch.inputs.size()) == B * L,
+          "batch inputs: " + std::to_string(batch.inputs.size()) + " for " + std::to_string(B) + " x " + std::to_string(L));
+    for (int32_t id : batch.inputs)
+      check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
+                                                    std::to_string(config_.vocabulary - 1));
+  }
   plan(B, L, counted);
-  b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
-  b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
+  if (F > 0)
+    b.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
+  else
+    b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
+  if (!ctc) b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
 
   input_->forward(b.v_ids, 0, b.v_x);
   stack_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
   Tensor head3 = b.v_head.reshape({B, L, P});
   const Products head_products = options.precision.head;
   linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, head_products);
+  head_products_ = head_products;
+  if (ctc) {
+    Tensor row_nll = grown_view(b.nll, {B}, device_);
+    const double sum = ctc_loss_forward(head3, b.frames, b.labels, row_nll);
+    if (nll) nll->copy_from(row_nll);
+    if (accuracy) *accuracy = -1;
+    return sum / double(counted);
+  }
   Tensor scored = b.v_head;
   if (b.compact) {
     for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
       b.v_picked.rows(o, o + b.last[r] - b.first[r]).copy_from(b.v_head.rows(r * L + b.first[r], r * L + b.last[r]));
     scored = b.v_picked;
   }
-  head_products_ = head_products;
   const double loss = config_.head.loss_forward(scored, b.v_targets, b.v_nll);
   if (nll) nll->copy_from(b.v_nll);
   if (accuracy) {
@@ -182,12 +237,23 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
   return loss;
 }
 
+int64_t SequenceModel::counted() const { return buf_->counted; }
+
+Tensor SequenceModel::heads() const {
+  check(buf_->rows > 0, "heads() before forward");
+  return buf_->v_head.reshape({buf_->rows, buf_->length, config_.head.width()});
+}
+
 void SequenceModel::backward() {
   Buffers& b = *buf_;
   check(b.rows > 0, "backward before forward");
   const int64_t B = b.rows, L = b.length, d = config_.transformer.d_model;
   const float scale = 1.f / float(b.counted);
-  if (b.compact) {
+  if (!config_.head.per_position()) {
+    Tensor dhead3 = b.v_dhead.reshape({B, L, config_.head.width()});
+    ctc_loss_backward(b.v_head.reshape({B, L, config_.head.width()}), b.frames, b.labels,
+                      std::vector<float>(B, scale), dhead3);
+  } else if (b.compact) {
     config_.head.loss_backward(b.v_picked, b.v_targets, scale, b.v_dpicked);
     b.v_dhead.zero();
     for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
@@ -212,12 +278,26 @@ void SequenceModel::prepare_step(const Precision& precision, bool pack_weights) 
   step_precision_ = precision;
 }
 
-void SequenceModel::step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head) {
+namespace {
+// [B] tokens or [B, F] frames for step(); [B, T] tokens or [B, T, F] frames for chunks.
+void check_inputs(const SequenceModelConfig& c, const Tensor& inputs, bool chunk, const char* what) {
+  const int64_t F = c.input_features;
+  const int64_t rank = (chunk ? 2 : 1) + (F > 0 ? 1 : 0);
+  const bool ok = inputs.defined() && inputs.ndim() == rank && inputs.dim(0) >= 1 &&
+                  (F > 0 ? inputs.dtype() == DType::f32 && inputs.dim(-1) == F : inputs.dtype() == DType::i32) &&
+                  (!chunk || inputs.dim(1) >= 1);
+  const std::string want = F > 0 ? std::string("float [B") + (chunk ? ", T" : "") + ", " + std::to_string(F) + "]"
+                                 : std::string("int32 [B") + (chunk ? ", T" : "") + "]";
+  check(ok, std::string(what) + " inputs must be " + want + ", got " + shape_str(inputs.shape()));
+}
+}  // namespace
+
+void SequenceModel::step(RecurrentState& state, const Tensor& inputs, int64_t t, Tensor& head) {
   const int64_t d = config_.transformer.d_model;
-  check(tokens.ndim() == 1 && tokens.dtype() == DType::i32, "step tokens must be int32 [B], got " + shape_str(tokens.shape()));
-  check(t >= 0 && t < config_.max_positions,
+  check_inputs(config_, inputs, false, "step");
+  check(t >= 0 && (config_.input_features > 0 || t < config_.max_positions),
         "step position " + std::to_string(t) + " outside 0.." + std::to_string(config_.max_positions - 1));
-  const int64_t B = tokens.dim(0);
+  const int64_t B = inputs.dim(0);
   check_shape(head, {B, config_.head.width()}, "step head");
   Buffers& b = *buf_;
   if (b.step_B != B) {
@@ -225,32 +305,32 @@ void SequenceModel::step(RecurrentState& state, const Tensor& tokens, int64_t t,
     b.step_x = Tensor::empty({B, 1, d}, device_);
     b.step_y = Tensor::empty({B, d}, device_);
   }
-  input_->forward(tokens, t, b.step_x);
+  input_->forward(inputs, t, b.step_x);
   stack_->step(state, b.step_x.reshape({B, d}), t, b.step_y);
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
 
-void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads) {
+void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, int64_t t0, Tensor& heads) {
   const int64_t d = config_.transformer.d_model, P = config_.head.width();
-  check(tokens.ndim() == 2 && tokens.dtype() == DType::i32 && tokens.dim(1) >= 1 && t0 >= 0 &&
-            t0 + tokens.dim(1) <= config_.max_positions,
-        "chunk tokens must be int32 [B, T] at positions " + std::to_string(t0) + ".. within 0.." +
-            std::to_string(config_.max_positions - 1) + ", got " + shape_str(tokens.shape()));
-  const int64_t B = tokens.dim(0), T = tokens.dim(1);
+  check_inputs(config_, inputs, true, "chunk");
+  check(t0 >= 0 && (config_.input_features > 0 || t0 + inputs.dim(1) <= config_.max_positions),
+        "a chunk at positions " + std::to_string(t0) + ".." + std::to_string(t0 + inputs.dim(1) - 1) +
+            " outside 0.." + std::to_string(config_.max_positions - 1));
+  const int64_t B = inputs.dim(0), T = inputs.dim(1);
   check_shape(heads, {B, T, P}, "chunk heads");
   Tensor x = Tensor::empty({B, T, d}, device_), y = Tensor::empty({B, T, d}, device_);
-  input_->forward(tokens, t0, x);
+  input_->forward(inputs, t0, x);
   stack_->continue_chunk(state, x, t0, y);
   linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);
 }
 
-void SequenceModel::prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) {
-  check(tokens.ndim() == 2 && tokens.dim(1) >= 1, "prefill tokens must be int32 [B, T], got " + shape_str(tokens.shape()));
-  const int64_t B = tokens.dim(0), T = tokens.dim(1), P = config_.head.width();
+void SequenceModel::prefill(const Tensor& inputs, RecurrentState& state, Tensor& head) {
+  check_inputs(config_, inputs, true, "prefill");
+  const int64_t B = inputs.dim(0), T = inputs.dim(1), P = config_.head.width();
   check_shape(head, {B, P}, "prefill head");
   Tensor heads = Tensor::empty({B, T, P}, device_);
   state.buffer.zero();
-  continue_chunk(state, tokens, 0, heads);
+  continue_chunk(state, inputs, 0, heads);
   // The last position's head predicts what follows the prefix.
   Tensor rows = heads.reshape({B * T, P});
   for (int64_t i = 0; i < B; ++i) head.rows(i, i + 1).copy_from(rows.rows(i * T + T - 1, i * T + T));

@@ -1,7 +1,8 @@
 // SequenceModel checkpoints: safetensors with the reference's tensor names;
 // the shapes give layers, widths, vocabulary and head width, the metadata
 // what shapes cannot (heads, attention, direction, feature map, head kind,
-// positions). docs/checkpoint-format.md.
+// positions). The input part shows in its tensor: value_embedding (tokens)
+// or input_projection (feature frames). docs/checkpoint-format.md.
 #include <set>
 
 #include "lt/sequence_model.h"
@@ -66,11 +67,11 @@ OutputHead read_head(const Checkpoint& ck, int64_t width) {
   // output_head: a 256-wide predictor or a copy model is categorical.
   const bool categorical_default = width == 256 || ck.meta("lt.model", "image") != "image";
   const std::string name = ck.meta("output_head", categorical_default ? "categorical" : "mol");
-  check(name == "mol" || name == "categorical",
-        ck.path + ": metadata output_head='" + name + "', expected mol or categorical");
+  check(name == "mol" || name == "categorical" || name == "ctc",
+        ck.path + ": metadata output_head='" + name + "', expected mol, categorical or ctc");
   OutputHead head;
-  if (name == "categorical") {
-    head.kind = HeadKind::categorical;
+  if (name == "categorical" || name == "ctc") {
+    head.kind = name == "ctc" ? HeadKind::ctc : HeadKind::categorical;
     head.classes = width;
   } else {
     check(width % 3 == 0, ck.path + ": predictor.weight has " + std::to_string(width) + " rows, not 3 x mixtures");
@@ -86,11 +87,20 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   TransformerConfig& t = c.transformer;
   c.family = ck.meta("lt.model", "image");
   t.layers = count_layers(ck);
-  const Tensor& emb = need(ck, "value_embedding.weight");
-  check(emb.ndim() == 2 && emb.dim(0) >= 1 && emb.dim(1) >= 1,
-        ck.path + ": value_embedding.weight has shape " + shape_str(emb.shape()) + ", expected [vocabulary, d/2]");
-  c.vocabulary = emb.dim(0);
-  t.d_model = 2 * emb.dim(1);
+  // The input part from its tensor: token embeddings, or a projection of feature frames.
+  const bool frames = ck.tensors.count("input_projection.weight") > 0;
+  const std::string input_name = frames ? "input_projection.weight" : "value_embedding.weight";
+  const Tensor& input = need(ck, input_name);
+  check(input.ndim() == 2 && input.dim(0) >= 1 && input.dim(1) >= 1,
+        ck.path + ": " + input_name + " has shape " + shape_str(input.shape()) +
+            (frames ? ", expected [d/2, features]" : ", expected [vocabulary, d/2]"));
+  if (frames) {
+    c.input_features = input.dim(1);
+    t.d_model = 2 * input.dim(0);
+  } else {
+    c.vocabulary = input.dim(0);
+    t.d_model = 2 * input.dim(1);
+  }
   const Tensor& ff = need(ck, "transformer.layers.0.linear1.weight");
   check(ff.ndim() == 2, ck.path + ": transformer.layers.0.linear1.weight must be 2-D, is " + shape_str(ff.shape()));
   t.ff_dim = ff.dim(0);
@@ -122,7 +132,7 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   // lets a file short of a few tensors reach the message naming them.
   int64_t held = 0;
   for (const auto& [name, tensor] : ck.tensors) held += tensor.numel();
-  const int64_t needed = t.parameter_count() + c.vocabulary * (t.d_model / 2) + c.head.width() * (t.d_model + 1);
+  const int64_t needed = t.parameter_count() + input.numel() + c.head.width() * (t.d_model + 1);
   check(t.layers <= 4096 && t.d_model <= (int64_t(1) << 20) && t.ff_dim <= (int64_t(1) << 22) && needed <= held + (int64_t(1) << 24),
         ck.path + ": its sizes (" + std::to_string(t.layers) + " layers, d_model " + std::to_string(t.d_model) +
             ", ff " + std::to_string(t.ff_dim) + ") need more values than its " + std::to_string(held) +
@@ -146,7 +156,10 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
     used.insert(name);
   }
   for (const auto& [name, tensor] : ck.tensors)
-    check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0,
+    // Besides the model: the reference's position table, a trainer's state,
+    // a speech front end's statistics (lt/speech.h).
+    check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0 ||
+              name.rfind("frontend.", 0) == 0,
           ck.path + ": unexpected tensor '" + name + "' for a " + c.family + " model with " +
               std::to_string(t.layers) + " layers");
   return model;

@@ -2,6 +2,8 @@
 // and the optimizer's share of a checkpoint.
 #include "lt/train.h"
 
+#include <cstdio>
+
 #include "lt/error.h"
 #include "lt/random.h"
 
@@ -23,11 +25,24 @@ Trainer::Trainer(Parameters& params, const TrainOptions& options)
 float Trainer::update() {
   Tensor grads = params_.grads();
   if (options_.clip > 0) clip_grad_norm_segments(grads, segments_, options_.clip);
-  float lr = learning_rate(options_.schedule, step());
+  float lr = learning_rate(options_.schedule, step()) * lr_scale_;
   Tensor values = params_.values();
   optimizer_->step(values, grads, lr);
   params_.zero_grad();
   return lr;
+}
+
+bool Trainer::report_evaluation(double loss) {
+  if (options_.plateau_patience <= 0) return false;
+  if (loss < best_eval_) {
+    best_eval_ = loss;
+    evals_without_gain_ = 0;
+    return false;
+  }
+  if (++evals_without_gain_ < options_.plateau_patience) return false;
+  lr_scale_ *= options_.plateau_factor;
+  evals_without_gain_ = 0;
+  return true;
 }
 
 uint64_t Trainer::dropout_seed() const { return splitmix64(splitmix64(options_.seed) ^ uint64_t(step())); }
@@ -37,6 +52,15 @@ void Trainer::save_state(std::map<std::string, Tensor>& tensors, std::map<std::s
   metadata["lt.train.step"] = std::to_string(step());
   metadata["lt.train.optimizer"] = optimizer_->name();
   metadata["lt.train.seed"] = std::to_string(options_.seed);
+  if (options_.plateau_patience > 0) {
+    // Round-trip digits: a resumed run compares against exactly these numbers.
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", double(lr_scale_));
+    metadata["lt.train.lr_scale"] = buf;
+    std::snprintf(buf, sizeof buf, "%.17g", best_eval_);
+    metadata["lt.train.best_eval"] = buf;
+    metadata["lt.train.evals_without_gain"] = std::to_string(evals_without_gain_);
+  }
 }
 
 void Trainer::restore(const Checkpoint& ck) {
@@ -50,6 +74,13 @@ void Trainer::restore(const Checkpoint& ck) {
     dst.copy_from(ck.get("optimizer." + name, {params_.numel()}));
   }
   optimizer_->set_step_count(ck.meta_int("lt.train.step"));
+  if (ck.metadata.count("lt.train.lr_scale")) {
+    lr_scale_ = float(ck.meta_double("lt.train.lr_scale"));
+    best_eval_ = ck.meta("lt.train.best_eval") == "inf" ? HUGE_VAL : ck.meta_double("lt.train.best_eval");
+    evals_without_gain_ = ck.meta_int("lt.train.evals_without_gain");
+    check(lr_scale_ > 0 && lr_scale_ <= 1 && evals_without_gain_ >= 0,
+          ck.path + ": metadata lt.train.lr_scale / evals_without_gain out of range");
+  }
 }
 
 BatchOrder::BatchOrder(int64_t n, uint64_t seed) : n_(n), seed_(seed) { check(n > 0, "no training examples"); }

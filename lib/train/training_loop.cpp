@@ -10,8 +10,9 @@
 namespace lt {
 
 void save_training_checkpoint(const std::string& path, const SequenceModel& model, const Trainer& trainer,
-                              const std::map<std::string, std::string>& metadata) {
-  std::map<std::string, Tensor> tensors;
+                              const std::map<std::string, std::string>& metadata,
+                              const std::map<std::string, Tensor>& task_tensors) {
+  std::map<std::string, Tensor> tensors = task_tensors;
   std::map<std::string, std::string> meta = metadata;
   trainer.save_state(tensors, meta);
   model.save(path, meta, tensors);
@@ -29,7 +30,7 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   };
   auto checkpoint = [&] {
     if (s.checkpoint.empty()) return;
-    save_training_checkpoint(s.checkpoint, model, trainer, s.metadata);
+    save_training_checkpoint(s.checkpoint, model, trainer, s.metadata, s.tensors);
     TrainEvent e;
     e.kind = TrainEvent::checkpoint;
     e.step_index = trainer.step();
@@ -87,7 +88,9 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
       te.step_index = trainer.step();
       te.loss = ev.loss;
       te.accuracy = ev.accuracy;
+      te.error_rate = ev.error_rate;
       te.epoch = e.epoch;
+      trainer.report_evaluation(ev.loss);
       emit(te);
     }
     if (s.checkpoint_every > 0 && trainer.step() % s.checkpoint_every == 0 && trainer.step() < s.steps) checkpoint();

@@ -47,14 +47,20 @@ void categorical_loss_backward(const Tensor& logits, const Tensor& targets, floa
 void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tensor& out);
 
 // ---- A model's output head: one of the distributions above, as a value ----
-enum class HeadKind { mixture_of_logistics, categorical };
+// The first two score each position against its own target; CTC (lt/ctc.h)
+// scores a whole row against a label sequence of another length, so the
+// model calls it with the rows' frames and labels instead of these functions.
+enum class HeadKind { mixture_of_logistics, categorical, ctc };
 struct OutputHead {
   HeadKind kind = HeadKind::mixture_of_logistics;
   int64_t mixtures = 10;  // mixture of logistics: K components over 256 byte values
-  int64_t classes = 256;  // categorical: V classes
-  int64_t width() const { return kind == HeadKind::categorical ? classes : 3 * mixtures; }
-  const char* name() const { return kind == HeadKind::categorical ? "categorical" : "mol"; }
-  // The functions above for this head.
+  int64_t classes = 256;  // categorical: V classes; ctc: the blank (0) and the labels
+  int64_t width() const { return kind == HeadKind::mixture_of_logistics ? 3 * mixtures : classes; }
+  const char* name() const {
+    return kind == HeadKind::categorical ? "categorical" : kind == HeadKind::ctc ? "ctc" : "mol";
+  }
+  bool per_position() const { return kind != HeadKind::ctc; }
+  // The functions above for this head (per-position heads only).
   double loss_forward(const Tensor& head, const Tensor& targets, Tensor& nll) const;
   void loss_backward(const Tensor& head, const Tensor& targets, float scale, Tensor& dhead) const;
   void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const;

@@ -1,10 +1,12 @@
 // One model for every task: an input part, the transformer stack, a linear
-// predictor and an output head. A task (images, the copy task, later speech)
+// predictor and an output head. A task (images, the copy task, speech)
 // chooses the parts; parameters, initialisation, save and load, training and
 // the recurrent form are written once, here.
 //
 //   tokens ids [B, L] -> value_embedding [V, d/2] | position code [L, d/2]
+//   or frames [B, L, F] -> input_projection Linear(F, d/2) | position code
 //                     -> TransformerStack -> predictor Linear(d, P) -> head
+//   (mixture of logistics, categorical, or CTC over whole rows)
 //
 // Tensor names are the reference implementation's (fast-transformers'
 // ImageGenerator and SequencePredictor): value_embedding.weight,
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/ctc.h"
 #include "lt/heads.h"
 #include "lt/parameters.h"
 #include "lt/safetensors.h"
@@ -31,19 +34,22 @@ namespace lt {
 class InputPart;  // model/input_part.h
 
 struct SequenceModelConfig {
-  std::string family = "image";  // what the checkpoint's lt.model says: image, copy
+  std::string family = "image";  // what the checkpoint's lt.model says: image, copy, speech
   int64_t vocabulary = 256;      // input token ids 0..vocabulary-1
-  int64_t max_positions = 783;   // the position code's length: the longest input
+  int64_t input_features = 0;    // > 0: inputs are frames of this many floats (speech), not tokens
+  int64_t max_positions = 783;   // the longest input (tokens: the position code table's length)
   TransformerConfig transformer;
   OutputHead head;
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
 };
 
-// A batch of token sequences on the host; the model copies it to its device.
+// A batch of sequences on the host; the model copies it to its device.
 struct SequenceBatch {
   int64_t rows = 0, length = 0;
-  std::vector<int32_t> inputs, targets;  // [rows, length]
+  std::vector<int32_t> inputs, targets;  // [rows, length]; a CTC model has no targets here
+  std::vector<float> features;           // feature models: [rows, length, input_features] instead of inputs
+  CtcTargets labels;                     // CTC models: each row's label sequence
   // Per row, the positions first[r] .. last[r]-1 that the loss counts; empty:
   // every real position.
   std::vector<int64_t> first, last;
@@ -92,10 +98,16 @@ class SequenceModel {
   // Mean negative log-likelihood in nats over the counted positions. nll, if
   // given, receives one value per counted position (row-major); accuracy,
   // if given, the fraction of them whose most likely class is the target.
+  // A CTC model counts labels: the mean is the rows' summed nats over their
+  // labels, nll gets one value per row, and there is no accuracy. Its head
+  // (the logits, [rows, length, classes]) stays readable through heads().
+  // counted() is the last forward's count.
   double forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll = nullptr,
                  double* accuracy = nullptr);
   // Gradients of the last forward's mean loss, accumulated into params().grads().
   void backward();
+  int64_t counted() const;
+  Tensor heads() const;  // the last forward's head outputs [rows, length, head width], on the device
 
   // ---- generation: the recurrent form ----
   // A state for batch rows at every position of the model (max_positions).
@@ -107,16 +119,17 @@ class SequenceModel {
   int64_t state_numel(int64_t batch, DType dtype) const {
     return stack_->state_numel(batch, config_.max_positions, dtype);
   }
-  // Reads tokens int32 [B] at position t and writes head [B, head width]:
-  // the distribution of position t's target. Allocation-free after the first
-  // call with a given B.
-  void step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head);
-  // Continues state (positions 0..t0-1) over tokens int32 [B, T] at positions
-  // t0..t0+T-1 in one parallel pass: heads [B, T, head width], one per
-  // position, and the state after them (TransformerStack::continue_chunk).
-  void continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads);
+  // Reads inputs at position t (tokens int32 [B], or frames float [B, F])
+  // and writes head [B, head width]: the distribution of position t's
+  // target. Allocation-free after the first call with a given B.
+  void step(RecurrentState& state, const Tensor& inputs, int64_t t, Tensor& head);
+  // Continues state (positions 0..t0-1) over inputs (tokens int32 [B, T] or
+  // frames float [B, T, F]) at positions t0..t0+T-1 in one parallel pass:
+  // heads [B, T, head width], one per position, and the state after them
+  // (TransformerStack::continue_chunk).
+  void continue_chunk(RecurrentState& state, const Tensor& inputs, int64_t t0, Tensor& heads);
   // continue_chunk from the empty prefix, keeping the last head [B, head width].
-  void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head);
+  void prefill(const Tensor& inputs, RecurrentState& state, Tensor& head);
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
 
  private:

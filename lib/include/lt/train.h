@@ -10,6 +10,7 @@
 //     trainer.update();                                  // clip, step, zero grads
 //   }
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,11 @@ struct TrainOptions {
   // reference's RAdam does; 0 disables clipping.
   float clip = 1.0f;
   uint64_t seed = 1;  // data order, dropout and initialisation
+  // The learning rate is multiplied by plateau_factor whenever plateau_patience
+  // evaluations in a row have not lowered the best test loss (the paper's
+  // speech recipe halves it); 0 turns this off.
+  int plateau_patience = 0;
+  float plateau_factor = 0.5f;
 };
 
 class Trainer {
@@ -40,10 +46,15 @@ class Trainer {
   int64_t step() const { return optimizer_->step_count(); }
   // Dropout masks of the next update: a function of the seed and the step only.
   uint64_t dropout_seed() const;
+  // A test evaluation's loss, for the plateau rule (TrainOptions); returns
+  // whether it lowered the rate. Its state is saved with the optimizer's.
+  bool report_evaluation(double loss);
+  float lr_scale() const { return lr_scale_; }
   const Optimizer& optimizer() const { return *optimizer_; }
 
   // Adds "optimizer.exp_avg", "optimizer.exp_avg_sq" and the metadata
-  // lt.train.step, lt.train.optimizer and lt.train.seed.
+  // lt.train.step, lt.train.optimizer, lt.train.seed and the plateau rule's
+  // lt.train.lr_scale, lt.train.best_eval, lt.train.evals_without_gain.
   void save_state(std::map<std::string, Tensor>& tensors, std::map<std::string, std::string>& metadata) const;
   // Restores what save_state wrote; errors name the checkpoint's file.
   void restore(const Checkpoint& checkpoint);
@@ -53,6 +64,9 @@ class Trainer {
   TrainOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<int64_t> segments_;
+  float lr_scale_ = 1;
+  double best_eval_ = HUGE_VAL;
+  int64_t evals_without_gain_ = 0;
 };
 
 // Examples in a deterministic order: epoch after epoch, each a permutation of

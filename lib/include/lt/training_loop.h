@@ -63,6 +63,7 @@ class ReplicaSet {
 struct Evaluation {
   double loss = 0;        // mean nats per counted position
   double accuracy = -1;   // negative: the task reports none
+  double error_rate = -1; // a sequence task's edit-distance rate (speech: PER); negative: none
   int64_t examples = 0;
 };
 
@@ -89,6 +90,7 @@ struct TrainLoopSettings {
   int64_t eval_every = 0;          // steps between test evaluations (0: never during training)
   int64_t redraw_every = 0;        // steps between feature-map redraws (FAVOR+; 0: never)
   std::map<std::string, std::string> metadata;  // the task's and the recipe's, for checkpoints
+  std::map<std::string, Tensor> tensors;        // the task's, for checkpoints (a speech front end's statistics)
   Precision precision;       // of the training steps
   Precision eval_precision;  // of evaluations: fp32 by default, so test scores compare across runs
 };
@@ -98,6 +100,7 @@ struct TrainEvent {
   int64_t step_index = 0;     // updates done
   double loss = 0;            // step: the batch's mean nats per counted position; eval: the test's
   double accuracy = -1;       // when the task reports one
+  double error_rate = -1;     // eval: when the task reports one (speech: PER)
   double lr = 0;
   double examples_per_s = 0;  // step: since the start of this run
   double epoch = 0;
@@ -115,13 +118,15 @@ struct TrainResult {
 // Trains from trainer.step() to settings.steps. Checkpoints (model, optimizer,
 // step) are written atomically every checkpoint_every steps, at the end and
 // when *stop becomes true (checked between steps). A NaN or Inf loss stops
-// before the update, leaving the last checkpoint as it was.
+// before the update, leaving the last checkpoint as it was. Each evaluation's
+// loss goes to Trainer::report_evaluation (the plateau rule).
 TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& task, const TrainLoopSettings& settings,
                         const std::function<void(const TrainEvent&)>& on_event,
                         const std::atomic<bool>* stop = nullptr);
 
-// Writes model + trainer state + metadata to path (atomic).
+// Writes model + trainer state + metadata + tensors to path (atomic).
 void save_training_checkpoint(const std::string& path, const SequenceModel& model, const Trainer& trainer,
-                              const std::map<std::string, std::string>& metadata);
+                              const std::map<std::string, std::string>& metadata,
+                              const std::map<std::string, Tensor>& tensors = {});
 
 }  // namespace lt

@@ -1,0 +1,221 @@
+// lt-train's speech task (paper section 4.3): CTC phoneme recognition from a
+// manifest or a LibriSpeech folder, through the shared model, loop and
+// reports; --eval prints the phone error rate overall and per speaker.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "lt/backend.h"
+#include "lt/error.h"
+#include "lt/speech_training.h"
+#include "precision_options.h"
+#include "train_run.h"
+#include "train_tasks.h"
+
+namespace lt::app {
+
+namespace {
+
+constexpr const char* kCmuDict = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict";
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A manifest (TSV) or a LibriSpeech folder; words without phones go through the lexicon.
+std::vector<Utterance> read_utterances(const std::string& path, const std::string& lexicon_path) {
+  check(!path.empty(), "--task asr needs --data MANIFEST.tsv or a LibriSpeech folder");
+  const std::string lex = lexicon_path.empty() ? kCmuDict : lexicon_path;
+  if (is_directory(path)) return read_librispeech(path, read_lexicon(lex));
+  struct stat st;
+  if (!lexicon_path.empty() || stat(lex.c_str(), &st) == 0) {
+    const Lexicon lexicon = read_lexicon(lex);
+    return read_manifest(path, &lexicon);
+  }
+  return read_manifest(path);
+}
+
+double hours(const std::vector<std::vector<float>>& raw, const SpeechFrontEnd& f) {
+  double frames = 0;
+  for (const auto& r : raw) frames += double(r.size()) / f.fbank_config().bins;
+  return frames * f.fbank_config().hop_ms / 1000.0 / 3600.0;
+}
+
+// Reads and featurises a split, saying on stderr what it kept.
+SpeechSet load_split(const std::string& name, const std::string& path, const TrainArgs& a, SpeechFrontEnd& frontend,
+                     int64_t max_positions, bool fit_statistics) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Utterance> utts = read_utterances(path, a.lexicon);
+  const std::vector<std::vector<float>> raw = compute_filterbanks(utts, frontend);
+  if (fit_statistics) frontend.set_statistics(filterbank_statistics(raw, frontend.fbank_config().bins));
+  SpeechSetReport report;
+  SpeechSet set = make_speech_set(utts, raw, frontend, max_positions, &report);
+  if (!a.quiet)
+    std::fprintf(stderr,
+                 "lt-train: %s: %lld utterances, %.2f h of audio from %s in %.1f s; left out %lld too short for "
+                 "their phones, %lld over %lld positions, %lld without phones\n",
+                 name.c_str(), (long long)set.size(), hours(raw, frontend), path.c_str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 (long long)report.too_short, (long long)report.too_long, (long long)max_positions,
+                 (long long)report.no_phones);
+  return set;
+}
+
+// The paper's encoder: 9 layers, 6 heads of 32, bidirectional linear attention.
+TransformerConfig asr_transformer(const TrainArgs& a) {
+  TransformerConfig t;
+  t.layers = a.layers > 0 ? a.layers : 9;
+  t.heads = a.heads > 0 ? a.heads : 6;
+  t.d_model = a.d_model > 0 ? a.d_model : 192;
+  check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
+                                      std::to_string(t.heads));
+  t.head_dim = t.d_model / t.heads;
+  t.ff_dim = a.ff_dim > 0 ? a.ff_dim : 4 * t.d_model;
+  // linear and softmax look at the whole utterance; causal-* is the streaming model.
+  const std::string name = a.given.count("--attention") ? a.attention : "linear";
+  const bool causal = name.rfind("causal-", 0) == 0;
+  t.attention = parse_attention(causal ? name.substr(7) : name);
+  t.direction = causal ? Direction::causal : Direction::bidirectional;
+  t.feature_map = a.feature_map;
+  t.features = a.features;
+  t.dropout = a.dropout >= 0 ? a.dropout : 0.1f;
+  return t;
+}
+
+int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
+
+class SpeechRun final : public TaskRun {
+ public:
+  SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
+    SpeechModel m = load_speech_model(path, d);
+    check_resumed_architecture(a, transformer_fields(asr_transformer(a), m.model->config().transformer), path);
+    model_ = std::move(m.model);
+    frontend_ = m.frontend;
+    load_data(a, false);
+    return *model_;
+  }
+  SequenceModel& start(const TrainArgs& a, Device d) override {
+    frontend_ = SpeechFrontEnd(FbankConfig{}, a.frame_stack);
+    load_data(a, true);
+    model_ = std::make_unique<SequenceModel>(
+        speech_model_config(asr_transformer(a), frontend_.features(), kPhoneClasses, max_positions_of(a)), d);
+    model_->init_parameters(a.seed);
+    return *model_;
+  }
+  int64_t default_batch() const override { return 16; }
+  int64_t steps_per_epoch(int64_t batch) const override { return std::max<int64_t>(1, train_.size() / batch); }
+  Schedule schedule(const TrainArgs& a, int64_t steps) const override { return a.make_schedule(1e-4f, steps); }
+  int default_plateau() const override { return 3; }
+  std::map<std::string, std::string> metadata(const TrainArgs& a) const override {
+    std::map<std::string, std::string> m = frontend_.metadata();
+    m["speech.train_data"] = a.data;
+    m["speech.train_utterances"] = std::to_string(train_.size());
+    m["speech.valid_data"] = a.valid;
+    m["speech.valid_utterances"] = std::to_string(valid_.size());
+    m["speech.spec_augment"] = a.spec_augment ? "1" : "0";
+    m["speech.max_frames"] = std::to_string(a.max_frames);
+    return m;
+  }
+  std::map<std::string, Tensor> tensors() const override { return frontend_.tensors(); }
+  TrainingTask& task(const TrainArgs& a, int64_t) override {
+    SpecAugment spec;
+    task_ = std::make_unique<SpeechTrainingTask>(std::move(train_), std::move(valid_), a.seed,
+                                                 a.spec_augment ? &spec : nullptr, frontend_.stack());
+    return *task_;
+  }
+  std::string description() const override {
+    return "speech (CTC over 39 phones), " + std::to_string(frontend_.fbank_config().bins) + " mel bins x" +
+           std::to_string(frontend_.stack()) + " frames per position";
+  }
+  bool reports_bits() const override { return false; }
+  nlohmann::json finish(const TrainArgs& a, int64_t step, int64_t batch, const Precision& eval) override {
+    if (task_->valid_set().size() == 0) {
+      std::printf("%s: step %lld (no --valid data to score)\n", a.output.c_str(), (long long)step);
+      return {{"event", "done"}, {"step", step}};
+    }
+    ForwardOptions options;
+    options.precision = eval;
+    const SpeechScore s = score_speech(*model_, task_->valid_set(), batch, options);
+    std::printf("%s: step %lld, valid loss %.4f, PER %.2f%% on %lld utterances\n", a.output.c_str(), (long long)step,
+                s.loss, 100 * s.overall.rate(), (long long)s.utterances);
+    return {{"event", "eval"}, {"step", step}, {"test_loss", s.loss}, {"test_per", s.overall.rate()}};
+  }
+
+ private:
+  void load_data(const TrainArgs& a, bool fit_statistics) {
+    const int64_t max_positions = model_ ? model_->config().max_positions : max_positions_of(a);
+    train_ = load_split("train", a.data, a, frontend_, max_positions, fit_statistics);
+    if (!a.valid.empty()) valid_ = load_split("valid", a.valid, a, frontend_, max_positions, false);
+  }
+  SpeechFrontEnd frontend_;
+  SpeechSet train_, valid_;
+  std::unique_ptr<SequenceModel> model_;
+  std::unique_ptr<SpeechTrainingTask> task_;
+};
+
+nlohmann::json counts_json(const ErrorCounts& c) {
+  return {{"per", c.rate()}, {"errors", c.errors}, {"phones", c.reference}, {"substitutions", c.substitutions},
+          {"deletions", c.deletions}, {"insertions", c.insertions}};
+}
+
+}  // namespace
+
+int run_asr_training(const TrainArgs& a, const std::atomic<bool>& stop) {
+  SpeechRun run;
+  return run_training(a, run, stop);
+}
+
+int run_asr_eval(const TrainArgs& a) {
+  const Device device = parse_device(a.device);
+  require_device(device);
+  SpeechModel m = load_speech_model(a.model, device);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Utterance> utts = read_utterances(a.data, a.lexicon);
+  SpeechSetReport report;
+  const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, m.frontend), m.frontend,
+                                        m.model->config().max_positions, &report);
+  ForwardOptions options;
+  options.precision = training_precision(a.bf16, a.tf32, device);
+  CtcBeamOptions beam;
+  beam.beam = int(a.beam);
+  const SpeechScore s = score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, a.beam > 1 ? &beam : nullptr);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t left_out = report.too_short + report.too_long + report.no_phones;
+  if (a.format == "json") {
+    nlohmann::json speakers = nlohmann::json::object();
+    for (const auto& [name, c] : s.by_speaker) speakers[name] = counts_json(c);
+    nlohmann::json j = counts_json(s.overall);
+    j.update({{"loss", s.loss}, {"utterances", s.utterances}, {"left_out", left_out}, {"model", a.model},
+              {"data", a.data}, {"decoder", a.beam > 1 ? "beam" : "greedy"}, {"seconds", secs},
+              {"speakers", speakers}});
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::printf("PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld utterances of %s, "
+              "loss %.4f, %s decoding, %.1f s\n",
+              100 * s.overall.rate(), (long long)s.overall.errors, (long long)s.overall.substitutions,
+              (long long)s.overall.deletions, (long long)s.overall.insertions, (long long)s.overall.reference,
+              (long long)s.utterances, a.data.c_str(), s.loss, a.beam > 1 ? "beam" : "greedy", secs);
+  if (s.by_speaker.size() > 1)
+    for (const auto& [name, c] : s.by_speaker)
+      std::printf("  %-28s PER %6.2f%% over %lld phones\n", name.c_str(), 100 * c.rate(), (long long)c.reference);
+  if (left_out > 0) std::fprintf(stderr, "lt-train: %lld utterances left out (too short for their phones, too long, or without phones)\n", (long long)left_out);
+  return 0;
+}
+
+int run_asr_export(const TrainArgs& a, const Checkpoint& ck) {
+  SpeechModel m = load_speech_model(a.model, parse_device(a.device));
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : ck.metadata)
+    if (!m.model->metadata().count(k) && k.rfind("optimizer.", 0) != 0) meta[k] = v;
+  m.model->save(a.output, meta, m.frontend.tensors());
+  std::printf("%s: speech model written without optimizer state\n", a.output.c_str());
+  return 0;
+}
+
+}  // namespace lt::app

@@ -1,0 +1,127 @@
+// Whole audio files through libsndfile (raw PCM too), averaged to mono and
+// resampled to 16 kHz.
+#include <sndfile.h>
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "audio/pcm.h"
+#include "audio/resampler.h"
+#include "io/one_line.h"
+#include "lt/audio.h"
+#include "lt/error.h"
+
+namespace lt {
+
+PcmFormat parse_pcm_format(const std::string& name) {
+  if (name == "s16le") return PcmFormat::s16le;
+  if (name == "s24le") return PcmFormat::s24le;
+  if (name == "s32le") return PcmFormat::s32le;
+  if (name == "f32le") return PcmFormat::f32le;
+  if (name == "u8") return PcmFormat::u8;
+  throw Error("raw sample format '" + io::one_line(name) + "': expected s16le, s24le, s32le, f32le or u8");
+}
+
+int pcm_bytes(PcmFormat format) {
+  return format == PcmFormat::u8 ? 1 : format == PcmFormat::s16le ? 2 : format == PcmFormat::s24le ? 3 : 4;
+}
+
+namespace audio {
+
+void append_mono(const uint8_t* p, int64_t frames, int channels, PcmFormat f, const std::string& name,
+                 int64_t first_sample, std::vector<float>& out) {
+  const int bytes = pcm_bytes(f);
+  for (int64_t i = 0; i < frames; ++i) {
+    float sum = 0;
+    for (int c = 0; c < channels; ++c) {
+      const float v = pcm_sample(p + (i * channels + c) * bytes, f);
+      if (!std::isfinite(v))
+        throw Error(name + ": sample " + std::to_string((first_sample + i) * channels + c) + " is " +
+                    (std::isnan(v) ? "NaN" : "infinite"));
+      sum += v;
+    }
+    out.push_back(sum / float(channels));
+  }
+}
+
+}  // namespace audio
+
+namespace {
+
+struct SndFile {
+  SNDFILE* f = nullptr;
+  ~SndFile() {
+    if (f) sf_close(f);
+  }
+};
+
+int raw_subtype(PcmFormat f) {
+  switch (f) {
+    case PcmFormat::u8:
+      return SF_FORMAT_PCM_U8;
+    case PcmFormat::s16le:
+      return SF_FORMAT_PCM_16;
+    case PcmFormat::s24le:
+      return SF_FORMAT_PCM_24;
+    case PcmFormat::s32le:
+      return SF_FORMAT_PCM_32;
+    case PcmFormat::f32le:
+      return SF_FORMAT_FLOAT;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<float> read_audio(const std::string& path, const RawAudio& raw) {
+  struct stat st;
+  check(stat(path.c_str(), &st) == 0, path + ": cannot open (no such file or not readable)");
+  check(!S_ISDIR(st.st_mode), path + ": is a folder, not an audio file");
+  SF_INFO info{};
+  if (raw.sample_rate > 0) {
+    check(raw.channels >= 1 && raw.channels <= 64, path + ": raw audio needs 1 to 64 channels, not " +
+                                                       std::to_string(raw.channels));
+    const int64_t frame = int64_t(raw.channels) * pcm_bytes(raw.format);
+    check(st.st_size % frame == 0, path + ": " + std::to_string(st.st_size) + " bytes are not whole frames of " +
+                                       std::to_string(raw.channels) + " channel(s) x " +
+                                       std::to_string(pcm_bytes(raw.format)) + " bytes: wrong raw flags?");
+    info.samplerate = raw.sample_rate;
+    info.channels = raw.channels;
+    info.format = SF_FORMAT_RAW | raw_subtype(raw.format) | SF_ENDIAN_LITTLE;
+  }
+  SndFile file;
+  file.f = sf_open(path.c_str(), SFM_READ, &info);
+  check(file.f != nullptr, path + ": not audio libsndfile can read (" + io::one_line(sf_strerror(nullptr)) + ")");
+  check(info.frames > 0, path + ": holds no audio samples");
+  check(info.channels >= 1 && info.channels <= 64 && info.samplerate > 0,
+        path + ": " + std::to_string(info.channels) + " channels at " + std::to_string(info.samplerate) +
+            " Hz: not audio lt can use");
+  check(info.frames <= (int64_t(1) << 32), path + ": over 2^32 sample frames");
+
+  std::vector<float> interleaved(size_t(info.frames * info.channels));
+  const sf_count_t got = sf_readf_float(file.f, interleaved.data(), info.frames);
+  check(got > 0, path + ": cannot decode its samples (" + io::one_line(sf_strerror(file.f)) + ")");
+  std::vector<float> mono(static_cast<size_t>(got));
+  for (sf_count_t i = 0; i < got; ++i) {
+    float sum = 0;
+    for (int c = 0; c < info.channels; ++c) {
+      const float v = interleaved[size_t(i * info.channels + c)];
+      if (!std::isfinite(v))
+        throw Error(path + ": sample " + std::to_string(i * info.channels + c) + " is " +
+                    (std::isnan(v) ? "NaN" : "infinite"));
+      sum += v;
+    }
+    mono[size_t(i)] = sum / float(info.channels);
+  }
+  std::vector<float> out;
+  out.reserve(size_t(double(got) * kSpeechSampleRate / info.samplerate) + 16);
+  audio::Resampler resampler(info.samplerate, path);
+  resampler.process(mono.data(), mono.size(), out);
+  resampler.flush(out);
+  check(int64_t(out.size()) >= kMinSpeechSamples,
+        path + ": " + std::to_string(out.size()) + " samples at 16 kHz, shorter than one 25 ms frame (" +
+            std::to_string(kMinSpeechSamples) + ")");
+  return out;
+}
+
+}  // namespace lt

@@ -1,0 +1,145 @@
+// Audio as it arrives on a file descriptor: the WAV header is parsed from
+// the bytes as they come (chunks other than fmt and data are skipped), whole
+// sample frames are decoded and resampled at once, and a partial frame waits
+// for the next read.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "audio/pcm.h"
+#include "audio/resampler.h"
+#include "lt/audio.h"
+#include "lt/error.h"
+
+namespace lt {
+
+namespace {
+uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+constexpr size_t kReadBytes = 16384;
+}  // namespace
+
+struct AudioStream::Impl {
+  int fd;
+  bool raw;
+  bool header_done = false, eof = false, finished = false;
+  int channels = 1, rate = 0;
+  PcmFormat format = PcmFormat::s16le;
+  int64_t data_left = -1;  // bytes of the data chunk still to come; -1: to the end
+  int64_t frames_in = 0;   // input frames decoded so far
+  std::vector<uint8_t> pending;
+  std::vector<float> mono;
+  std::unique_ptr<audio::Resampler> resampler;
+
+  // Parses the RIFF/WAVE header from pending; false while more bytes are needed.
+  bool parse_header(const std::string& name) {
+    if (pending.size() < 12) return false;
+    check(std::memcmp(pending.data(), "RIFF", 4) == 0 && std::memcmp(pending.data() + 8, "WAVE", 4) == 0,
+          name + ": not a WAV stream (no RIFF/WAVE header); raw PCM needs its rate, channels and format given");
+    size_t at = 12;
+    bool have_format = false;
+    for (;;) {
+      if (pending.size() < at + 8) return false;
+      const uint8_t* chunk = pending.data() + at;
+      const uint32_t size = le32(chunk + 4);
+      if (std::memcmp(chunk, "data", 4) == 0) {
+        check(have_format, name + ": WAV data chunk before its fmt chunk");
+        data_left = size == 0 || size == 0xFFFFFFFFu ? -1 : int64_t(size);
+        pending.erase(pending.begin(), pending.begin() + long(at + 8));
+        return true;
+      }
+      const size_t padded = size_t(size) + (size & 1);  // chunks are word-aligned
+      if (std::memcmp(chunk, "fmt ", 4) == 0) {
+        if (pending.size() < at + 8 + padded) return false;
+        check(size >= 16, name + ": WAV fmt chunk of " + std::to_string(size) + " bytes");
+        const uint8_t* f = chunk + 8;
+        uint16_t tag = le16(f);
+        if (tag == 0xFFFE && size >= 26) tag = le16(f + 24);  // WAVE_FORMAT_EXTENSIBLE: the subformat's tag
+        channels = le16(f + 2);
+        rate = int(le32(f + 4));
+        const int bits = le16(f + 14);
+        check(channels >= 1 && channels <= 64, name + ": WAV with " + std::to_string(channels) + " channels");
+        if (tag == 1 && bits == 8) format = PcmFormat::u8;
+        else if (tag == 1 && bits == 16) format = PcmFormat::s16le;
+        else if (tag == 1 && bits == 24) format = PcmFormat::s24le;
+        else if (tag == 1 && bits == 32) format = PcmFormat::s32le;
+        else if (tag == 3 && bits == 32) format = PcmFormat::f32le;
+        else
+          throw Error(name + ": unsupported WAV encoding (format tag " + std::to_string(tag) + ", " +
+                      std::to_string(bits) + " bits): lt streams PCM 8/16/24/32-bit and 32-bit float");
+        have_format = true;
+      } else if (pending.size() < at + 8 + padded) {
+        return false;
+      }
+      at += 8 + padded;
+    }
+  }
+};
+
+AudioStream::AudioStream(int fd, std::string name, const RawAudio& raw)
+    : impl_(std::make_unique<Impl>()), name_(name == "-" ? "stdin" : std::move(name)) {
+  impl_->fd = fd;
+  impl_->raw = raw.sample_rate > 0;
+  if (impl_->raw) {
+    check(raw.channels >= 1 && raw.channels <= 64,
+          name_ + ": raw audio needs 1 to 64 channels, not " + std::to_string(raw.channels));
+    impl_->channels = raw.channels;
+    impl_->rate = raw.sample_rate;
+    impl_->format = raw.format;
+    impl_->header_done = true;
+    impl_->resampler = std::make_unique<audio::Resampler>(raw.sample_rate, name_);
+  }
+}
+
+AudioStream::~AudioStream() = default;
+
+bool AudioStream::read(std::vector<float>& out) {
+  Impl& s = *impl_;
+  out.clear();
+  if (s.finished) return false;
+  if (!s.eof) {
+    const size_t at = s.pending.size();
+    s.pending.resize(at + kReadBytes);
+    ssize_t n;
+    do n = ::read(s.fd, s.pending.data() + at, kReadBytes);
+    while (n < 0 && errno == EINTR);
+    check(n >= 0, name_ + ": read failed: " + std::strerror(errno));
+    s.pending.resize(at + size_t(n));
+    s.eof = n == 0;
+  }
+  if (!s.header_done) {
+    if (!s.parse_header(name_)) {
+      check(!s.eof, name_ + (s.pending.empty() && s.frames_in == 0 ? ": no audio (empty input)"
+                                                                 : ": ends inside its WAV header"));
+      return true;
+    }
+    s.header_done = true;
+    s.resampler = std::make_unique<audio::Resampler>(s.rate, name_);
+  }
+  const int64_t frame = int64_t(s.channels) * pcm_bytes(s.format);
+  int64_t usable = int64_t(s.pending.size());
+  if (s.data_left >= 0) usable = std::min(usable, s.data_left);
+  const int64_t frames = usable / frame;
+  s.mono.clear();
+  audio::append_mono(s.pending.data(), frames, s.channels, s.format, name_, s.frames_in, s.mono);
+  s.frames_in += frames;
+  s.pending.erase(s.pending.begin(), s.pending.begin() + long(frames * frame));
+  if (s.data_left >= 0) {
+    s.data_left -= frames * frame;
+    if (s.data_left < frame) s.eof = true;  // the data chunk is complete; whatever follows is not audio
+  }
+  s.resampler->process(s.mono.data(), s.mono.size(), out);
+  if (s.eof) {
+    check(!s.raw || s.pending.empty(), name_ + ": raw input ends with " + std::to_string(s.pending.size()) +
+                                           " bytes, not a whole frame of " + std::to_string(frame) +
+                                           " bytes: wrong raw flags?");
+    check(s.frames_in > 0, name_ + ": no audio samples");
+    s.resampler->flush(out);
+    s.finished = true;
+  }
+  samples_ += int64_t(out.size());
+  return true;
+}
+
+}  // namespace lt

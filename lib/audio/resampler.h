@@ -1,0 +1,30 @@
+// A stream resampler to 16 kHz over libsoxr (high quality, float, one
+// channel), or a copy when the input already is at 16 kHz.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+struct soxr;
+
+namespace lt::audio {
+
+class Resampler {
+ public:
+  explicit Resampler(double input_rate, const std::string& name);
+  ~Resampler();
+  Resampler(const Resampler&) = delete;
+  Resampler& operator=(const Resampler&) = delete;
+  // Appends the output for n more input samples to out.
+  void process(const float* in, size_t n, std::vector<float>& out);
+  // Appends what the filter still holds: the input has ended.
+  void flush(std::vector<float>& out);
+
+ private:
+  void run(const float* in, size_t n, std::vector<float>& out);
+  soxr* soxr_ = nullptr;  // null: no resampling
+  double ratio_;
+  std::string name_;
+};
+
+}  // namespace lt::audio

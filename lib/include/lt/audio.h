@@ -1,0 +1,63 @@
+// Audio in: files in any format libsndfile reads, raw PCM, and streams that
+// arrive in pieces (stdin, pipes), always as mono float samples in [-1, 1] at
+// 16 kHz, the rate of lt's speech models.
+//
+//   std::vector<float> x = lt::read_audio("utt.flac");                // any rate, any channels
+//   std::vector<float> y = lt::read_audio("utt.raw", {8000, 2, lt::PcmFormat::s16le});
+//   lt::AudioStream in(0, "-");                                      // WAV header or raw on stdin
+//   std::vector<float> chunk;
+//   while (in.read(chunk)) feed(chunk);
+//
+// Channels are averaged; other rates go through libsoxr's high-quality
+// resampler. Every failure is one lt::Error line naming the file.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lt {
+
+constexpr int kSpeechSampleRate = 16000;
+// The shortest audio lt reads: one 25 ms analysis frame at 16 kHz.
+constexpr int64_t kMinSpeechSamples = 400;
+
+enum class PcmFormat { s16le, s24le, s32le, f32le, u8 };
+// Raw PCM's layout; sample_rate 0 means the input is not raw.
+struct RawAudio {
+  int sample_rate = 0;
+  int channels = 1;
+  PcmFormat format = PcmFormat::s16le;
+};
+// "s16le", "s24le", "s32le", "f32le" or "u8"; lt::Error for anything else.
+PcmFormat parse_pcm_format(const std::string& name);
+int pcm_bytes(PcmFormat format);
+
+// The whole file, mono at 16 kHz. Errors: unreadable, not audio, an
+// unsupported codec, raw flags that do not divide the size, no samples or
+// fewer than kMinSpeechSamples, a NaN or infinite sample.
+std::vector<float> read_audio(const std::string& path, const RawAudio& raw = {});
+
+// Audio read from a file descriptor as it arrives: a WAV header (PCM 8, 16,
+// 24 or 32 bits, or 32-bit float; any rate and channels; a data size of 0
+// or 0xFFFFFFFF reads to the end, as streaming writers leave it) or, when
+// raw.sample_rate > 0, raw PCM.
+class AudioStream {
+ public:
+  AudioStream(int fd, std::string name, const RawAudio& raw = {});  // name "-" reads as "stdin" in messages
+  ~AudioStream();
+  // Replaces out with the next samples, mono at 16 kHz: what one read of the
+  // input gave (it may be empty while input trickles in). False at the end
+  // of the input, after the resampler's last samples.
+  bool read(std::vector<float>& out);
+  const std::string& name() const { return name_; }
+  int64_t samples_read() const { return samples_; }  // output samples so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string name_;
+  int64_t samples_ = 0;
+};
+
+}  // namespace lt

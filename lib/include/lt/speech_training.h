@@ -1,0 +1,91 @@
+// Speech data as the encoder reads it, and the speech task of the one
+// training loop (CTC over phones, the paper's section 4.3).
+//
+//   auto raw = lt::compute_filterbanks(utterances, frontend);     // threads over utterances
+//   frontend.set_statistics(lt::filterbank_statistics(raw, 40));  // training set only
+//   lt::SpeechSet train = lt::make_speech_set(utterances, raw, frontend, max_positions);
+//   lt::SpeechTrainingTask task(std::move(train), std::move(valid), seed);
+//   lt::train_model(model, trainer, task, settings, on_event);
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lt/ctc.h"
+#include "lt/edit_distance.h"
+#include "lt/fbank.h"
+#include "lt/speech.h"
+#include "lt/speech_corpus.h"
+#include "lt/training_loop.h"
+
+namespace lt {
+
+// Utterances in memory: normalised, stacked encoder inputs and phone labels.
+struct SpeechSet {
+  int64_t width = 0;            // features per position
+  std::vector<float> inputs;    // every utterance's positions, concatenated
+  std::vector<int64_t> start;   // utterance i is positions start[i] .. start[i+1]-1
+  CtcTargets phones;            // utterance i's phone ids
+  std::vector<std::string> speakers;
+  int64_t size() const { return int64_t(speakers.size()); }
+  int64_t positions(int64_t i) const { return start[i + 1] - start[i]; }
+};
+
+// Raw log mel frames [frames, bins] of each utterance's audio (read_audio:
+// any format, resampled to 16 kHz), over the available threads. Errors name
+// the audio file.
+std::vector<std::vector<float>> compute_filterbanks(const std::vector<Utterance>& utterances,
+                                                    const SpeechFrontEnd& frontend);
+FeatureStats filterbank_statistics(const std::vector<std::vector<float>>& raw, int bins);
+
+struct SpeechSetReport {
+  int64_t too_short = 0;  // fewer positions than CTC needs for their phones
+  int64_t too_long = 0;   // more positions than max_positions
+  int64_t no_phones = 0;  // nothing to recognise
+};
+// Normalised and stacked by frontend (which must have statistics). Utterances
+// that cannot be trained on are left out and counted in report.
+SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::vector<std::vector<float>>& raw,
+                          const SpeechFrontEnd& frontend, int64_t max_positions, SpeechSetReport* report = nullptr);
+
+// Loss and phone error rate of a CTC model on a set: greedy decoding, or
+// prefix beam search when beam is given. Batches of similar lengths.
+struct SpeechScore {
+  double loss = 0;  // nats per phone
+  ErrorCounts overall;
+  std::map<std::string, ErrorCounts> by_speaker;
+  int64_t utterances = 0;
+};
+SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
+                         const CtcBeamOptions* beam = nullptr);
+
+// The task: batches of utterances of similar length (bucketing keeps padding
+// a small share), drawn in an order that is a function of (seed, step), with
+// optional SpecAugment masks drawn from the same (rows being `stack` frames
+// side by side: SpeechFrontEnd::stack()).
+class SpeechTrainingTask final : public TrainingTask {
+ public:
+  SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, const SpecAugment* augment = nullptr,
+                     int stack = 1);
+  void batch(int64_t step, int64_t rows, SequenceBatch& out) override;
+  double epoch(int64_t step, int64_t rows) const override;
+  Evaluation evaluate(ReplicaSet& replicas, const ForwardOptions& options) override;
+  bool has_test_data() const override { return valid_.size() > 0; }
+  const SpeechSet& train_set() const { return train_; }
+  const SpeechSet& valid_set() const { return valid_; }
+  // Padded positions over all positions of an epoch's batches.
+  double padding_share(int64_t rows);
+
+ private:
+  const std::vector<std::vector<int64_t>>& plan(int64_t epoch, int64_t rows);
+  SpeechSet train_, valid_;
+  uint64_t seed_;
+  bool augment_ = false;
+  int stack_;
+  SpecAugment spec_;
+  int64_t planned_epoch_ = -1, planned_rows_ = 0;
+  std::vector<std::vector<int64_t>> batches_;  // the planned epoch's batches of utterance indices
+};
+
+}  // namespace lt

@@ -1,0 +1,72 @@
+// FeatureInput: frames of features (speech's normalised, stacked filterbanks)
+// through a linear projection to d/2, beside the sinusoidal position code.
+// The code is computed for the positions asked for rather than read from a
+// table, so a stream (the causal model run as an RNN) has no length limit.
+#include <cmath>
+#include <random>
+
+#include "lt/ops.h"
+#include "model/grown_view.h"
+#include "model/input_part.h"
+
+namespace lt {
+namespace {
+
+class FeatureInput final : public InputPart {
+ public:
+  FeatureInput(Parameters& params, int64_t features, int64_t d_model)
+      : params_(params), features_(features), d_(d_model) {
+    w_ = params.add("input_projection.weight", {d_model / 2, features});
+    b_ = params.add("input_projection.bias", {d_model / 2});
+  }
+
+  void forward(const Tensor& frames, int64_t offset, Tensor& x) override {
+    check(frames.dtype() == DType::f32 && frames.dim(-1) == features_ && (frames.ndim() == 2 || frames.ndim() == 3),
+          "feature input must be float [B, T, " + std::to_string(features_) + "] or [B, " +
+              std::to_string(features_) + "], got " + shape_str(frames.shape()));
+    check(offset >= 0, "feature positions start at 0, not " + std::to_string(offset));
+    const int64_t B = frames.dim(0), T = frames.ndim() == 2 ? 1 : frames.dim(1);
+    const Device dev = params_.device();
+    Tensor pe = grown_view(pe_, {T, d_ / 2}, dev);
+    position_code(offset, pe);
+    Tensor proj = grown_view(proj_, {B, T, d_ / 2}, dev);
+    linear_forward(frames.reshape({B, T, features_}), params_.value(w_), params_.value(b_), proj);
+    Tensor x3 = x.reshape({B, T, d_});
+    concat_position_forward(proj, pe, x3);
+  }
+
+  void backward(const Tensor& frames, const Tensor& dx) override {
+    const int64_t B = dx.dim(0), T = dx.dim(1);
+    const Device dev = params_.device();
+    Tensor dproj = grown_view(dproj_, {B, T, d_ / 2}, dev);
+    concat_position_backward(dx, dproj);
+    Tensor none, dW = params_.grad(w_), db = params_.grad(b_);
+    linear_backward(frames.reshape({B, T, features_}), params_.value(w_), dproj, none, dW, db);
+  }
+
+  void init_parameters(std::mt19937_64& gen) const override {
+    // torch.nn.Linear's default: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
+    const double bound = 1.0 / std::sqrt(double(features_));
+    std::uniform_real_distribution<double> uniform(-bound, bound);
+    for (size_t i : {w_, b_}) {
+      Tensor t = params_.value(i);
+      std::vector<float> v(t.numel());
+      for (auto& x : v) x = float(uniform(gen));
+      t.copy_from(Tensor::from_vector(v, t.shape()));
+    }
+  }
+
+ private:
+  Parameters& params_;
+  int64_t features_, d_;
+  size_t w_, b_;
+  Tensor pe_, proj_, dproj_;
+};
+
+}  // namespace
+
+std::unique_ptr<InputPart> make_feature_input(Parameters& params, int64_t features, int64_t d_model) {
+  return std::make_unique<FeatureInput>(params, features, d_model);
+}
+
+}  // namespace lt

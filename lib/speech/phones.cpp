@@ -1,0 +1,84 @@
+// The phone set and lexicons.
+#include <cctype>
+
+#include "io/file_bytes.h"
+#include "io/one_line.h"
+#include "lt/error.h"
+#include "lt/speech_corpus.h"
+
+namespace lt {
+
+const std::vector<std::string>& phone_names() {
+  static const std::vector<std::string> names = {
+      "<blank>", "AA", "AE", "AH", "AO", "AW", "AY", "B",  "CH", "D",  "DH", "EH", "ER", "EY",
+      "F",       "G",  "HH", "IH", "IY", "JH", "K",  "L",  "M",  "N",  "NG", "OW", "OY", "P",
+      "R",       "S",  "SH", "T",  "TH", "UH", "UW", "V",  "W",  "Y",  "Z",  "ZH"};
+  return names;
+}
+
+int32_t phone_id(const std::string& name) {
+  std::string p;
+  for (char c : name) p += char(std::toupper(static_cast<unsigned char>(c)));
+  if (!p.empty() && p.back() >= '0' && p.back() <= '2') p.pop_back();  // stress
+  static const std::unordered_map<std::string, int32_t> ids = [] {
+    std::unordered_map<std::string, int32_t> m;
+    for (size_t i = 1; i < phone_names().size(); ++i) m[phone_names()[i]] = int32_t(i);
+    return m;
+  }();
+  auto it = ids.find(p);
+  return it == ids.end() ? -1 : it->second;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text + " ") {
+    if (c == ' ' || c == '\t' || c == '\r') {
+      if (!w.empty()) words.push_back(w);
+      w.clear();
+    } else {
+      w += char(std::toupper(static_cast<unsigned char>(c)));
+    }
+  }
+  return words;
+}
+
+std::vector<int32_t> Lexicon::phones_of(const std::string& word) const {
+  std::string w;
+  for (char c : word) w += char(std::toupper(static_cast<unsigned char>(c)));
+  auto it = words.find(w);
+  return it == words.end() ? std::vector<int32_t>{} : it->second;
+}
+
+Lexicon read_lexicon(const std::string& path) {
+  const std::vector<uint8_t> bytes = io::read_file_bytes(path);
+  const std::string text(bytes.begin(), bytes.end());
+  Lexicon lex;
+  size_t line_no = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (line.empty() || line.rfind(";;;", 0) == 0) continue;
+    const std::vector<std::string> fields = split_words(line);
+    if (fields.empty()) continue;
+    const std::string& word = fields[0];
+    if (word.find('(') != std::string::npos) continue;  // an alternate pronunciation
+    check(fields.size() >= 2, path + ":" + std::to_string(line_no) + ": word '" + io::one_line(word) +
+                                  "' has no pronunciation");
+    std::vector<int32_t> phones;
+    for (size_t i = 1; i < fields.size(); ++i) {
+      if (fields[i][0] == '#') break;  // a trailing comment
+      const int32_t id = phone_id(fields[i]);
+      check(id > 0, path + ":" + std::to_string(line_no) + ": '" + io::one_line(fields[i]) +
+                        "' is not one of the 39 ARPAbet phones");
+      phones.push_back(id);
+    }
+    lex.words.emplace(word, std::move(phones));
+  }
+  check(!lex.words.empty(), path + ": no pronunciations (expected CMU-dictionary lines \"word PH ON ES\")");
+  return lex;
+}
+
+}  // namespace lt

@@ -1,0 +1,117 @@
+// The speech model's front end and its checkpoint entries.
+#include "lt/speech.h"
+
+#include <cstdio>
+
+#include "lt/error.h"
+
+namespace lt {
+
+SpeechFrontEnd::SpeechFrontEnd(const FbankConfig& fbank, int stack)
+    : fbank_(std::make_shared<const Fbank>(fbank)), stack_(stack) {
+  check(stack >= 1 && stack <= 16, "frame stack " + std::to_string(stack) + " outside 1..16");
+}
+
+void SpeechFrontEnd::set_statistics(const FeatureStats& stats) {
+  check(stats.bins == fbank_->config().bins && stats.count > 0,
+        "feature statistics of " + std::to_string(stats.count) + " frames of " + std::to_string(stats.bins) +
+            " bins do not fit a " + std::to_string(fbank_->config().bins) + "-bin filterbank");
+  mean_ = stats.mean();
+  inv_std_ = stats.inv_std();
+}
+
+std::vector<float> SpeechFrontEnd::filterbank(const std::vector<float>& samples) const {
+  std::vector<float> out(size_t(fbank_->frames(int64_t(samples.size())) * fbank_->config().bins));
+  fbank_->compute(samples.data(), int64_t(samples.size()), out.data());
+  return out;
+}
+
+std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw) const {
+  check(has_statistics(), "the speech front end has no normalisation statistics");
+  const int bins = fbank_->config().bins;
+  const int64_t n = int64_t(raw.size()) / bins;
+  std::vector<float> normalised = raw;
+  normalize_features(normalised.data(), n, bins, mean_.data(), inv_std_.data());
+  std::vector<float> out(size_t(positions(n) * features()));
+  stack_frames(normalised.data(), n, bins, stack_, out.data());
+  return out;
+}
+
+std::map<std::string, std::string> SpeechFrontEnd::metadata() const {
+  const FbankConfig& c = fbank_->config();
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  return {{"fbank.sample_rate", std::to_string(c.sample_rate)},
+          {"fbank.bins", std::to_string(c.bins)},
+          {"fbank.frame_ms", num(c.frame_ms)},
+          {"fbank.hop_ms", num(c.hop_ms)},
+          {"fbank.preemphasis", num(c.preemphasis)},
+          {"fbank.low_hz", num(c.low_hz)},
+          {"fbank.high_hz", num(c.high_hz)},
+          {"fbank.log_floor", num(c.log_floor)},
+          {"fbank.remove_dc", c.remove_dc ? "1" : "0"},
+          {"frame_stack", std::to_string(stack_)}};
+}
+
+std::map<std::string, Tensor> SpeechFrontEnd::tensors() const {
+  check(has_statistics(), "the speech front end has no normalisation statistics to save");
+  const int64_t bins = fbank_->config().bins;
+  return {{"frontend.mean", Tensor::from_vector(mean_, {bins})},
+          {"frontend.inv_std", Tensor::from_vector(inv_std_, {bins})}};
+}
+
+SpeechFrontEnd SpeechFrontEnd::from_checkpoint(const Checkpoint& ck) {
+  FbankConfig c;
+  c.sample_rate = int(ck.meta_int("fbank.sample_rate"));
+  c.bins = int(ck.meta_int("fbank.bins"));
+  c.frame_ms = ck.meta_double("fbank.frame_ms");
+  c.hop_ms = ck.meta_double("fbank.hop_ms");
+  c.preemphasis = ck.meta_double("fbank.preemphasis");
+  c.low_hz = ck.meta_double("fbank.low_hz");
+  c.high_hz = ck.meta_double("fbank.high_hz");
+  c.log_floor = ck.meta_double("fbank.log_floor");
+  c.remove_dc = ck.meta_int("fbank.remove_dc") != 0;
+  check(c.sample_rate == 16000 && c.bins >= 1 && c.bins <= 512,
+        ck.path + ": metadata fbank.sample_rate " + std::to_string(c.sample_rate) + " / fbank.bins " +
+            std::to_string(c.bins) + " (lt reads 16 kHz, 1..512 bins)");
+  const int64_t stack = ck.meta_int("frame_stack");
+  check(stack >= 1 && stack <= 16, ck.path + ": metadata frame_stack " + std::to_string(stack) + " outside 1..16");
+  SpeechFrontEnd f;
+  try {
+    f = SpeechFrontEnd(c, int(stack));
+  } catch (const Error& e) {
+    throw Error(ck.path + ": " + e.what());
+  }
+  f.mean_ = ck.get("frontend.mean", {c.bins}).to_vector();
+  f.inv_std_ = ck.get("frontend.inv_std", {c.bins}).to_vector();
+  return f;
+}
+
+SequenceModelConfig speech_model_config(const TransformerConfig& transformer, int64_t features, int64_t classes,
+                                        int64_t max_positions) {
+  SequenceModelConfig c;
+  c.family = "speech";
+  c.input_features = features;
+  c.max_positions = max_positions;
+  c.transformer = transformer;
+  c.head.kind = HeadKind::ctc;
+  c.head.classes = classes;
+  c.validate();
+  return c;
+}
+
+SpeechModel load_speech_model(const std::string& path, Device device) {
+  const Checkpoint ck = load_safetensors(path);
+  check(ck.meta("lt.model", "image") == "speech",
+        path + ": a " + ck.meta("lt.model", "image") + " model, not a speech model (lt.model=speech)");
+  SpeechModel m{SequenceModel::load(ck, device), SpeechFrontEnd::from_checkpoint(ck)};
+  check(m.model->config().input_features == m.frontend.features() && !m.model->config().head.per_position(),
+        path + ": its input_projection takes " + std::to_string(m.model->config().input_features) +
+            " features, its front end gives " + std::to_string(m.frontend.features()));
+  return m;
+}
+
+}  // namespace lt

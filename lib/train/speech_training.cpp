@@ -1,0 +1,220 @@
+// The speech task: featurising utterances once into memory, length-bucketed
+// batches, and scoring by phone error rate.
+#include "lt/speech_training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "lt/audio.h"
+#include "lt/error.h"
+#include "lt/random.h"
+
+namespace lt {
+
+std::vector<std::vector<float>> compute_filterbanks(const std::vector<Utterance>& utterances,
+                                                    const SpeechFrontEnd& frontend) {
+  std::vector<std::vector<float>> raw(utterances.size());
+  std::string failure;
+  // Utterances are independent: one per thread at a time, the first error kept.
+#pragma omp parallel for schedule(dynamic, 4)
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    try {
+      raw[i] = frontend.filterbank(read_audio(utterances[i].audio));
+    } catch (const std::exception& e) {
+#pragma omp critical
+      if (failure.empty()) failure = e.what();
+    }
+  }
+  check(failure.empty(), failure);
+  return raw;
+}
+
+FeatureStats filterbank_statistics(const std::vector<std::vector<float>>& raw, int bins) {
+  FeatureStats stats(bins);
+  for (const auto& frames : raw) stats.add(frames.data(), int64_t(frames.size()) / bins);
+  return stats;
+}
+
+SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::vector<std::vector<float>>& raw,
+                          const SpeechFrontEnd& frontend, int64_t max_positions, SpeechSetReport* report) {
+  check(raw.size() == utterances.size(), "make_speech_set: one set of frames per utterance");
+  SpeechSetReport r;
+  SpeechSet set;
+  set.width = frontend.features();
+  set.start = {0};
+  set.phones.offsets = {0};
+  const int bins = frontend.fbank_config().bins;
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    const Utterance& u = utterances[i];
+    const int64_t positions = frontend.positions(int64_t(raw[i].size()) / bins);
+    if (u.phones.empty()) {
+      ++r.no_phones;
+      continue;
+    }
+    if (positions < ctc_min_frames(u.phones.data(), int64_t(u.phones.size()))) {
+      ++r.too_short;
+      continue;
+    }
+    if (positions > max_positions) {
+      ++r.too_long;
+      continue;
+    }
+    const std::vector<float> inputs = frontend.encoder_inputs(raw[i]);
+    set.inputs.insert(set.inputs.end(), inputs.begin(), inputs.end());
+    set.start.push_back(set.start.back() + positions);
+    set.phones.labels.insert(set.phones.labels.end(), u.phones.begin(), u.phones.end());
+    set.phones.offsets.push_back(int64_t(set.phones.labels.size()));
+    set.speakers.push_back(u.speaker);
+  }
+  if (report) *report = r;
+  return set;
+}
+
+namespace {
+
+// Rows idx of set as a padded batch: inputs zero past each row's length.
+void fill_batch(const SpeechSet& set, const std::vector<int64_t>& idx, SequenceBatch& out) {
+  const int64_t rows = int64_t(idx.size()), W = set.width;
+  int64_t length = 0;
+  for (int64_t i : idx) length = std::max(length, set.positions(i));
+  out.rows = rows;
+  out.length = length;
+  out.inputs.clear();
+  out.targets.clear();
+  out.first.clear();
+  out.last.clear();
+  out.features.assign(size_t(rows * length * W), 0.f);
+  out.lengths.resize(size_t(rows));
+  out.labels.labels.clear();
+  out.labels.offsets.assign(1, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = idx[size_t(r)], n = set.positions(i);
+    std::copy(set.inputs.begin() + set.start[i] * W, set.inputs.begin() + (set.start[i] + n) * W,
+              out.features.begin() + r * length * W);
+    out.lengths[size_t(r)] = int32_t(n);
+    const auto* first = set.phones.labels.data() + set.phones.offsets[i];
+    out.labels.labels.insert(out.labels.labels.end(), first, first + set.phones.length(i));
+    out.labels.offsets.push_back(int64_t(out.labels.labels.size()));
+  }
+}
+
+// Fisher-Yates with a counter-based generator (the same on every platform).
+void shuffle(std::vector<int64_t>& v, uint64_t key) {
+  for (int64_t i = int64_t(v.size()) - 1; i > 0; --i)
+    std::swap(v[size_t(i)], v[size_t(splitmix64(key + uint64_t(i)) % uint64_t(i + 1))]);
+}
+
+}  // namespace
+
+SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
+                         const CtcBeamOptions* beam) {
+  check(batch >= 1, "score_speech: batch must be >= 1");
+  SpeechScore score;
+  std::vector<int64_t> order(static_cast<size_t>(set.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return set.positions(a) < set.positions(b); });
+  SequenceBatch b;
+  double nats = 0;
+  int64_t phones = 0;
+  const int64_t C = model.config().head.width();
+  for (size_t at = 0; at < order.size(); at += size_t(batch)) {
+    const std::vector<int64_t> idx(order.begin() + long(at), order.begin() + long(std::min(order.size(), at + size_t(batch))));
+    fill_batch(set, idx, b);
+    const double loss = model.forward(b, options);
+    nats += loss * double(model.counted());
+    phones += model.counted();
+    const std::vector<float> logits = model.heads().to_vector();
+    for (size_t r = 0; r < idx.size(); ++r) {
+      const float* row = logits.data() + r * size_t(b.length * C);
+      const std::vector<int32_t> hyp = beam ? ctc_prefix_beam_search(row, b.lengths[r], C, *beam)
+                                            : ctc_greedy_decode(row, b.lengths[r], C);
+      const int64_t i = idx[r];
+      const std::vector<int32_t> ref(set.phones.labels.begin() + set.phones.offsets[i],
+                                     set.phones.labels.begin() + set.phones.offsets[i + 1]);
+      score.overall.add(ref, hyp);
+      score.by_speaker[set.speakers[size_t(i)]].add(ref, hyp);
+    }
+  }
+  score.loss = phones > 0 ? nats / double(phones) : 0;
+  score.utterances = set.size();
+  return score;
+}
+
+SpeechTrainingTask::SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, const SpecAugment* augment,
+                                       int stack)
+    : train_(std::move(train)), valid_(std::move(valid)), seed_(seed), augment_(augment != nullptr), stack_(stack) {
+  check(stack >= 1 && train_.width % stack == 0, "speech task: rows of " + std::to_string(train_.width) +
+                                                     " features are not " + std::to_string(stack) + " stacked frames");
+  check(train_.size() > 0, "no training utterances");
+  if (augment) spec_ = *augment;
+}
+
+const std::vector<std::vector<int64_t>>& SpeechTrainingTask::plan(int64_t epoch, int64_t rows) {
+  if (epoch == planned_epoch_ && rows == planned_rows_) return batches_;
+  const int64_t n = train_.size();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  const uint64_t key = splitmix64(splitmix64(seed_ ^ 0x5BEEC4ull) + uint64_t(epoch));
+  shuffle(order, key);
+  // Pools of 50 batches sorted by length, cut into batches: rows of a batch
+  // have similar lengths, and the pools keep the epoch's order random.
+  const int64_t pool = rows * 50;
+  for (int64_t p = 0; p < n; p += pool)
+    std::stable_sort(order.begin() + p, order.begin() + std::min(n, p + pool),
+                     [&](int64_t a, int64_t b) { return train_.positions(a) < train_.positions(b); });
+  batches_.clear();
+  // Full batches only (the few left over differ from epoch to epoch); a set
+  // smaller than one batch is one batch.
+  for (int64_t at = 0; at + rows <= n; at += rows) batches_.emplace_back(order.begin() + at, order.begin() + at + rows);
+  if (batches_.empty()) batches_.push_back(order);
+  std::vector<int64_t> which(batches_.size());
+  std::iota(which.begin(), which.end(), 0);
+  shuffle(which, splitmix64(key ^ 0xBA7Cull));
+  std::vector<std::vector<int64_t>> shuffled;
+  for (int64_t w : which) shuffled.push_back(std::move(batches_[size_t(w)]));
+  batches_ = std::move(shuffled);
+  planned_epoch_ = epoch;
+  planned_rows_ = rows;
+  return batches_;
+}
+
+void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
+  const int64_t per_epoch = std::max<int64_t>(1, train_.size() / rows);
+  const auto& batches = plan(step / per_epoch, rows);
+  fill_batch(train_, batches[size_t(step % per_epoch)], out);
+  if (!augment_) return;
+  const int64_t W = train_.width;
+  for (int64_t r = 0; r < out.rows; ++r)
+    spec_augment(out.features.data() + r * out.length * W, out.lengths[size_t(r)], int(W / stack_), stack_, spec_,
+                 splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r))));
+}
+
+double SpeechTrainingTask::epoch(int64_t step, int64_t rows) const {
+  return double(step) / double(std::max<int64_t>(1, train_.size() / rows));
+}
+
+double SpeechTrainingTask::padding_share(int64_t rows) {
+  const auto& batches = plan(std::max<int64_t>(planned_epoch_, 0), rows);
+  double real = 0, padded = 0;
+  for (const auto& b : batches) {
+    int64_t longest = 0;
+    for (int64_t i : b) {
+      longest = std::max(longest, train_.positions(i));
+      real += double(train_.positions(i));
+    }
+    padded += double(longest) * double(b.size());
+  }
+  return padded > 0 ? 1.0 - real / padded : 0;
+}
+
+Evaluation SpeechTrainingTask::evaluate(ReplicaSet& replicas, const ForwardOptions& options) {
+  const SpeechScore s = score_speech(replicas.model(), valid_, std::max<int64_t>(planned_rows_, 8), options);
+  Evaluation e;
+  e.loss = s.loss;
+  e.error_rate = s.overall.rate();
+  e.examples = s.utterances;
+  return e;
+}
+
+}  // namespace lt

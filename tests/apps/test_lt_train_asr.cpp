@@ -1,0 +1,103 @@
+// lt-train --task asr end to end on utterances the test synthesizes with
+// espeak-ng: train, resume, evaluate (text and JSON, per speaker), export,
+// and one-line refusals of bad input.
+#include <nlohmann/json.hpp>
+
+#include "apps/cli.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+struct Sentence {
+  const char* words;
+  const char* phones;  // CMU dictionary pronunciations, stress removed
+};
+constexpr Sentence kSentences[] = {
+    {"HELLO WORLD", "HH AH L OW W ER L D"},
+    {"GOOD MORNING", "G UH D M AO R N IH NG"},
+    {"THE CAT SAT", "DH AH K AE T S AE T"},
+    {"SEVEN DAYS", "S EH V AH N D EY Z"},
+};
+
+// Writes the utterances with espeak-ng (22.05 kHz WAV: read_audio resamples)
+// and a manifest over them; voices alternate so that PER comes per speaker.
+std::string synthesize_manifest(const TempDir& dir, const std::string& name) {
+  std::string tsv = "path\tduration_s\tspeaker\twords\tphones\n";
+  int i = 0;
+  for (const Sentence& s : kSentences) {
+    const std::string voice = i % 2 ? "en-us" : "en-gb";
+    const std::string wav = name + "-" + std::to_string(i) + ".wav";
+    const std::string cmd = "espeak-ng -v " + voice + " -w '" + dir.file(wav) + "' '" + s.words + "' 2>/dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    tsv += wav + "\t0\t" + voice + "\t" + s.words + "\t" + s.phones + "\n";
+    ++i;
+  }
+  const std::string path = dir.file(name + ".tsv");
+  write_bytes(path, std::vector<uint8_t>(tsv.begin(), tsv.end()));
+  return path;
+}
+
+const std::string kTiny = "--layers 1 --d-model 16 --heads 2 --batch 2 --plateau 1 -q";
+
+}  // namespace
+
+TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports PER overall and per speaker") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train"), model = tmp.file("asr.safetensors");
+  CommandResult r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --valid '" + train + "' " + kTiny +
+                                                   " --steps 4 --eval-every 2 --spec-augment -o '" + model + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("PER") != std::string::npos);
+
+  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --valid '" + train + "' --resume --steps 6 -q -o '" + model + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("step 6") != std::string::npos);
+
+  r = run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' -f json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["utterances"] == 4);
+  CHECK(j["phones"] == 33);
+  CHECK(j["per"].get<double>() >= 0);
+  CHECK(j["speakers"].size() == 2);
+  CHECK(j["speakers"]["en-us"]["phones"].get<int>() + j["speakers"]["en-gb"]["phones"].get<int>() == 33);
+
+  r = run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' --beam 8");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("beam decoding") != std::string::npos);
+
+  const std::string exported = tmp.file("export.safetensors");
+  r = run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + exported + "'");
+  REQUIRE(r.exit_code == 0);
+  r = run_tool(tmp, "lt-train", "--eval -m '" + exported + "' --data '" + train + "' -f json");
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["per"] == j["per"]);
+}
+
+TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
+  TempDir tmp;
+  auto one_line = [](const CommandResult& r, const std::string& want) {
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(want) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  const std::string missing = tmp.file("none.tsv");
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + missing + "' " + kTiny + " --steps 1 -o '" + tmp.file("m") + "'"),
+           missing);
+  // A manifest whose audio is not audio.
+  const std::string bad_audio = tmp.file("bad.wav");
+  write_bytes(bad_audio, std::vector<uint8_t>(1000, 7));
+  const std::string tsv = "path\tduration_s\tspeaker\twords\tphones\nbad.wav\t0\tx\tHI\tHH AY\n";
+  const std::string manifest = tmp.file("bad.tsv");
+  write_bytes(manifest, std::vector<uint8_t>(tsv.begin(), tsv.end()));
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + manifest + "' " + kTiny + " --steps 1 -o '" + tmp.file("m2") + "'"),
+           "bad.wav");
+  one_line(run_tool(tmp, "lt-train", "--task image --frame-stack 2 --steps 1"), "--frame-stack");
+  one_line(run_tool(tmp, "lt-train", "--task asr --mixtures 3 --steps 1"), "--mixtures");
+}

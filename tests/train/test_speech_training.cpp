@@ -1,0 +1,157 @@
+// The speech task on the one training loop: length-bucketed batches as a
+// function of (seed, step), bitwise resumption with SpecAugment and the
+// plateau rule, and the plateau rule itself.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "io/temp_dir.h"
+#include "lt/safetensors.h"
+#include "lt/speech_training.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+// n utterances of 3..40 positions with random frames and phones that fit them.
+SpeechSet random_set(Rng& rng, int64_t n, int64_t width) {
+  SpeechSet s;
+  s.width = width;
+  s.start = {0};
+  s.phones.offsets = {0};
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = rng.integer(3, 40);
+    const std::vector<float> f = rng.normals(len * width);
+    s.inputs.insert(s.inputs.end(), f.begin(), f.end());
+    s.start.push_back(s.start.back() + len);
+    // No adjacent repeats, so len / 2 labels always fit.
+    int32_t last = 0;
+    for (int64_t k = rng.integer(1, len / 2); k > 0; --k) {
+      int32_t p;
+      do p = int32_t(rng.integer(1, 4));
+      while (p == last);
+      s.phones.labels.push_back(last = p);
+    }
+    s.phones.offsets.push_back(int64_t(s.phones.labels.size()));
+    s.speakers.push_back(i % 2 ? "voice-a" : "voice-b");
+  }
+  return s;
+}
+
+SequenceModelConfig tiny_config(int64_t width) {
+  TransformerConfig t{2, 2, 4, 8, 16, AttentionKind::linear, Direction::bidirectional, "elu", 0.1f};
+  return speech_model_config(t, width, 5, 64);
+}
+
+std::vector<float> values_of(SequenceModel& m) { return m.params().values().to_vector(); }
+
+}  // namespace
+
+TEST_CASE("speech batches: an epoch's batches are disjoint, of similar lengths, and a function of seed and step") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n = 203, rows = 8;
+  SpeechSet set = random_set(rng, n, 3);
+  SpeechTrainingTask task(set, SpeechSet{}, seed);
+  SpeechTrainingTask again(set, SpeechSet{}, seed);
+  const int64_t per_epoch = n / rows;
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    std::multiset<std::vector<float>> rows_seen;
+    int64_t real = 0, padded = 0;
+    for (int64_t s = epoch * per_epoch; s < (epoch + 1) * per_epoch; ++s) {
+      SequenceBatch b, c;
+      task.batch(s, rows, b);
+      again.batch(s, rows, c);
+      CHECK(b.features == c.features);  // a function of (seed, step)
+      CHECK(b.rows == rows);
+      CHECK(b.labels.rows() == rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        real += b.lengths[r];
+        rows_seen.insert(std::vector<float>(b.features.begin() + r * b.length * 3,
+                                            b.features.begin() + r * b.length * 3 + 3));
+        for (int64_t i = b.lengths[r] * 3; i < b.length * 3; ++i) CHECK(b.features[r * b.length * 3 + i] == 0.f);
+      }
+      padded += b.rows * b.length;
+    }
+    // Disjoint: each utterance's first frame at most once an epoch.
+    for (const auto& f : rows_seen) CHECK(rows_seen.count(f) == 1);
+    CHECK(int64_t(rows_seen.size()) == per_epoch * rows);
+    // Random batches of lengths 3..40 pad about half; buckets far less.
+    CHECK(1.0 - double(real) / double(padded) < 0.15);
+  }
+  CHECK(task.epoch(per_epoch * 3, rows) == doctest::Approx(3.0));
+}
+
+TEST_CASE("speech training resumes bitwise: SpecAugment masks, dropout and the plateau rule come back") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  const SpeechSet train = random_set(rng, 24, 4), valid = random_set(rng, 6, 4);
+  TrainOptions opt;
+  opt.schedule.lr = 3e-3f;
+  opt.seed = seed;
+  opt.plateau_patience = 1;
+  TrainLoopSettings s;
+  s.batch = 4;
+  s.steps = 8;
+  s.eval_every = 2;
+  s.checkpoint_every = 0;
+  SpecAugment spec{1, 2, 1, 3};
+  auto run = [&](SequenceModel& model, Trainer& trainer, int64_t steps, const std::string& path) {
+    TrainLoopSettings t = s;
+    t.steps = steps;
+    t.checkpoint = path;
+    SpeechTrainingTask task(train, valid, seed, &spec);
+    return train_model(model, trainer, task, t, nullptr);
+  };
+  SequenceModel straight(tiny_config(4), Device::cpu);
+  straight.init_parameters(seed);
+  Trainer t1(straight.params(), opt);
+  CHECK(run(straight, t1, 8, tmp.file("straight.safetensors")).status == TrainStatus::finished);
+
+  SequenceModel first(tiny_config(4), Device::cpu);
+  first.init_parameters(seed);
+  Trainer t2(first.params(), opt);
+  const std::string path = tmp.file("half.safetensors");
+  run(first, t2, 4, path);
+  auto resumed = SequenceModel::load(load_safetensors(path), Device::cpu);
+  Trainer t3(resumed->params(), opt);
+  t3.restore(load_safetensors(path));
+  CHECK(t3.lr_scale() == t2.lr_scale());
+  run(*resumed, t3, 8, path);
+  const std::vector<float> a = values_of(straight), b = values_of(*resumed);
+  REQUIRE(a.size() == b.size());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  CHECK(t3.lr_scale() == t1.lr_scale());
+}
+
+TEST_CASE("the plateau rule scales the learning rate after patience evaluations without a better loss") {
+  Parameters p;
+  p.add("w", {3});
+  p.allocate(Device::cpu);
+  TrainOptions opt;
+  opt.schedule.lr = 0.5f;
+  opt.plateau_patience = 2;
+  opt.plateau_factor = 0.5f;
+  Trainer trainer(p, opt);
+  // Loss 1.0 (best), 1.2, 1.1 (two without gain: halve), 0.9 (best), 0.95, 0.9 (equal is no gain: halve).
+  const std::vector<std::pair<double, bool>> reports = {{1.0, false}, {1.2, false}, {1.1, true},
+                                                        {0.9, false}, {0.95, false}, {0.9, true}};
+  float scale = 1;
+  for (auto [loss, halves] : reports) {
+    CHECK(trainer.report_evaluation(loss) == halves);
+    if (halves) scale *= 0.5f;
+    CHECK(trainer.lr_scale() == scale);
+  }
+  CHECK(trainer.update() == doctest::Approx(0.5f * 0.25f));
+  SUBCASE("off by default") {
+    Trainer plain(p, TrainOptions{});
+    for (int i = 0; i < 5; ++i) CHECK_FALSE(plain.report_evaluation(1.0));
+    CHECK(plain.lr_scale() == 1.f);
+  }
+}
