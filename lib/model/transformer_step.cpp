@@ -28,9 +28,10 @@ int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len, DType dtyp
 RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype) const {
   check(config_.direction == Direction::causal, "a bidirectional stack has no recurrent form");
   check(batch >= 1 && max_len >= 1, "a recurrent state needs batch and length >= 1");
-  check(dtype == DType::f32 || (dtype == DType::bf16 && config_.attention == AttentionKind::linear),
-        std::string("a recurrent state is float32, or bfloat16 for linear attention; not ") + dtype_name(dtype) +
-            " for " + attention_name(config_.attention));
+  check(dtype == DType::f32 || dtype == DType::bf16,
+        std::string("a recurrent state's S is float32 or bfloat16, not ") + dtype_name(dtype));
+  // dtype is linear attention's S (Precision::state); a KV cache stays float32.
+  if (config_.attention == AttentionKind::softmax) dtype = DType::f32;
   RecurrentState s;
   s.buffer = Tensor::zeros({state_numel(batch, max_len, dtype)}, params_.device());
   s.batch = batch;

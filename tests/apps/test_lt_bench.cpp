@@ -91,7 +91,7 @@ TEST_CASE("lt-bench attention has favor rows (FAVOR+ features) in the table besi
   CHECK(r.out.find("| favor |") != std::string::npos);
 }
 
-TEST_CASE("lt-bench generate writes jsonl rows with images_per_s; the KV cache outgrows the recurrent state") {
+TEST_CASE("lt-bench generate writes jsonl rows with images_per_s, and the KV cache outgrows the recurrent state") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 1 3 -a linear softmax --steps 8 -q -f jsonl");
   INFO("stderr: " << r.err);

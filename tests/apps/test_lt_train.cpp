@@ -80,7 +80,7 @@ TEST_CASE("lt-train --help lists every option with its default") {
   TempDir dir;
   CommandResult r = lt_train(dir, "--help");
   REQUIRE(r.exit_code == 0);
-  for (const char* s : {"--task TEXT:{image,copy}=image", "-o,--output TEXT=model.safetensors", "--resume",
+  for (const char* s : {"--task TEXT:{image,copy,asr}=image", "-o,--output TEXT=model.safetensors", "--resume",
                         "--eval", "--export", "--attention TEXT=causal-linear", "--optimizer TEXT=radam",
                         "--schedule TEXT=constant", "--milestones", "--gamma FLOAT=0.1", "--warmup INT=0",
                         "--clip FLOAT=1", "--epochs INT=1", "-s,--seed UINT=1", "--checkpoint-every INT=500",

@@ -85,7 +85,7 @@ TEST_CASE("ctc gradient matches central differences of the loss") {
     for (int64_t c = 0; c < C; ++c) CHECK(g[size_t((T + t2) * C + c)] == 0.f);
 }
 
-TEST_CASE("ctc: repeated labels need a blank between them; just long enough is finite, one frame short is not") {
+TEST_CASE("ctc: repeated labels need a blank between them, just long enough is finite, one frame short is not") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

@@ -106,8 +106,9 @@ class TransformerStack {
 
   // ---- generation: the recurrent form, one position for a batch ----
   int64_t state_numel(int64_t batch, int64_t max_len, DType dtype) const;
-  // Zeros (the empty prefix) on the parameters' device. A bfloat16 S needs
-  // linear attention.
+  // Zeros (the empty prefix) on the parameters' device. dtype is linear
+  // attention's S (Precision::state); a softmax stack's KV cache is float32
+  // whatever it asks.
   RecurrentState new_state(int64_t batch, int64_t max_len, DType dtype = DType::f32) const;
   // One position t for every batch element: x [B, d] -> y [B, d]; updates
   // state. Allocation-free after the first call with a given B.

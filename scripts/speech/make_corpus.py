@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Builds lt's offline speech corpus (docs/speech.md, "Corpus") from Debian
+packages: sentences from WordNet's examples, fortunes and the KJV bible, read
+by flite, festival and espeak-ng voices, some of them augmented with sox,
+labelled with the 39 ARPAbet phones. Deterministic: the same arguments give
+the same files. Work is split into shards; a finished shard's manifest is
+written atomically, so a rerun resumes where the last one stopped.
+
+  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [-j N] [--out data/speech]
+"""
+import argparse
+import glob
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CMUDICT = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"
+PHONES = ("AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH "
+          "UH UW V W Y Z ZH").split()
+# flite's and festival's phones (the CMU/radio set) as the 39; silences drop.
+ENGINE_PHONES = {p.lower(): [p] for p in PHONES}
+ENGINE_PHONES.update({"ax": ["AH"], "axr": ["ER"], "el": ["AH", "L"], "em": ["AH", "M"], "en": ["AH", "N"],
+                      "dx": ["D"], "hv": ["HH"], "ix": ["IH"], "nx": ["N"], "pau": [], "h#": [], "brth": [],
+                      "ssil": [], "#": []})
+SENTENCE_WORDS = (4, 30)
+SECONDS_PER_PHONE = 0.085  # planning estimate only; the manifest has measured durations
+
+# Voices: (engine, voice, weight). Validation voices never train.
+TRAIN_VOICES = [("flite", "rms", 3), ("flite", "slt", 3), ("flite", "kal16", 2), ("festival", "kal_diphone", 2),
+                ("espeak", "en-us", 2), ("espeak", "en-us-nyc", 1), ("espeak", "en-gb", 2), ("espeak", "en-gb-x-rp", 1),
+                ("espeak", "en-gb-x-gbclan", 1), ("espeak", "en-gb-x-gbcwmd", 1), ("espeak", "en-029", 1)]
+VALID_VOICES = [("flite", "awb", 1), ("espeak", "en-gb-scotland", 1)]
+
+
+def log(*args):
+    print("prepare-speech:", *args, file=sys.stderr, flush=True)
+
+
+def read_lexicon():
+    lex = {}
+    with open(CMUDICT, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 2 or "(" in parts[0]:
+                continue
+            phones = []
+            for p in parts[1:]:
+                if p.startswith("#"):
+                    break
+                phones.append(re.sub(r"[012]$", "", p.upper()))
+            lex.setdefault(parts[0].upper(), phones)
+    return lex
+
+
+def normalise(sentence):
+    """Upper-case words of letters and apostrophes, or None."""
+    words = re.sub(r"[^A-Za-z' ]+", " ", sentence.replace("-", " ")).upper().split()
+    words = [w.strip("'") for w in words if w.strip("'")]
+    return words if SENTENCE_WORDS[0] <= len(words) <= SENTENCE_WORDS[1] else None
+
+
+def split_sentences(text):
+    return [s for s in re.split(r"[.!?;:]+(?:\s+|$)", re.sub(r"\s+", " ", text)) if s.strip()]
+
+
+def wordnet_sentences():
+    out = []
+    for path in sorted(glob.glob("/usr/share/wordnet/data.*")):
+        with open(path, encoding="latin-1") as f:
+            for line in f:
+                if line.startswith("  "):
+                    continue  # the licence header
+                out += re.findall(r'"([^"]+)"', line.partition("|")[2])
+    return out
+
+
+def fortune_sentences():
+    out = []
+    for path in sorted(glob.glob("/usr/share/games/fortunes/*")):
+        if os.path.isdir(path) or path.endswith((".dat", ".u8")) or os.path.islink(path):
+            continue  # the offensive ones live in off/, which is a folder
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for fortune in f.read().split("\n%\n"):
+                out += split_sentences(fortune)
+    return out
+
+
+def bible_sentences():
+    text = subprocess.run(["bible", "-l0", "gen1:1-rev22:21"], capture_output=True, text=True, check=True).stdout
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*\d+ (.*)", line)
+        if m:
+            out += split_sentences(m.group(1))
+    return out
+
+
+def choose_sentences(lex, seed):
+    sources = {"wordnet": wordnet_sentences(), "fortunes": fortune_sentences(), "bible": bible_sentences()}
+    seen, kept = set(), []
+    for name, sentences in sources.items():
+        ok = unknown = 0
+        for s in sentences:
+            words = normalise(s)
+            if not words:
+                continue
+            key = " ".join(words)
+            if key in seen:
+                continue
+            seen.add(key)
+            if all(w in lex for w in words):
+                kept.append(key)
+                ok += 1
+            else:
+                unknown += 1
+        log(f"{name}: {ok} sentences kept, {unknown} with a word the CMU dictionary lacks left out")
+    random.Random(seed).shuffle(kept)
+    return kept
+
+
+def plan(sentences, lex, hours, voices, split, rng_seed, start):
+    """Utterances until the estimated duration reaches `hours`; returns them and the next sentence index."""
+    weighted = [v for v in voices for _ in range(v[2])]
+    utts, total, i = [], 0.0, start
+    while total < hours * 3600:
+        if i >= len(sentences):
+            log(f"ran out of sentences at {total / 3600:.2f} h of {split}")
+            break
+        words = sentences[i]
+        rng = random.Random(f"{rng_seed}-{split}-{i}")
+        engine, voice, _ = rng.choice(weighted)
+        u = {"id": f"{split}{len(utts):06d}", "words": words, "engine": engine, "voice": voice}
+        if engine == "espeak":
+            u["variant"] = rng.choice(["", "+klatt", "+klatt2", "+klatt3", "+klatt4", "+klatt5", "+klatt6"])
+            u["pitch"] = rng.randint(30, 70)
+            u["speed"] = rng.randint(135, 185)
+        elif engine == "flite":
+            u["stretch"] = round(rng.uniform(0.85, 1.2), 2)
+        if split == "train" and rng.random() < 0.5:
+            kind = rng.choice(["speed", "pitch", "reverb", "telephone", "noise"])
+            u["augment"] = {"speed": ["speed", f"{rng.uniform(0.9, 1.1):.3f}"],
+                            "pitch": ["pitch", str(rng.randint(-300, 300))],
+                            "reverb": ["reverb", str(rng.randint(20, 60))],
+                            "telephone": ["highpass", "300", "lowpass", "3400", "rate", "8000"],
+                            "noise": ["noise", str(rng.randint(5, 20)), rng.choice(["white", "pink", "brown"])]}[kind]
+        phones = sum(len(lex[w]) for w in words.split())
+        total += phones * SECONDS_PER_PHONE * u.get("stretch", 1) + 0.4
+        utts.append(u)
+        i += 1
+    return utts, i
+
+
+def engine_phones(names):
+    out = []
+    for n in names:
+        out += ENGINE_PHONES.get(n.lower(), [])
+    return out
+
+
+def synthesize(u, wav, tmp):
+    """Writes u's raw synthesis to wav; returns the phones the engine spoke, or None to use the lexicon."""
+    text = u["words"].lower()
+    if u["engine"] == "flite":
+        r = subprocess.run(["flite", "-voice", u["voice"], "--setf", f"duration_stretch={u['stretch']}", "-psdur",
+                            "-t", text, "-o", wav], capture_output=True, text=True, check=True)
+        return engine_phones(p.split(":")[0] for p in r.stdout.split())
+    if u["engine"] == "espeak":
+        subprocess.run(["espeak-ng", "-v", u["voice"] + u["variant"], "-p", str(u["pitch"]), "-s", str(u["speed"]),
+                        "-w", wav, text], capture_output=True, check=True)
+        return None
+    raise ValueError(u["engine"])
+
+
+def festival_batch(utts, tmp):
+    """Synthesizes every festival utterance of a shard in one process (its start-up costs 0.6 s)."""
+    script = os.path.join(tmp, "batch.scm")
+    with open(script, "w") as f:
+        f.write("(voice_kal_diphone)\n")
+        for u in utts:
+            wav = os.path.join(tmp, u["id"] + ".raw.wav")
+            f.write(f'(set! u (utt.synth (Utterance Text "{u["words"].lower()}")))\n'
+                    f'(utt.save.wave u "{wav}" \'riff)\n'
+                    f'(format t "LTUTT {u["id"]} ")\n'
+                    '(mapcar (lambda (s) (format t "%s " (item.name s))) (utt.relation.items u \'Segment))\n'
+                    '(format t "\\n")\n')
+    r = subprocess.run(["festival", "--batch", script], capture_output=True, text=True, check=True)
+    phones = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("LTUTT "):
+            parts = line.split()
+            phones[parts[1]] = engine_phones(parts[2:])
+    return phones
+
+
+def rms_of(wav):
+    r = subprocess.run(["sox", wav, "-n", "stat"], capture_output=True, text=True, check=True)
+    m = re.search(r"RMS\s+amplitude:\s+([0-9.eE+-]+)", r.stderr)
+    return float(m.group(1)) if m else 0.0
+
+
+def finish(u, raw, out_path, tmp):
+    """16 kHz mono 16-bit FLAC with u's augmentation; returns its duration in seconds."""
+    aug = u.get("augment")
+    # Repeatable random numbers and no dither (the same bytes every run); -G
+    # lowers the gain where an effect would clip; errors only on stderr.
+    sox = ["sox", "-R", "-D", "-G", "-V1"]
+    effects = ["rate", "-h", "16000"] if not aug or aug[0] != "noise" else []
+    if aug and aug[0] == "noise":
+        snr, colour = float(aug[1]), aug[2]
+        clean = os.path.join(tmp, u["id"] + ".clean.wav")
+        subprocess.run(sox + [raw, "-r", "16000", "-c", "1", clean], check=True)
+        level = rms_of(clean) / (10 ** (snr / 20))
+        noise = os.path.join(tmp, u["id"] + ".noise.wav")
+        # A noise of RMS `level` (a unit-amplitude white/pink/brown noise scaled by its own RMS).
+        subprocess.run(sox + ["-n", "-r", "16000", "-c", "1", noise, "synth", str(soxi_seconds(clean)), colour + "noise"],
+                       check=True)
+        scaled = os.path.join(tmp, u["id"] + ".scaled.wav")
+        subprocess.run(sox + ["-v", f"{level / max(rms_of(noise), 1e-9):.6f}", noise, scaled], check=True)
+        subprocess.run(sox + ["-m", clean, scaled, "-b", "16", out_path], check=True)
+    else:
+        if aug:
+            effects += aug + (["rate", "-h", "16000"] if aug[0] in ("telephone", "highpass") else [])
+        subprocess.run(sox + [raw, "-c", "1", "-b", "16", out_path] + effects + ["rate", "-h", "16000"], check=True)
+    return soxi_seconds(out_path)
+
+
+def soxi_seconds(path):
+    r = subprocess.run(["soxi", "-D", path], capture_output=True, text=True, check=True)
+    return float(r.stdout.strip())
+
+
+def run_shard(job):
+    split, index, utts, out_dir, lex = job
+    manifest = os.path.join(out_dir, "shards", f"{split}-{index:05d}.tsv")
+    if os.path.exists(manifest):
+        return manifest
+    audio_dir = os.path.join(out_dir, split, f"{index:05d}")
+    os.makedirs(audio_dir, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fest = [u for u in utts if u["engine"] == "festival"]
+        fest_phones = festival_batch(fest, tmp) if fest else {}
+        for u in utts:
+            raw = os.path.join(tmp, u["id"] + ".raw.wav")
+            spoken = fest_phones.get(u["id"]) if u["engine"] == "festival" else synthesize(u, raw, tmp)
+            phones = spoken if spoken else [p for w in u["words"].split() for p in lex[w]]
+            rel = os.path.join(split, f"{index:05d}", u["id"] + ".flac")
+            seconds = finish(u, raw, os.path.join(out_dir, rel), tmp)
+            # The speaker is the voice (PER is reported per voice); its variants are one speaker.
+            rows.append(f"{rel}\t{seconds:.3f}\t{u['engine']}-{u['voice']}\t{u['words']}\t{' '.join(phones)}\n")
+    part = manifest + ".part"
+    with open(part, "w") as f:
+        f.writelines(rows)
+    os.replace(part, manifest)
+    return manifest
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hours", type=float, default=20.0, help="training audio to make (estimated from phone counts)")
+    ap.add_argument("--valid-hours", type=float, default=0.5, help="validation audio, voices never trained on")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="parallel synthesis processes")
+    ap.add_argument("--out", default="data/speech", help="output folder")
+    ap.add_argument("--seed", type=int, default=1, help="sentence order, voices and augmentation")
+    ap.add_argument("--shard", type=int, default=100, help="utterances per shard (the unit of resumption)")
+    a = ap.parse_args()
+    t0 = time.time()
+    lex = read_lexicon()
+    sentences = choose_sentences(lex, a.seed)
+    valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
+    train, _ = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
+    log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
+    os.makedirs(os.path.join(a.out, "shards"), exist_ok=True)
+    jobs = []
+    for split, utts in (("valid", valid), ("train", train)):
+        for k in range(0, len(utts), a.shard):
+            jobs.append((split, k // a.shard, utts[k:k + a.shard], a.out, lex))
+    done = 0
+    with multiprocessing.Pool(a.jobs) as pool:
+        for _ in pool.imap_unordered(run_shard, jobs):
+            done += 1
+            log(f"shard {done}/{len(jobs)} done, {time.time() - t0:.0f} s")
+    for split in ("train", "valid"):
+        hours, n = 0.0, 0
+        path = os.path.join(a.out, f"{split}.tsv")
+        with open(path + ".part", "w") as out:
+            out.write("path\tduration_s\tspeaker\twords\tphones\n")
+            for shard in sorted(glob.glob(os.path.join(a.out, "shards", f"{split}-*.tsv"))):
+                with open(shard) as f:
+                    for line in f:
+                        out.write(line)
+                        hours += float(line.split("\t")[1]) / 3600
+                        n += 1
+        os.replace(path + ".part", path)
+        log(f"{path}: {n} utterances, {hours:.2f} h")
+    log(f"done in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

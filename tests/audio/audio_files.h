@@ -1,0 +1,54 @@
+// Test audio written through libsndfile itself: a known signal in a chosen
+// container, rate and channel count, and the analytic signal at 16 kHz to
+// compare what lt reads with.
+#pragma once
+#include <sndfile.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace lt::test {
+
+struct Tone {
+  double hz, phase, amplitude;
+  double at(double seconds) const { return amplitude * std::sin(2 * M_PI * hz * seconds + phase); }
+};
+
+// channels x frames interleaved: channel c is the tone scaled by (1 + c) / channels.
+inline void write_tone(const std::string& path, int format, int rate, int channels, double seconds, const Tone& tone) {
+  SF_INFO info{};
+  info.samplerate = rate;
+  info.channels = channels;
+  info.format = format;
+  REQUIRE_MESSAGE(sf_format_check(&info), "libsndfile cannot write format " << format);
+  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &info);
+  REQUIRE_MESSAGE(f != nullptr, sf_strerror(nullptr));
+  const int64_t frames = int64_t(seconds * rate);
+  std::vector<float> x(size_t(frames * channels));
+  for (int64_t i = 0; i < frames; ++i)
+    for (int c = 0; c < channels; ++c) x[size_t(i * channels + c)] = float(tone.at(double(i) / rate) * (1 + c) / channels);
+  REQUIRE(sf_writef_float(f, x.data(), frames) == frames);
+  sf_close(f);
+}
+
+// The mono mix of write_tone's channels, at 16 kHz.
+inline double tone_mix(const Tone& t, int channels, int64_t i) {
+  double scale = 0;
+  for (int c = 0; c < channels; ++c) scale += double(1 + c) / channels;
+  return t.at(double(i) / 16000.0) * scale / channels;
+}
+
+// Signal-to-error ratio in dB of got against want over [from, to).
+inline double snr_db(const std::vector<float>& got, const std::vector<double>& want, size_t from, size_t to) {
+  double s = 0, e = 0;
+  for (size_t i = from; i < to; ++i) {
+    s += want[i] * want[i];
+    e += (got[i] - want[i]) * (got[i] - want[i]);
+  }
+  return 10 * std::log10(s / std::max(e, 1e-30));
+}
+
+}  // namespace lt::test
