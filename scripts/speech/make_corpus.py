@@ -261,6 +261,29 @@ def run_shard(job):
     return manifest
 
 
+REAL = "/usr/share/pocketsphinx/test/data"
+
+
+def write_real_manifest(out_dir):
+    """pocketsphinx-testdata's recordings with transcripts (read speech from
+    LibriVox, spoken playing cards): for reporting only, never training.
+    No phones column: readers pronounce the words with the CMU dictionary."""
+    rows = []
+    for folder, listing in (("librivox", "transcription"), ("cards", "cards.transcription")):
+        path = os.path.join(REAL, folder, listing)
+        if not os.path.exists(path):
+            continue
+        for line in open(path):
+            m = re.match(r"\s*<s>(.*)</s>\s*\((.*)\)", line)
+            if m:
+                words = m.group(1).upper().split()
+                rows.append(f"{os.path.join(REAL, folder, m.group(2) + '.wav')}\t{folder}\t{' '.join(words)}\n")
+    with open(os.path.join(out_dir, "real.tsv"), "w") as f:
+        f.write("path\tspeaker\twords\n")
+        f.writelines(rows)
+    log(f"{os.path.join(out_dir, 'real.tsv')}: {len(rows)} real recordings (report only)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hours", type=float, default=20.0, help="training audio to make (estimated from phone counts)")
@@ -299,6 +322,7 @@ def main():
                         n += 1
         os.replace(path + ".part", path)
         log(f"{path}: {n} utterances, {hours:.2f} h")
+    write_real_manifest(a.out)
     log(f"done in {time.time() - t0:.0f} s")
 
 

@@ -146,6 +146,26 @@ TEST_CASE("lt-bench train writes a csv header and a row per shape") {
   }
 }
 
+TEST_CASE("lt-bench speech writes a row per attention and frame rate, the softmax encoder slower per frame") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "speech --layers 1 --d-model 16 --heads 2 -t 1 -b 2 --frames 300 -r 1 -q -f json "
+                                  "-a linear softmax causal-linear --frame-stack 1 3 --hours 2");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json rows = nlohmann::json::parse(r.out);
+  REQUIRE(rows.size() == 6);
+  for (const auto& row : rows) {
+    CHECK(row["ms_per_step"].get<double>() > 0);
+    CHECK(row["positions"] == (row["frame_stack"] == 1 ? 300 : 100));
+    // An epoch is the audio over the throughput: 2 h at audio_s_per_s.
+    CHECK(row["epoch_s"].get<double>() == doctest::Approx(7200.0 / row["audio_s_per_s"].get<double>()).epsilon(1e-6));
+  }
+  CHECK(rows[0]["attention"] == "linear");
+  CHECK(rows[4]["attention"] == "causal-linear");
+  check_one_line_error(lt_bench(dir, "speech -a quadratic -q"), "quadratic");
+  check_one_line_error(lt_bench(dir, "speech --d-model 30 --heads 4 -q"), "--d-model");
+}
+
 TEST_CASE("lt-bench refuses bad flags with one line") {
   TempDir dir;
   check_one_line_error(lt_bench(dir, "generate --shape imagenet -q"), "imagenet");
