@@ -238,7 +238,8 @@ def soxi_seconds(path):
 def run_shard(job):
     split, index, utts, out_dir, lex = job
     manifest = os.path.join(out_dir, "shards", f"{split}-{index:05d}.tsv")
-    if os.path.exists(manifest):
+    # Done when complete: a run for fewer hours may have ended this shard short.
+    if os.path.exists(manifest) and sum(1 for _ in open(manifest)) == len(utts):
         return manifest
     audio_dir = os.path.join(out_dir, split, f"{index:05d}")
     os.makedirs(audio_dir, exist_ok=True)
