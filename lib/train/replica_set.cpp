@@ -23,8 +23,10 @@ ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch) : model_(model) {
 ReplicaSet::~ReplicaSet() = default;
 
 namespace {
-// The positions the loss counts in rows begin..end-1 (SequenceModel::forward's rule).
+// The positions the loss counts in rows begin..end-1 (SequenceModel::forward's
+// rule): a CTC batch counts its labels.
 int64_t counted(const SequenceBatch& b, int64_t begin, int64_t end) {
+  if (b.labels.rows() > 0) return b.labels.offsets[end] - b.labels.offsets[begin];
   int64_t n = 0;
   for (int64_t r = begin; r < end; ++r)
     n += !b.first.empty() ? b.last[r] - b.first[r] : !b.lengths.empty() ? b.lengths[r] : b.length;

@@ -2,6 +2,7 @@
 // SequenceModel; its recurrent form and its checkpoints with the front end.
 #include "io/temp_dir.h"
 #include "lt/speech.h"
+#include "lt/training_loop.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -166,4 +167,30 @@ TEST_CASE("a speech checkpoint holds the model and its front end, and loads back
     CHECK(msg.rfind(other, 0) == 0);
     CHECK(msg.find("not a speech model") != std::string::npos);
   }
+}
+
+TEST_CASE("a CTC batch split over CPU replicas gives the whole batch's loss and gradient (shares weighed by labels)") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  SequenceModel model(small_speech_config(AttentionKind::linear, Direction::bidirectional, 6), Device::cpu);
+  model.init_parameters(seed);
+  // Rows with very different label counts, so weighing by frames would be wrong.
+  SequenceBatch batch = random_speech_batch(rng, 5, 14, 6, 5);
+  model.params().zero_grad();
+  const double whole = model.forward(batch, ForwardOptions{});
+  model.backward();
+  const std::vector<float> want = model.params().grads().to_vector();
+  set_num_threads(2);
+  {
+    ReplicaSet replicas(model, batch.rows);
+    REQUIRE(replicas.replicas() == 2);
+    model.params().zero_grad();
+    const BatchScore s = replicas.forward_backward(batch, ForwardOptions{});
+    CHECK(s.loss == doctest::Approx(whole).epsilon(1e-5));
+    CHECK(rel_error(model.params().grads().to_vector(), to_double(Tensor::from_vector(want, {int64_t(want.size())}))) <
+          1e-4);
+    CHECK(replicas.forward(batch, ForwardOptions{}).loss == doctest::Approx(whole).epsilon(1e-5));
+  }
+  set_num_threads(0);
 }
