@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "background_load.h"
 #include "benchmarks.h"
 #include "blas_cores.h"
 #include "command_line.h"
@@ -18,10 +19,12 @@ int main(int argc, char** argv) {
   std::string format = "md";
   int threads = 0;
   bool quiet = false, tf32 = false;
+  int background = 0;
   app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
   lt::app::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
   app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
+  app.add_option("--background-load", background, "run this many busy processes beside the benchmark (a shared machine)")->capture_default_str()->check(CLI::Range(0, 64));
 
   lt::bench::AttentionBenchOptions att;
   CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
@@ -83,6 +86,8 @@ int main(int argc, char** argv) {
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
     gen.tf32 = tr.tf32 = sp.tf32 = tf32;
     lt::bench::Writer writer(format);
+    lt::bench::set_background_load(background);
+    lt::bench::BackgroundLoad load(background);
     if (*attention) {
       att.verbose = !quiet;
       lt::bench::run_attention_bench(att, writer);

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -8,6 +9,10 @@
 #include "lt/error.h"
 
 namespace lt::bench {
+
+static int g_background_load = 0;
+void set_background_load(int k) { g_background_load = k; }
+int background_load() { return g_background_load; }
 
 Row environment_row(const std::string& device, int threads) {
   Row r;
@@ -18,6 +23,12 @@ Row environment_row(const std::string& device, int threads) {
   r.set("gpu", device == "cuda" ? device_description(Device::cuda) : std::string("none"));
   r.set("commit", build_commit());
   r.set("cuda_build", built_with_cuda());
+  // How OpenMP's threads wait (the tools' default, or what the user set) and
+  // how many busy processes shared the machine (--background-load).
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  r.set("omp_wait", spin ? std::string("spincount ") + spin : policy ? policy : "default");
+  r.set("background_load", background_load());
   return r;
 }
 

@@ -43,8 +43,11 @@ class Row {
   std::vector<std::pair<std::string, nlohmann::json>> fields_;
 };
 
-// Build and machine columns shared by every benchmark.
+// Build and machine columns shared by every benchmark, with the OpenMP wait
+// policy and the busy processes beside the run.
 Row environment_row(const std::string& device, int threads);
+void set_background_load(int k);
+int background_load();
 
 // Writes rows as they come (jsonl, csv) or all at the end (md, json).
 class Writer {
