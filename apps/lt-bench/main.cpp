@@ -12,7 +12,7 @@
 #include "lt/error.h"
 
 int main(int argc, char** argv) {
-  lt::app::use_fast_blas_kernels(argv);
+  lt::app::prepare_process(argv);
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
   app.fallthrough();  // -f, -t, -q may follow the subcommand too

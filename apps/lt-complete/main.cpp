@@ -180,7 +180,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  lt::app::use_fast_blas_kernels(argv);
+  lt::app::prepare_process(argv);
   Args a;
   CLI::App app{"lt-complete: complete occluded PNG images pixel by pixel with a linear-transformer image model"};
   app.add_option("inputs", a.inputs, "PNG images (transparent pixels are unknown unless --keep-* is given)")

@@ -104,7 +104,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  lt::app::use_fast_blas_kernels(argv);
+  lt::app::prepare_process(argv);
   Args a;
   CLI::App app{"lt-sample-image: sample images pixel by pixel from a linear-transformer image model"};
   lt::app::add_model_option(app, a.model, "mnist.safetensors");

@@ -23,7 +23,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
 void write_file_atomically(const std::string& path, const void* data, size_t size) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+  if (!f) throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
   // A full disk may only show at fclose, when the buffer is flushed.
   const bool written = std::fwrite(data, 1, size, f) == size;
   const int write_err = errno;
@@ -31,7 +31,7 @@ void write_file_atomically(const std::string& path, const void* data, size_t siz
   const int close_err = errno;
   if (!written || !closed) {
     std::remove(tmp.c_str());
-    throw Error(tmp + ": write failed: " + std::strerror(written ? close_err : write_err));
+    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(written ? close_err : write_err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
