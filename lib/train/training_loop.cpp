@@ -28,9 +28,12 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   auto emit = [&](const TrainEvent& e) {
     if (on_event) on_event(e);
   };
+  // The step of the checkpoint on disk: a resumed run's own, or the last written.
+  int64_t last_saved = trainer.step() > 0 ? trainer.step() : -1;
   auto checkpoint = [&] {
     if (s.checkpoint.empty()) return;
     save_training_checkpoint(s.checkpoint, model, trainer, s.metadata, s.tensors);
+    last_saved = trainer.step();
     TrainEvent e;
     e.kind = TrainEvent::checkpoint;
     e.step_index = trainer.step();
@@ -61,9 +64,12 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
     if (!std::isfinite(score.loss)) {
       result.status = TrainStatus::diverged;
       result.step = t;
+      std::string kept;
+      if (!s.checkpoint.empty())
+        kept = last_saved >= 0 ? ", " + s.checkpoint + " keeps step " + std::to_string(last_saved)
+                               : ", and no checkpoint was written before it";
       result.message = "loss is " + std::string(std::isnan(score.loss) ? "NaN" : "Inf") + " at step " +
-                       std::to_string(t + 1) + "; stopped without updating" +
-                       (s.checkpoint.empty() ? std::string() : ", " + s.checkpoint + " keeps the last good state");
+                       std::to_string(t + 1) + "; stopped without updating" + kept;
       return result;
     }
     const float lr = trainer.update();

@@ -1,8 +1,10 @@
-// Training loses nothing when it is killed: lt-train is sent SIGKILL at
-// random moments of a short run that checkpoints every step (so many kills
-// land while a checkpoint is being written), again and again; each time the
-// checkpoint on disk loads, and resuming from the last one ends bit for bit
-// where an uninterrupted run ends.
+// Training loses nothing when it is killed or diverges: lt-train is sent
+// SIGKILL at random moments of a short run that checkpoints every step (so
+// many kills land while a checkpoint is being written), again and again;
+// each time the checkpoint on disk loads, and resuming from the last one ends
+// bit for bit where an uninterrupted run ends. A learning rate that makes
+// the loss NaN stops the run at the step it happens, keeping the checkpoint
+// before it.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -90,4 +92,21 @@ TEST_CASE("lt-train killed with SIGKILL at random moments leaves a checkpoint th
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   CHECK(load_safetensors(killed).meta_int("lt.train.step") == 400);
   CHECK(values_of(killed) == values_of(straight));
+}
+
+TEST_CASE("lt-train whose loss turns NaN stops at that step, says so, and keeps the last checkpoint before it") {
+  TempDir dir;
+  const std::string ckpt = dir.file("nan.safetensors");
+  const std::string args = "--task copy --layers 1 --d-model 16 --heads 2 -b 4 -q -t 1 --steps 300 --clip 0 --lr 1e6 ";
+  CommandResult r = run_tool(dir, "lt-train", args + "--checkpoint-every 1 -o '" + ckpt + "'");
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const size_t at = r.err.find("loss is NaN at step ");
+  REQUIRE(at != std::string::npos);
+  const int64_t step = std::stoll(r.err.substr(at + 20));
+  CHECK(r.err.find(ckpt + " keeps step " + std::to_string(step - 1)) != std::string::npos);
+  CHECK(load_safetensors(ckpt).meta_int("lt.train.step") == step - 1);
+  r = run_tool(dir, "lt-train", args + "--checkpoint-every 0 -o '" + dir.file("none.safetensors") + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no checkpoint was written before it") != std::string::npos);
 }
