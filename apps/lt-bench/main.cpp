@@ -5,7 +5,7 @@
 
 #include "background_load.h"
 #include "benchmarks.h"
-#include "blas_cores.h"
+#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
 #include "lt/backend.h"

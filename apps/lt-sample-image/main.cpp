@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <random>
 
-#include "blas_cores.h"
+#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
 #include "image_sheet.h"

@@ -6,7 +6,7 @@
 #include <csignal>
 #include <iostream>
 
-#include "blas_cores.h"
+#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
 #include "precision_options.h"
