@@ -96,25 +96,31 @@ std::vector<float> read_audio(const std::string& path, const RawAudio& raw) {
   check(info.channels >= 1 && info.channels <= 64 && info.samplerate > 0,
         path + ": " + std::to_string(info.channels) + " channels at " + std::to_string(info.samplerate) +
             " Hz: not audio lt can use");
-  check(info.frames <= (int64_t(1) << 32), path + ": over 2^32 sample frames");
-
-  std::vector<float> interleaved(size_t(info.frames * info.channels));
-  const sf_count_t got = sf_readf_float(file.f, interleaved.data(), info.frames);
-  check(got > 0, path + ": cannot decode its samples (" + io::one_line(sf_strerror(file.f)) + ")");
-  std::vector<float> mono(static_cast<size_t>(got));
-  for (sf_count_t i = 0; i < got; ++i) {
-    float sum = 0;
-    for (int c = 0; c < info.channels; ++c) {
-      const float v = interleaved[size_t(i * info.channels + c)];
-      if (!std::isfinite(v))
-        throw Error(path + ": sample " + std::to_string(i * info.channels + c) + " is " +
-                    (std::isnan(v) ? "NaN" : "infinite"));
-      sum += v;
+  // Decoded in pieces as the samples come, so that memory follows the audio
+  // actually there, not what a header claims.
+  constexpr sf_count_t kPiece = 16384;
+  constexpr int64_t kMaxSamples = int64_t(1) << 31;  // 37 hours at 16 kHz
+  std::vector<float> piece(size_t(kPiece * info.channels)), mono;
+  for (;;) {
+    const sf_count_t got = sf_readf_float(file.f, piece.data(), kPiece);
+    if (got <= 0) break;
+    const int64_t first = int64_t(mono.size());
+    for (sf_count_t i = 0; i < got; ++i) {
+      float sum = 0;
+      for (int c = 0; c < info.channels; ++c) {
+        const float v = piece[size_t(i * info.channels + c)];
+        if (!std::isfinite(v))
+          throw Error(path + ": sample " + std::to_string((first + i) * info.channels + c) + " is " +
+                      (std::isnan(v) ? "NaN" : "infinite"));
+        sum += v;
+      }
+      mono.push_back(sum / float(info.channels));
     }
-    mono[size_t(i)] = sum / float(info.channels);
+    check(int64_t(mono.size()) <= kMaxSamples, path + ": longer than the 2^31 samples lt reads");
   }
+  check(!mono.empty(), path + ": cannot decode its samples (" + io::one_line(sf_strerror(file.f)) + ")");
   std::vector<float> out;
-  out.reserve(size_t(double(got) * kSpeechSampleRate / info.samplerate) + 16);
+  out.reserve(size_t(double(mono.size()) * kSpeechSampleRate / info.samplerate) + 16);
   audio::Resampler resampler(info.samplerate, path);
   resampler.process(mono.data(), mono.size(), out);
   resampler.flush(out);

@@ -14,6 +14,7 @@
 #include "lt/copy_task.h"
 #include "lt/image_model.h"
 #include "lt/safetensors.h"
+#include "lt/speech.h"
 #include "lt/tensor.h"
 
 namespace fs = std::filesystem;
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
 
   // Models: the families as lt writes them (image with elu, FAVOR+, softmax;
   // copy), and a reference-style image checkpoint without lt's metadata. The
-  // harness's first byte picks the loader (even image, odd copy).
+  // harness's first byte picks the loader (0 image, 1 copy, 2 speech).
   auto model_seed = [&](const std::string& name, uint8_t loader, auto&& save) {
     save(tmp + "/m");
     Bytes b = read_all(tmp + "/m");
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
     model_seed("image-softmax", 0, [&](const std::string& p) { m.save(p); });
     auto tensors = m.params().named_values();
     tensors["pos_embedding.pe"] = lt::Tensor::zeros({3, 2});
-    model_seed("image-reference", 2, [&](const std::string& p) {
+    model_seed("image-reference", 0, [&](const std::string& p) {
       lt::save_safetensors(p, tensors, {{"heads", "1"}, {"attention", "full"}, {"image_height", "2"},
                                         {"image_width", "2"}, {"image_channels", "1"}});
     });
@@ -129,6 +130,61 @@ int main(int argc, char** argv) {
   {
     lt::SequenceModel m(cc.sequence_config(), lt::Device::cpu);
     model_seed("copy", 1, [&](const std::string& p) { m.save(p); });
+  }
+
+  {
+    lt::SpeechFrontEnd frontend({}, 2);
+    lt::FeatureStats stats(40);
+    const std::vector<float> frames(80, 0.5f);
+    stats.add(frames.data(), 2);
+    frontend.set_statistics(stats);
+    const lt::TransformerConfig t{1, 1, 4, 4, 4, lt::AttentionKind::linear, lt::Direction::bidirectional, "elu", 0.1f};
+    lt::SequenceModel m(lt::speech_model_config(t, frontend.features(), 40, 16), lt::Device::cpu);
+    model_seed("speech", 2, [&](const std::string& p) { m.save(p, frontend.metadata(), frontend.tensors()); });
+  }
+
+  // Audio: a 16 kHz mono 16-bit WAV of a ramp (read as a file and as a
+  // stream), and the same samples as raw PCM (byte 1 = 1: 16 kHz, mono, s16le).
+  {
+    Bytes pcm;
+    for (int i = 0; i < 600; ++i) {
+      const int16_t v = int16_t(i * 50 - 15000);
+      pcm.push_back(uint8_t(v & 0xff));
+      pcm.push_back(uint8_t(uint16_t(v) >> 8));
+    }
+    auto le32 = [](Bytes& b, uint32_t v) {
+      for (int k = 0; k < 4; ++k) b.push_back(uint8_t(v >> (8 * k)));
+    };
+    Bytes wav = {'R', 'I', 'F', 'F'};
+    le32(wav, uint32_t(36 + pcm.size()));
+    for (char c : std::string("WAVEfmt ")) wav.push_back(uint8_t(c));
+    le32(wav, 16);
+    wav.insert(wav.end(), {1, 0, 1, 0});  // PCM, mono
+    le32(wav, 16000);
+    le32(wav, 32000);
+    wav.insert(wav.end(), {2, 0, 16, 0});
+    for (char c : std::string("data")) wav.push_back(uint8_t(c));
+    le32(wav, uint32_t(pcm.size()));
+    wav.insert(wav.end(), pcm.begin(), pcm.end());
+    for (uint8_t mode : {0, 2}) {
+      Bytes b = {mode, 0};
+      b.insert(b.end(), wav.begin(), wav.end());
+      put(out / ("audio/wav-" + std::to_string(mode)), b);
+    }
+    for (uint8_t mode : {1, 3}) {
+      Bytes b = {mode, 1};
+      b.insert(b.end(), pcm.begin(), pcm.end());
+      put(out / ("audio/raw-" + std::to_string(mode)), b);
+    }
+  }
+
+  // Speech corpora: a manifest alone, and a lexicon with a manifest that needs it.
+  {
+    const std::string manifest = "path\tduration_s\tspeaker\twords\tphones\na.wav\t1.5\tv1\tHI THERE\tHH AY DH EH R\n";
+    put(out / "manifest/phones", Bytes(manifest.begin(), manifest.end()));
+    const std::string both = ";;; lexicon\nhi HH AY1\nthere DH EH1 R\nthere(2) DH ER0\n" + lt::fuzz::kFileSeparator +
+                             "path\twords\nb.wav\thi there\n";
+    put(out / "manifest/lexicon-words", Bytes(both.begin(), both.end()));
   }
 
   // PNG: every channel count, a few sizes.
