@@ -9,17 +9,22 @@
 //   or 5 and falls back to its generic "Prescott" kernels, five times slower
 //   than its AVX-512 ones on the same CPU; it reads the variable only when it
 //   loads.
-// - GOMP_SPINCOUNT: libgomp's threads spin up to 300,000 times at every
+// - OMP_WAIT_POLICY: libgomp's threads spin up to 300,000 times at every
 //   barrier before they sleep. On a machine whose cores run other work the
-//   thread a barrier waits for is often preempted, and the spinning ones
-//   take the cores it needs: generation ran 60 times slower beside two busy
-//   processes. A short spin keeps idle speed and sleeps soon under load
-//   (docs/benchmarks.md, "Under CPU contention"). OMP_WAIT_POLICY, if set,
-//   decides instead.
+//   thread a barrier waits for is often preempted while the others spin on
+//   the cores it needs: generation ran 24 times slower beside two busy
+//   processes. Sleeping at once (passive) is that much faster under load but
+//   25% slower on an idle machine, and shorter spins were no cure (the table
+//   in docs/benchmarks.md, "Under CPU contention"). So the tool looks at the
+//   machine when it starts: when other threads are running, it waits
+//   passively. A run keeps what it chose. OMP_WAIT_POLICY or GOMP_SPINCOUNT,
+//   if set, decide instead.
 #pragma once
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,8 +32,25 @@ extern "C" char* openblas_get_corename(void);
 
 namespace lt::app {
 
-// Spins of an OpenMP thread at a barrier before it sleeps (libgomp's default: 300,000).
-inline constexpr const char* kSpinCount = "30000";
+// Threads of other processes running now: the kernel's count of running
+// tasks (procs_running in /proc/stat, this one included), the fewest of a
+// few looks 2 ms apart, so that a moment's blip does not count.
+inline int other_running_threads() {
+  int fewest = 1 << 30;
+  for (int look = 0; look < 5; ++look) {
+    if (look) usleep(2000);
+    std::FILE* f = std::fopen("/proc/stat", "r");
+    if (!f) return 0;
+    char line[256];
+    int n = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "procs_running %d", &n) == 1) break;
+    std::fclose(f);
+    if (n < 1) return 0;
+    fewest = std::min(fewest, n - 1);
+  }
+  return fewest;
+}
 
 inline void prepare_process(char** argv) {
   signal(SIGXFSZ, SIG_IGN);
@@ -46,8 +68,8 @@ inline void prepare_process(char** argv) {
     }
     if (better) changed |= setenv("OPENBLAS_CORETYPE", better, 1) == 0;
   }
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
-    changed |= setenv("GOMP_SPINCOUNT", kSpinCount, 1) == 0;
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") && other_running_threads() > 0)
+    changed |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
   if (!changed) return;
   setenv("LT_NO_REEXEC", "1", 1);  // once: never loop
   execv("/proc/self/exe", argv);   // returns only on failure: carry on as things are

@@ -12,6 +12,8 @@
 #include "lt/error.h"
 
 int main(int argc, char** argv) {
+  // Before prepare_process, which looks at how busy the machine is.
+  const lt::bench::BackgroundLoad load(lt::bench::BackgroundLoad::requested(argc, argv));
   lt::app::prepare_process(argv);
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
@@ -24,7 +26,7 @@ int main(int argc, char** argv) {
   lt::app::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
   app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
-  app.add_option("--background-load", background, "run this many busy processes beside the benchmark (a shared machine)")->capture_default_str()->check(CLI::Range(0, 64));
+  app.add_option("--background-load", background, "run this many busy processes beside the benchmark, started before anything else (a shared machine)")->capture_default_str()->check(CLI::Range(0, 64));
 
   lt::bench::AttentionBenchOptions att;
   CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
@@ -86,8 +88,7 @@ int main(int argc, char** argv) {
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
     gen.tf32 = tr.tf32 = sp.tf32 = tf32;
     lt::bench::Writer writer(format);
-    lt::bench::set_background_load(background);
-    lt::bench::BackgroundLoad load(background);
+    lt::bench::set_background_load(load.count());
     if (*attention) {
       att.verbose = !quiet;
       lt::bench::run_attention_bench(att, writer);
