@@ -8,21 +8,11 @@
 #include <limits>
 #include <map>
 
+#include "heads/log_space.h"
 #include "lt/ctc.h"
 #include "lt/error.h"
 
 namespace lt {
-namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-inline double log_add(double a, double b) {
-  if (a < b) std::swap(a, b);
-  if (b == kNegInf) return a;
-  return a + std::log1p(std::exp(b - a));
-}
-
-}  // namespace
 
 std::vector<int32_t> ctc_greedy_decode(const float* logits, int64_t frames, int64_t classes) {
   check(classes >= 2 && frames >= 0, "ctc_greedy_decode: needs the blank and a label, and frames >= 0");
@@ -43,7 +33,7 @@ CtcPrefixBeam::CtcPrefixBeam(int64_t classes, const CtcBeamOptions& options) : c
   reset();
 }
 
-void CtcPrefixBeam::reset() { beams_ = {Prefix{{}, 0.0, kNegInf}}; }
+void CtcPrefixBeam::reset() { beams_ = {Prefix{{}, 0.0, kLogZero}}; }
 
 void CtcPrefixBeam::push(const float* logits_row) {
   // Log-softmax of the frame.
@@ -57,23 +47,23 @@ void CtcPrefixBeam::push(const float* logits_row) {
 
   std::map<std::vector<int32_t>, std::pair<double, double>> next;  // prefix -> (blank, label)
   auto add = [&](const std::vector<int32_t>& prefix, double blank, double label) {
-    auto [it, fresh] = next.try_emplace(prefix, kNegInf, kNegInf);
+    auto [it, fresh] = next.try_emplace(prefix, kLogZero, kLogZero);
     it->second.first = log_add(it->second.first, blank);
     it->second.second = log_add(it->second.second, label);
   };
   for (const Prefix& p : beams_) {
     const double total = log_add(p.blank, p.label);
-    add(p.labels, total + logp_[0], kNegInf);  // a blank emits nothing
+    add(p.labels, total + logp_[0], kLogZero);  // a blank emits nothing
     for (int32_t c = 1; c < classes_; ++c) {
       const double lp = logp_[size_t(c)];
       if (lp < options_.prune) continue;
       std::vector<int32_t> longer = p.labels;
       longer.push_back(c);
       if (!p.labels.empty() && p.labels.back() == c) {
-        add(p.labels, kNegInf, p.label + lp);  // the repeat merges into the last label
-        add(longer, kNegInf, p.blank + lp);    // after a blank it is a new label
+        add(p.labels, kLogZero, p.label + lp);  // the repeat merges into the last label
+        add(longer, kLogZero, p.blank + lp);    // after a blank it is a new label
       } else {
-        add(longer, kNegInf, total + lp);
+        add(longer, kLogZero, total + lp);
       }
     }
   }

@@ -8,19 +8,11 @@
 #include <string>
 
 #include "backend/dispatch.h"
+#include "heads/log_space.h"
 #include "lt/ctc.h"
 
 namespace lt {
 namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// log(exp(a) + exp(b)) without overflow, and without NaN when both are -inf.
-inline double log_add(double a, double b) {
-  if (a < b) std::swap(a, b);
-  if (b == kNegInf) return a;
-  return a + std::log1p(std::exp(b - a));
-}
 
 struct CtcDims {
   int64_t B, T, C;
@@ -71,7 +63,7 @@ void row_log_softmax(const float* x, int64_t T, int64_t C, std::vector<double>& 
 // log p(labels | row) by the alpha recursion; fills w.alpha.
 double row_alpha(const RowWork& in, const int32_t* l, int64_t S, int64_t T, int64_t C, std::vector<double>& alpha) {
   const int64_t U = 2 * S + 1;
-  alpha.assign(size_t(T * U), kNegInf);
+  alpha.assign(size_t(T * U), kLogZero);
   alpha[0] = in.logp[0];
   if (S > 0) alpha[1] = in.logp[size_t(l[0])];
   for (int64_t t = 1; t < T; ++t) {
@@ -82,7 +74,7 @@ double row_alpha(const RowWork& in, const int32_t* l, int64_t S, int64_t T, int6
       double a = prev[u];
       if (u >= 1) a = log_add(a, prev[u - 1]);
       if (u >= 2 && z != 0 && z != ext(l, u - 2)) a = log_add(a, prev[u - 2]);
-      cur[u] = a == kNegInf ? kNegInf : a + in.logp[size_t(t * C + z)];
+      cur[u] = a == kLogZero ? kLogZero : a + in.logp[size_t(t * C + z)];
     }
   }
   const double* last = &alpha[size_t((T - 1) * U)];
@@ -91,7 +83,7 @@ double row_alpha(const RowWork& in, const int32_t* l, int64_t S, int64_t T, int6
 
 void row_beta(const RowWork& in, const int32_t* l, int64_t S, int64_t T, int64_t C, std::vector<double>& beta) {
   const int64_t U = 2 * S + 1;
-  beta.assign(size_t(T * U), kNegInf);
+  beta.assign(size_t(T * U), kLogZero);
   double* last = &beta[size_t((T - 1) * U)];
   last[U - 1] = in.logp[size_t((T - 1) * C)];
   if (S > 0) last[U - 2] = in.logp[size_t((T - 1) * C + l[S - 1])];
@@ -103,7 +95,7 @@ void row_beta(const RowWork& in, const int32_t* l, int64_t S, int64_t T, int64_t
       double b = next[u];
       if (u + 1 < U) b = log_add(b, next[u + 1]);
       if (u + 2 < U && z != 0 && z != ext(l, u + 2)) b = log_add(b, next[u + 2]);
-      cur[u] = b == kNegInf ? kNegInf : b + in.logp[size_t(t * C + z)];
+      cur[u] = b == kLogZero ? kLogZero : b + in.logp[size_t(t * C + z)];
     }
   }
 }
@@ -183,14 +175,14 @@ void ctc_loss_backward(const Tensor& logits, const std::vector<int32_t>& frames,
       float* gt = g + t * C;
       const double* lp = &w.logp[size_t(t * C)];
       std::vector<double>& occupancy = w.occupancy;
-      occupancy.assign(size_t(C), kNegInf);
+      occupancy.assign(size_t(C), kLogZero);
       for (int64_t u = 0; u < U; ++u) {
         const int32_t z = ext(l, u);
         const double ab = w.alpha[size_t(t * U + u)] + w.beta[size_t(t * U + u)];
-        if (ab != kNegInf) occupancy[size_t(z)] = log_add(occupancy[size_t(z)], ab - lp[z]);
+        if (ab != kLogZero) occupancy[size_t(z)] = log_add(occupancy[size_t(z)], ab - lp[z]);
       }
       for (int64_t c = 0; c < C; ++c) {
-        const double posterior = occupancy[size_t(c)] == kNegInf ? 0.0 : std::exp(occupancy[size_t(c)] - logp);
+        const double posterior = occupancy[size_t(c)] == kLogZero ? 0.0 : std::exp(occupancy[size_t(c)] - logp);
         gt[c] = float(scale[size_t(b)] * (std::exp(lp[c]) - posterior));
       }
     }

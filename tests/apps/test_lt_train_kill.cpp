@@ -59,25 +59,30 @@ TEST_CASE("lt-train killed with SIGKILL at random moments leaves a checkpoint th
   const std::string straight = dir.file("straight.safetensors"), killed = dir.file("killed.safetensors");
   std::vector<std::string> args = recipe;
   args.insert(args.end(), {"-o", straight});
-  const auto t0 = std::chrono::steady_clock::now();
   int status = 0;
   waitpid(start_lt_train(args), &status, 0);
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-  const double straight_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   args = recipe;
   args.insert(args.end(), {"--resume", "-o", killed});
+  // When the checkpoint last changed: a run is killed a random few
+  // milliseconds after it has written one, mid-training and often mid-write.
+  auto written = [&] {
+    struct stat st;
+    return stat(killed.c_str(), &st) == 0 ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1;
+  };
   int kills = 0, loaded = 0;
   int64_t last_step = 0;
   for (int round = 0; round < 24; ++round) {
+    const int64_t before = written();
     const pid_t pid = start_lt_train(args);
-    // Anywhere from its start-up to past the end of the work it has left.
-    std::this_thread::sleep_for(std::chrono::duration<double>(rng.uniform(0.05, 0.5) * straight_s));
+    for (int wait = 0; wait < 20000 && written() == before && waitpid(pid, &status, WNOHANG) == 0; ++wait)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng.integer(0, 20000)));
     kills += kill(pid, SIGKILL) == 0;
     waitpid(pid, &status, 0);
-    struct stat st;
-    if (stat(killed.c_str(), &st) != 0) continue;  // killed before its first checkpoint
     INFO("round " << round);
+    REQUIRE(written() >= 0);
     Checkpoint ck;
     REQUIRE_NOTHROW(ck = load_safetensors(killed));
     const int64_t step = ck.meta_int("lt.train.step");
@@ -87,7 +92,7 @@ TEST_CASE("lt-train killed with SIGKILL at random moments leaves a checkpoint th
     ++loaded;
   }
   CHECK(kills >= 20);
-  CHECK(loaded >= 10);
+  CHECK(loaded == 24);
   waitpid(start_lt_train(args), &status, 0);
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   CHECK(load_safetensors(killed).meta_int("lt.train.step") == 400);
