@@ -31,9 +31,12 @@ inline std::function<void(const TrainEvent&)> report_events(MetricsLog& log, Pro
       if (bits)
         std::snprintf(text, sizeof text, "loss %.4f bpd %.4f lr %.2g %.1f ex/s epoch %.2f", avg->first,
                       avg->first / ln2, e.lr, e.examples_per_s, e.epoch);
-      else
+      else if (e.accuracy >= 0)
         std::snprintf(text, sizeof text, "loss %.4f acc %.3f lr %.2g %.0f ex/s epoch %.2f", avg->first,
                       avg->second, e.lr, e.examples_per_s, e.epoch);
+      else
+        std::snprintf(text, sizeof text, "loss %.4f lr %.2g %.0f ex/s epoch %.2f", avg->first, e.lr,
+                      e.examples_per_s, e.epoch);
       progress.update(e.step_index, text);
     } else if (e.kind == TrainEvent::eval) {
       j["event"] = "eval";
