@@ -2,6 +2,7 @@
 // `omp simd` loops; libm's expf and erff are scalar calls (erff ~11 ns each
 // here), which would dominate softmax attention rows and the activations.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -10,9 +11,11 @@ namespace lt::simd_math {
 // exp(x) for x <= 88 (larger x give exp(88)), within 2 ulp: x = n ln2 + r
 // with |r| <= ln2/2, e^r by the degree-6 minimax polynomial of Cephes' expf,
 // 2^n written into the exponent bits. Below -87.3 (where 2^n would be
-// denormal) the result is 0.
+// denormal) the result is 0; a NaN stays NaN.
 inline float exp(float x) {
-  const float xc = x < -87.3f ? -87.3f : (x > 88.f ? 88.f : x);
+  // fmax/fmin send a NaN to -87.3, so that the integer conversion below
+  // stays defined; the NaN itself is returned at the end.
+  const float xc = std::fmin(std::fmax(x, -87.3f), 88.f);
   const float shifter = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (xc * 1.44269504f + shifter) - shifter;
   float r = xc - n * 0.693359375f;  // ln2 split in two; n * 0.693359375 is exact
@@ -27,7 +30,7 @@ inline float exp(float x) {
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  return x < -87.3f ? 0.f : p * scale;
+  return x < -87.3f ? 0.f : (x == x ? p * scale : x);
 }
 
 // The elementwise feature maps phi (eq. 7), here so that the activation ops

@@ -2,6 +2,7 @@
 #include <functional>
 
 #include "lt/ops.h"
+#include "ops/simd_math.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -93,4 +94,25 @@ TEST_CASE("activations work in place and reject mismatched shapes") {
   CHECK(rel_error(x, y) == 0);
   Tensor bad = Tensor::empty({7, 5});
   CHECK_THROWS_WITH_AS(relu_forward(x, bad), doctest::Contains("x [5, 7] and y [7, 5] differ"), lt::Error);
+}
+
+TEST_CASE("the vectorised exp is within 2 ulp of libm's, 0 below -87.3, and keeps NaN (so a diverged loss shows)") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (int i = 0; i < 10000; ++i) {
+    const float x = float(rng.uniform(-87, 88));
+    const double want = std::exp(double(x));
+    CHECK(std::abs(double(simd_math::exp(x)) - want) <= 2.5e-7 * want);
+  }
+  CHECK(simd_math::exp(-100.f) == 0.f);
+  CHECK(simd_math::exp(-INFINITY) == 0.f);
+  CHECK(std::isnan(simd_math::exp(NAN)));
+  CHECK(std::isnan(simd_math::exp(-NAN)));
+  // softmax and elu+1 over a row holding a NaN give NaN, not a finite value.
+  Tensor x = Tensor::from_vector(std::vector<float>{0.5f, NAN, -1.f}, {1, 3}), y = Tensor::empty({1, 3});
+  softmax_forward(x, y);
+  CHECK(std::isnan(y.to_vector()[0]));
+  elu_plus_one_forward(x, y);
+  CHECK(std::isnan(y.to_vector()[1]));
 }
