@@ -194,20 +194,6 @@ double SpeechTrainingTask::epoch(int64_t step, int64_t rows) const {
   return double(step) / double(std::max<int64_t>(1, train_.size() / rows));
 }
 
-double SpeechTrainingTask::padding_share(int64_t rows) {
-  const auto& batches = plan(std::max<int64_t>(planned_epoch_, 0), rows);
-  double real = 0, padded = 0;
-  for (const auto& b : batches) {
-    int64_t longest = 0;
-    for (int64_t i : b) {
-      longest = std::max(longest, train_.positions(i));
-      real += double(train_.positions(i));
-    }
-    padded += double(longest) * double(b.size());
-  }
-  return padded > 0 ? 1.0 - real / padded : 0;
-}
-
 Evaluation SpeechTrainingTask::evaluate(ReplicaSet& replicas, const ForwardOptions& options) {
   const SpeechScore s = score_speech(replicas.model(), valid_, std::max<int64_t>(planned_rows_, 8), options);
   Evaluation e;

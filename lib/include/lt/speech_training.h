@@ -74,8 +74,6 @@ class SpeechTrainingTask final : public TrainingTask {
   bool has_test_data() const override { return valid_.size() > 0; }
   const SpeechSet& train_set() const { return train_; }
   const SpeechSet& valid_set() const { return valid_; }
-  // Padded positions over all positions of an epoch's batches.
-  double padding_share(int64_t rows);
 
  private:
   const std::vector<std::vector<int64_t>>& plan(int64_t epoch, int64_t rows);
