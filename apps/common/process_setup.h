@@ -17,9 +17,11 @@
 //   25% slower on an idle machine, and shorter spins were no cure (the table
 //   in docs/benchmarks.md, "Under CPU contention"). So the tool looks at the
 //   machine when it starts: when other threads are running, it waits
-//   passively. A run keeps what it chose. OMP_WAIT_POLICY or GOMP_SPINCOUNT,
-//   if set, decide instead.
+//   passively (unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise) and
+//   uses the cores the others leave, at least one (unless OMP_NUM_THREADS or
+//   -t say otherwise). A run keeps what it chose.
 #pragma once
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 extern "C" char* openblas_get_corename(void);
 
@@ -68,8 +71,14 @@ inline void prepare_process(char** argv) {
     }
     if (better) changed |= setenv("OPENBLAS_CORETYPE", better, 1) == 0;
   }
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") && other_running_threads() > 0)
+  const int others = other_running_threads();
+  if (others > 0 && !std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
     changed |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
+  if (others > 0 && !std::getenv("OMP_NUM_THREADS")) {
+    cpu_set_t cpus;
+    const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    changed |= setenv("OMP_NUM_THREADS", std::to_string(std::max(1, cores - others)).c_str(), 1) == 0;
+  }
   if (!changed) return;
   setenv("LT_NO_REEXEC", "1", 1);  // once: never loop
   execv("/proc/self/exe", argv);   // returns only on failure: carry on as things are

@@ -41,16 +41,16 @@ Device parse_device(const std::string& name) {
   throw Error("unknown device '" + name + "' (expected cpu or cuda)");
 }
 
-void set_num_threads(int n) {
-  g_threads = n > 0 ? n : omp_get_num_procs();
-  omp_set_num_threads(g_threads);
-  openblas_set_num_threads(g_threads);
-}
-
 // OpenMP's own default (OMP_NUM_THREADS or every core), read once at start-up:
 // omp_get_max_threads() itself changes whenever OpenBLAS is told to use one
 // thread for a while (SingleThreadedBlas), and must not become our default.
 static const int g_default_threads = omp_get_max_threads();
+
+void set_num_threads(int n) {
+  g_threads = n > 0 ? n : g_default_threads;
+  omp_set_num_threads(g_threads);
+  openblas_set_num_threads(g_threads);
+}
 
 int num_threads() { return g_threads > 0 ? g_threads : g_default_threads; }
 
