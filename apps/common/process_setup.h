@@ -17,9 +17,11 @@
 //   25% slower on an idle machine, and shorter spins were no cure (the table
 //   in docs/benchmarks.md, "Under CPU contention"). So the tool looks at the
 //   machine when it starts: when other threads are running, it waits
-//   passively (unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise) and
-//   uses the cores the others leave, at least one (unless OMP_NUM_THREADS or
-//   -t say otherwise). A run keeps what it chose.
+//   passively (unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise).
+//   Generation, whose steps cross dozens of barriers, then also uses only
+//   the cores the others leave, at least one; training, whose batch is split
+//   into a few large parallel regions, runs fastest on all of them (unless
+//   OMP_NUM_THREADS or -t say otherwise). A run keeps what it chose.
 #pragma once
 #include <sched.h>
 #include <signal.h>
@@ -55,7 +57,10 @@ inline int other_running_threads() {
   return fewest;
 }
 
-inline void prepare_process(char** argv) {
+// How many threads a tool wants on a busy machine (above).
+enum class UnderLoad { free_cores, all_cores };
+
+inline void prepare_process(char** argv, UnderLoad threads = UnderLoad::free_cores) {
   signal(SIGXFSZ, SIG_IGN);
   if (std::getenv("LT_NO_REEXEC")) return;
   bool changed = false;
@@ -74,7 +79,7 @@ inline void prepare_process(char** argv) {
   const int others = other_running_threads();
   if (others > 0 && !std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
     changed |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
-  if (others > 0 && !std::getenv("OMP_NUM_THREADS")) {
+  if (others > 0 && threads == UnderLoad::free_cores && !std::getenv("OMP_NUM_THREADS")) {
     cpu_set_t cpus;
     const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     changed |= setenv("OMP_NUM_THREADS", std::to_string(std::max(1, cores - others)).c_str(), 1) == 0;

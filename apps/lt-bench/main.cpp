@@ -14,7 +14,10 @@
 int main(int argc, char** argv) {
   // Before prepare_process, which looks at how busy the machine is.
   const lt::bench::BackgroundLoad load(lt::bench::BackgroundLoad::requested(argc, argv));
-  lt::app::prepare_process(argv);
+  // The training benchmarks take lt-train's choice of threads on a busy machine.
+  bool training = false;
+  for (int i = 1; i < argc; ++i) training |= std::string(argv[i]) == "train" || std::string(argv[i]) == "speech";
+  lt::app::prepare_process(argv, training ? lt::app::UnderLoad::all_cores : lt::app::UnderLoad::free_cores);
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
   app.fallthrough();  // -f, -t, -q may follow the subcommand too
