@@ -183,7 +183,7 @@ int run_asr_eval(const TrainArgs& a) {
   options.precision = training_precision(a.bf16, a.tf32, device);
   CtcBeamOptions beam;
   beam.beam = int(a.beam);
-  const SpeechScore s = score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, a.beam > 1 ? &beam : nullptr);
+  const SpeechScore s = score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, beam);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int64_t left_out = report.too_short + report.too_long + report.no_phones;
   if (a.format == "json") {

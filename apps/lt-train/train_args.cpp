@@ -64,6 +64,11 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--feature-redraw", "feature_redraw")) feature_redraw = ck.meta_int("lt.train.feature_redraw");
   if (adopt("--plateau", "plateau")) plateau = int(ck.meta_int("lt.train.plateau"));
   if (device == "cpu" && ck.meta("lt.train.precision", "fp32") == "bf16") bf16 = true;  // a bf16 run stays one
+  // The speech task's data recipe (its model and front end come with the checkpoint).
+  if (!given.count("--spec-augment") && ck.metadata.count("speech.spec_augment"))
+    spec_augment = ck.meta("speech.spec_augment") == "1";
+  if (!given.count("--max-frames") && ck.metadata.count("speech.max_frames"))
+    max_frames = ck.meta_int("speech.max_frames");
   if (ck.metadata.count("lt.train.command")) {
     const std::string earlier = ck.meta("lt.train.resumed_with", "");
     resumed_with = earlier.empty() ? command : earlier + "; " + command;

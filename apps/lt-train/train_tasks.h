@@ -53,7 +53,8 @@ struct TrainArgs {
   std::set<std::string> given;
 
   // --resume: every training option not given again (seed, batch, steps,
-  // optimizer, lr and schedule, clip; bf16 products) from the checkpoint's lt.train.* entries,
+  // optimizer, lr and schedule, clip; bf16 products) from the checkpoint's
+  // lt.train.* entries, the speech task's --spec-augment and --max-frames from its speech.* ones,
   // so that `lt-train --resume -o CKPT` sees the batches, dropout masks and
   // learning rates the uninterrupted run would have.
   void adopt_recipe(const Checkpoint& ck);

@@ -1,89 +1,78 @@
-// CTC decoding: greedy (best class per frame) and prefix beam search, whose
-// prefixes sum the probability of every alignment that emits them (two
-// scores each: the alignments ending in a blank, and those ending in the
-// prefix's last label, which a repeat of that label extends without
-// emitting it again).
+// CTC decoding: the greedy decoder (best class per frame), the factory that
+// picks it or prefix beam search (ctc_prefix_beam.cpp), and whole utterances.
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <map>
 
-#include "heads/log_space.h"
+#include "heads/ctc_decoders.h"
 #include "lt/ctc.h"
 #include "lt/error.h"
 
 namespace lt {
 
-std::vector<int32_t> ctc_greedy_decode(const float* logits, int64_t frames, int64_t classes) {
-  check(classes >= 2 && frames >= 0, "ctc_greedy_decode: needs the blank and a label, and frames >= 0");
-  std::vector<int32_t> out;
-  int32_t previous = 0;
-  for (int64_t t = 0; t < frames; ++t) {
-    const float* row = logits + t * classes;
-    const int32_t best = int32_t(std::max_element(row, row + classes) - row);
-    if (best != 0 && best != previous) out.push_back(best);
-    previous = best;
+namespace {
+
+// A token is settled when its run of frames ends: no later frame extends it.
+class GreedyDecoder final : public CtcDecoder {
+ public:
+  explicit GreedyDecoder(int64_t classes) : classes_(classes) {}
+  void push(const float* row) override {
+    const int32_t best = int32_t(std::max_element(row, row + classes_) - row);
+    if (best != previous_ && open_) {
+      settled_.push_back(current_);
+      open_ = false;
+    }
+    if (best != 0 && best != previous_) {
+      current_ = CtcToken{best, t_, t_};
+      open_ = true;
+    } else if (open_) {
+      current_.end = t_;
+    }
+    previous_ = best;
+    ++t_;
   }
+  void take_settled(std::vector<CtcToken>& out) override {
+    out.insert(out.end(), settled_.begin(), settled_.end());
+    settled_.clear();
+  }
+  void finish() override {
+    if (open_) settled_.push_back(current_);
+    open_ = false;
+  }
+  std::vector<CtcToken> tentative() const override {
+    return open_ ? std::vector<CtcToken>{current_} : std::vector<CtcToken>{};
+  }
+
+ private:
+  int64_t classes_, t_ = 0;
+  int32_t previous_ = 0;  // the blank: a first label is a new token
+  bool open_ = false;
+  CtcToken current_;
+  std::vector<CtcToken> settled_;
+};
+
+}  // namespace
+
+std::vector<int32_t> labels_of(const std::vector<CtcToken>& tokens) {
+  std::vector<int32_t> out;
+  out.reserve(tokens.size());
+  for (const CtcToken& t : tokens) out.push_back(t.label);
   return out;
 }
 
-CtcPrefixBeam::CtcPrefixBeam(int64_t classes, const CtcBeamOptions& options) : classes_(classes), options_(options) {
+std::unique_ptr<CtcDecoder> make_ctc_decoder(int64_t classes, const CtcBeamOptions& options) {
   check(classes >= 2, "CTC decoding needs the blank and a label");
   check(options.beam >= 1, "CTC beam width must be >= 1, is " + std::to_string(options.beam));
-  reset();
+  if (options.beam == 1) return std::make_unique<GreedyDecoder>(classes);
+  return make_prefix_beam_decoder(classes, options);
 }
 
-void CtcPrefixBeam::reset() { beams_ = {Prefix{{}, 0.0, kLogZero}}; }
-
-void CtcPrefixBeam::push(const float* logits_row) {
-  // Log-softmax of the frame.
-  logp_.resize(size_t(classes_));
-  double m = logits_row[0];
-  for (int64_t c = 1; c < classes_; ++c) m = std::max(m, double(logits_row[c]));
-  double s = 0;
-  for (int64_t c = 0; c < classes_; ++c) s += std::exp(double(logits_row[c]) - m);
-  const double lse = m + std::log(s);
-  for (int64_t c = 0; c < classes_; ++c) logp_[size_t(c)] = double(logits_row[c]) - lse;
-
-  std::map<std::vector<int32_t>, std::pair<double, double>> next;  // prefix -> (blank, label)
-  auto add = [&](const std::vector<int32_t>& prefix, double blank, double label) {
-    auto [it, fresh] = next.try_emplace(prefix, kLogZero, kLogZero);
-    it->second.first = log_add(it->second.first, blank);
-    it->second.second = log_add(it->second.second, label);
-  };
-  for (const Prefix& p : beams_) {
-    const double total = log_add(p.blank, p.label);
-    add(p.labels, total + logp_[0], kLogZero);  // a blank emits nothing
-    for (int32_t c = 1; c < classes_; ++c) {
-      const double lp = logp_[size_t(c)];
-      if (lp < options_.prune) continue;
-      std::vector<int32_t> longer = p.labels;
-      longer.push_back(c);
-      if (!p.labels.empty() && p.labels.back() == c) {
-        add(p.labels, kLogZero, p.label + lp);  // the repeat merges into the last label
-        add(longer, kLogZero, p.blank + lp);    // after a blank it is a new label
-      } else {
-        add(longer, kLogZero, total + lp);
-      }
-    }
-  }
-  beams_.clear();
-  for (auto& [labels, score] : next) beams_.push_back(Prefix{labels, score.first, score.second});
-  // Best first; equal scores in label order, so results do not depend on the map.
-  std::sort(beams_.begin(), beams_.end(), [](const Prefix& a, const Prefix& b) {
-    const double sa = log_add(a.blank, a.label), sb = log_add(b.blank, b.label);
-    return sa != sb ? sa > sb : a.labels < b.labels;
-  });
-  if (beams_.size() > size_t(options_.beam)) beams_.resize(size_t(options_.beam));
-}
-
-std::vector<int32_t> CtcPrefixBeam::best() const { return beams_.front().labels; }
-
-std::vector<int32_t> ctc_prefix_beam_search(const float* logits, int64_t frames, int64_t classes,
-                                            const CtcBeamOptions& options) {
-  CtcPrefixBeam search(classes, options);
-  for (int64_t t = 0; t < frames; ++t) search.push(logits + t * classes);
-  return search.best();
+std::vector<CtcToken> ctc_decode(const float* logits, int64_t frames, int64_t classes, const CtcBeamOptions& options) {
+  check(frames >= 0, "CTC decoding: frames must be >= 0");
+  std::unique_ptr<CtcDecoder> decoder = make_ctc_decoder(classes, options);
+  for (int64_t t = 0; t < frames; ++t) decoder->push(logits + t * classes);
+  decoder->finish();
+  std::vector<CtcToken> out;
+  decoder->take_settled(out);
+  return out;
 }
 
 }  // namespace lt

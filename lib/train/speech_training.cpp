@@ -108,7 +108,7 @@ void shuffle(std::vector<int64_t>& v, uint64_t key) {
 }  // namespace
 
 SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
-                         const CtcBeamOptions* beam) {
+                         const CtcBeamOptions& decoding) {
   check(batch >= 1, "score_speech: batch must be >= 1");
   SpeechScore score;
   std::vector<int64_t> order(static_cast<size_t>(set.size()));
@@ -127,8 +127,7 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
     const std::vector<float> logits = model.heads().to_vector();
     for (size_t r = 0; r < idx.size(); ++r) {
       const float* row = logits.data() + r * size_t(b.length * C);
-      const std::vector<int32_t> hyp = beam ? ctc_prefix_beam_search(row, b.lengths[r], C, *beam)
-                                            : ctc_greedy_decode(row, b.lengths[r], C);
+      const std::vector<int32_t> hyp = labels_of(ctc_decode(row, b.lengths[r], C, decoding));
       const int64_t i = idx[r];
       const std::vector<int32_t> ref(set.phones.labels.begin() + set.phones.offsets[i],
                                      set.phones.labels.begin() + set.phones.offsets[i + 1]);

@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "io/temp_dir.h"
 #include "lt/image_model.h"
@@ -36,6 +38,13 @@ inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const
   r.err = slurp(err);
   INFO("command: ", cmd);
   return r;
+}
+
+// A checkpoint's tensors by name with their float values; metadata apart.
+inline std::map<std::string, std::vector<float>> tensor_values(const std::string& path) {
+  std::map<std::string, std::vector<float>> m;
+  for (const auto& [name, t] : load_safetensors(path).tensors) m[name] = t.to_vector();
+  return m;
 }
 
 // A randomly initialised image model small enough for tests to run in

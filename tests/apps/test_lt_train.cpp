@@ -67,13 +67,6 @@ std::vector<nlohmann::json> json_lines(const std::string& path) {
   return out;
 }
 
-// Tensors by name with their float values; metadata apart.
-std::map<std::string, std::vector<float>> tensor_values(const std::string& path) {
-  std::map<std::string, std::vector<float>> m;
-  for (const auto& [name, t] : load_safetensors(path).tensors) m[name] = t.to_vector();
-  return m;
-}
-
 }  // namespace
 
 TEST_CASE("lt-train --help lists every option with its default") {

@@ -79,6 +79,22 @@ TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports
   CHECK(nlohmann::json::parse(r.out)["per"] == j["per"]);
 }
 
+TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train");
+  const std::string straight = tmp.file("straight.safetensors"), resumed = tmp.file("resumed.safetensors");
+  const std::string common = "--task asr --data '" + train + "' " + kTiny + " --spec-augment --dropout 0.2 ";
+  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 6 -o '" + straight + "'").exit_code == 0);
+  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 3 -o '" + resumed + "'").exit_code == 0);
+  // Resumed without repeating --spec-augment: the checkpoint's recipe has it.
+  const CommandResult r =
+      run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --steps 6 -q -o '" + resumed + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(load_safetensors(resumed).meta("speech.spec_augment") == "1");
+  CHECK(tensor_values(resumed) == tensor_values(straight));
+}
+
 TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
   TempDir tmp;
   auto one_line = [](const CommandResult& r, const std::string& want) {

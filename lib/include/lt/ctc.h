@@ -4,13 +4,14 @@
 //
 //   double nats = ctc_loss_forward(logits, frames, targets, nll);   // logits [B, T, C]
 //   ctc_loss_backward(logits, frames, targets, scale, dlogits);
-//   std::vector<int32_t> phones = ctc_greedy_decode(row, frames, C);
+//   std::vector<lt::CtcToken> phones = ctc_decode(row, frames, C, {.beam = 16});
 //
 // Class 0 is the blank. An alignment is one class per frame; it emits the
 // labels left after merging repeated classes and dropping blanks, so two equal
 // labels in a row need a blank between them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lt/tensor.h"
@@ -45,39 +46,47 @@ double ctc_loss_forward(const Tensor& logits, const std::vector<int32_t>& frames
 void ctc_loss_backward(const Tensor& logits, const std::vector<int32_t>& frames, const CtcTargets& targets,
                        const std::vector<float>& scale, Tensor& dlogits);
 
-// ---- Decoding one utterance: rows [frames, classes] of logits on the host ----
-// The most likely class per frame, repeats merged, blanks dropped.
-std::vector<int32_t> ctc_greedy_decode(const float* logits, int64_t frames, int64_t classes);
+// ---- Decoding: labels with the frames they were spoken at ----
+// A decoded label and the frames of its alignment in the decoded hypothesis:
+// the frame that first emitted it and the last frame it still held (greedy:
+// its run of best classes; beam: the last frame its prefix was kept with the
+// label more likely than a blank after it).
+struct CtcToken {
+  int32_t label = 0;
+  int64_t start = 0, end = 0;  // frames, inclusive
+  bool operator==(const CtcToken& o) const { return label == o.label && start == o.start && end == o.end; }
+};
+std::vector<int32_t> labels_of(const std::vector<CtcToken>& tokens);
 
 struct CtcBeamOptions {
-  int beam = 16;          // prefixes kept after each frame
-  float prune = -1e30f;   // classes whose log-probability at a frame is below this are not extended (e.g. -10)
+  int beam = 1;           // prefixes kept after each frame; 1: greedy (the best class per frame)
+  float prune = -1e30f;   // beam: classes whose log-probability at a frame is below this are not extended (e.g. -10)
+  // beam: hypotheses that still disagree about a token older than this many
+  // frames give way to the best one, so tokens settle within a bounded delay
+  // (prefix beam search alone can keep two rivals for ever).
+  int max_delay = 100;
 };
-// CTC prefix beam search (Hannun et al. 2014, without a language model): the
-// label sequence with the largest summed probability over its alignments
-// among the prefixes kept. Takes logits and applies the log-softmax itself.
-std::vector<int32_t> ctc_prefix_beam_search(const float* logits, int64_t frames, int64_t classes,
-                                            const CtcBeamOptions& options = {});
 
-// The same search over frames that arrive one at a time (streaming
-// recognition): after the last push, best() equals ctc_prefix_beam_search
-// over all of them.
-class CtcPrefixBeam {
+// Frames arrive one at a time (streaming recognition); tokens come out in
+// order, each once, as soon as no later frame can change them, so memory
+// stays bounded however long the stream. Greedy: the best class per frame,
+// repeats merged, blanks dropped. Beam: CTC prefix beam search (Hannun et
+// al. 2014, without a language model), each prefix summing every alignment
+// that emits it; the result is the most probable prefix after the last frame.
+class CtcDecoder {
  public:
-  explicit CtcPrefixBeam(int64_t classes, const CtcBeamOptions& options = {});
-  void push(const float* logits_row);  // one frame's logits [classes]
-  std::vector<int32_t> best() const;   // the most probable prefix so far
-  void reset();
-
- private:
-  struct Prefix {
-    std::vector<int32_t> labels;
-    double blank, label;  // log p of the frames so far emitting labels, ending in a blank / in its last label
-  };
-  int64_t classes_;
-  CtcBeamOptions options_;
-  std::vector<Prefix> beams_;
-  std::vector<double> logp_;
+  virtual ~CtcDecoder() = default;
+  virtual void push(const float* logits_row) = 0;  // one frame's logits [classes] (the log-softmax is applied here)
+  // Appends the tokens settled since the last call; after finish(), all of them.
+  virtual void take_settled(std::vector<CtcToken>& out) = 0;
+  virtual void finish() = 0;
+  // The best hypothesis's tokens after those settled: what may still change.
+  virtual std::vector<CtcToken> tentative() const = 0;
 };
+std::unique_ptr<CtcDecoder> make_ctc_decoder(int64_t classes, const CtcBeamOptions& options = {});
+
+// A whole utterance: rows [frames, classes] of logits on the host.
+std::vector<CtcToken> ctc_decode(const float* logits, int64_t frames, int64_t classes,
+                                 const CtcBeamOptions& options = {});
 
 }  // namespace lt

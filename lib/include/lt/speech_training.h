@@ -49,8 +49,8 @@ struct SpeechSetReport {
 SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::vector<std::vector<float>>& raw,
                           const SpeechFrontEnd& frontend, int64_t max_positions, SpeechSetReport* report = nullptr);
 
-// Loss and phone error rate of a CTC model on a set: greedy decoding, or
-// prefix beam search when beam is given. Batches of similar lengths.
+// Loss and phone error rate of a CTC model on a set, decoded as decoding
+// says (greedy by default). Batches of similar lengths.
 struct SpeechScore {
   double loss = 0;  // nats per phone
   ErrorCounts overall;
@@ -58,7 +58,7 @@ struct SpeechScore {
   int64_t utterances = 0;
 };
 SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
-                         const CtcBeamOptions* beam = nullptr);
+                         const CtcBeamOptions& decoding = {});
 
 // The task: batches of utterances of similar length (bucketing keeps padding
 // a small share), drawn in an order that is a function of (seed, step), with
