@@ -68,7 +68,8 @@ struct SequenceModel::Buffers {
   CtcTargets labels;            // CTC: the last forward's labels
   Tensor v_ids, v_targets, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_picked, v_dpicked, v_nll;
   int64_t step_B = 0;
-  Tensor step_x, step_y;  // [B, 1, d], [B, d]
+  Tensor step_x, step_y;    // [B, 1, d], [B, d]
+  Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
 };
 
 SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
@@ -160,15 +161,59 @@ bool gather_targets(const SequenceBatch& batch, std::vector<int64_t>& first, std
 }
 }  // namespace
 
+// The batch's inputs through input part, stack and predictor: the head
+// outputs [B, L, P] in the planned buffers.
+Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& options, int64_t counted) {
+  const int64_t B = batch.rows, L = batch.length, P = config_.head.width(), F = config_.input_features;
+  const bool padded = !batch.lengths.empty();
+  if (F > 0) {
+    check(int64_t(batch.features.size()) == B * L * F, "batch features: " + std::to_string(batch.features.size()) +
+                                                           " floats for " + std::to_string(B) + " x " +
+                                                           std::to_string(L) + " frames of " + std::to_string(F));
+  } else {
+    check(int64_t(batch.inputs.size()) == B * L,
+          "batch inputs: " + std::to_string(batch.inputs.size()) + " for " + std::to_string(B) + " x " + std::to_string(L));
+    for (int32_t id : batch.inputs)
+      check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
+                                                    std::to_string(config_.vocabulary - 1));
+  }
+  plan(B, L, counted);
+  Buffers& b = *buf_;
+  if (F > 0)
+    b.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
+  else
+    b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
+  input_->forward(b.v_ids, 0, b.v_x);
+  stack_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
+  Tensor head3 = b.v_head.reshape({B, L, P});
+  linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, options.precision.head);
+  head_products_ = options.precision.head;
+  return head3;
+}
+
+namespace {
+void check_batch_shape(const SequenceModelConfig& c, const SequenceBatch& batch) {
+  check(batch.rows >= 1 && batch.length >= 1 && batch.length <= c.max_positions,
+        "a batch of " + std::to_string(batch.rows) + " x " + std::to_string(batch.length) +
+            " positions does not fit a model of " + std::to_string(c.max_positions) + " positions");
+  check(batch.lengths.empty() || int64_t(batch.lengths.size()) == batch.rows, "batch lengths need one per row");
+}
+}  // namespace
+
+Tensor SequenceModel::predict(const SequenceBatch& batch, const ForwardOptions& options) {
+  check_batch_shape(config_, batch);
+  ForwardOptions eval = options;
+  eval.train = false;
+  buf_->compact = false;
+  return run(batch, eval, 1);
+}
+
 double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
                               double* accuracy) {
-  const int64_t B = batch.rows, L = batch.length, P = config_.head.width(), F = config_.input_features;
-  check(B >= 1 && L >= 1 && L <= config_.max_positions,
-        "a batch of " + std::to_string(B) + " x " + std::to_string(L) + " positions does not fit a model of " +
-            std::to_string(config_.max_positions) + " positions");
+  check_batch_shape(config_, batch);
+  const int64_t B = batch.rows, L = batch.length, P = config_.head.width();
   Buffers& b = *buf_;
   const bool padded = !batch.lengths.empty();
-  check(!padded || int64_t(batch.lengths.size()) == B, "batch lengths need one per row");
   const bool ctc = !config_.head.per_position();
   std::vector<int32_t> targets;
   int64_t counted = B * L;
@@ -185,30 +230,8 @@ double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& 
     if (b.compact) counted = int64_t(targets.size());
   }
   check(counted > 0, "a batch that counts no positions");
-  if (F > 0) {
-    check(int64_t(batch.features.size()) == B * L * F, "batch features: " + std::to_string(batch.features.size()) +
-                                                           " floats for " + std::to_string(B) + " x " +
-                                                           std::to_string(L) + " frames of " + std::to_string(F));
-  } else {
-    check(int64_t(batch.inputs.size()) == B * L,
-          "batch inputs: " + std::to_string(batch.inputs.size()) + " for " + std::to_string(B) + " x " + std::to_string(L));
-    for (int32_t id : batch.inputs)
-      check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
-                                                    std::to_string(config_.vocabulary - 1));
-  }
-  plan(B, L, counted);
-  if (F > 0)
-    b.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
-  else
-    b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
+  Tensor head3 = run(batch, options, counted);
   if (!ctc) b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
-
-  input_->forward(b.v_ids, 0, b.v_x);
-  stack_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
-  Tensor head3 = b.v_head.reshape({B, L, P});
-  const Products head_products = options.precision.head;
-  linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, head_products);
-  head_products_ = head_products;
   if (ctc) {
     Tensor row_nll = grown_view(b.nll, {B}, device_);
     const double sum = ctc_loss_forward(head3, b.frames, b.labels, row_nll);
@@ -318,7 +341,8 @@ void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, 
             " outside 0.." + std::to_string(config_.max_positions - 1));
   const int64_t B = inputs.dim(0), T = inputs.dim(1);
   check_shape(heads, {B, T, P}, "chunk heads");
-  Tensor x = Tensor::empty({B, T, d}, device_), y = Tensor::empty({B, T, d}, device_);
+  // Grown, never shrunk: a stream of chunks allocates nothing after its largest.
+  Tensor x = grown_view(buf_->chunk_x, {B, T, d}, device_), y = grown_view(buf_->chunk_y, {B, T, d}, device_);
   input_->forward(inputs, t0, x);
   stack_->continue_chunk(state, x, t0, y);
   linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);

@@ -26,12 +26,16 @@ std::vector<float> SpeechFrontEnd::filterbank(const std::vector<float>& samples)
   return out;
 }
 
-std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw) const {
+void SpeechFrontEnd::normalize(float* frames, int64_t n) const {
   check(has_statistics(), "the speech front end has no normalisation statistics");
+  normalize_features(frames, n, fbank_->config().bins, mean_.data(), inv_std_.data());
+}
+
+std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw) const {
   const int bins = fbank_->config().bins;
   const int64_t n = int64_t(raw.size()) / bins;
   std::vector<float> normalised = raw;
-  normalize_features(normalised.data(), n, bins, mean_.data(), inv_std_.data());
+  normalize(normalised.data(), n);
   std::vector<float> out(size_t(positions(n) * features()));
   stack_frames(normalised.data(), n, bins, stack_, out.data());
   return out;

@@ -104,6 +104,10 @@ class SequenceModel {
   // counted() is the last forward's count.
   double forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll = nullptr,
                  double* accuracy = nullptr);
+  // The head outputs [rows, length, head width] of a batch that needs no
+  // targets or labels (recognition): the forward pass in eval mode without a
+  // loss, in the model's buffers (valid until the next pass).
+  Tensor predict(const SequenceBatch& batch, const ForwardOptions& options);
   // Gradients of the last forward's mean loss, accumulated into params().grads().
   void backward();
   int64_t counted() const;
@@ -135,6 +139,7 @@ class SequenceModel {
  private:
   struct Buffers;
   void plan(int64_t rows, int64_t length, int64_t counted);
+  Tensor run(const SequenceBatch& batch, const ForwardOptions& options, int64_t counted);
 
   SequenceModelConfig config_;
   Device device_;

@@ -28,6 +28,7 @@ class SpeechFrontEnd {
   // stack: filterbank frames per encoder position (1 = the paper's 10 ms).
   SpeechFrontEnd(const FbankConfig& fbank = {}, int stack = 1);
   const FbankConfig& fbank_config() const { return fbank_->config(); }
+  const Fbank& fbank() const { return *fbank_; }
   int stack() const { return stack_; }
   int64_t features() const { return int64_t(fbank_->config().bins) * stack_; }
   // Normalisation statistics of the training set, per filterbank bin.
@@ -35,6 +36,8 @@ class SpeechFrontEnd {
   bool has_statistics() const { return !mean_.empty(); }
   // Raw log mel frames [fbank frames, bins] of 16 kHz samples (unnormalised).
   std::vector<float> filterbank(const std::vector<float>& samples) const;
+  // frames [n, bins] = (frames - mean) * inv_std, in place.
+  void normalize(float* frames, int64_t n) const;
   // Normalised, stacked encoder inputs [positions(raw frames), features] of raw filterbank frames.
   std::vector<float> encoder_inputs(const std::vector<float>& raw) const;
   int64_t positions(int64_t raw_frames) const { return stacked_frames(raw_frames, stack_); }

@@ -1,0 +1,108 @@
+// Speech recognition with a trained speech model: whole recordings of any
+// length (SpeechRecognizer), and audio that arrives in pieces, decoded as it
+// comes (SpeechStream: the causal linear model run as an RNN, its state
+// continued over each piece in one pass).
+//
+//   lt::SpeechModel m = lt::load_speech_model("asr.safetensors", lt::Device::cpu);
+//   lt::SpeechRecognizer r(m);
+//   lt::Transcript t = r.transcribe(lt::read_audio("utt.flac"));
+//   for (const lt::CtcToken& p : t.phones) printf("%s ", lt::phone_names()[p.label].c_str());
+//
+//   lt::SpeechStream s(m);                   // causal-linear models only
+//   s.push(samples.data(), n);               // as they arrive
+//   s.take_settled(phones);                  // final phones so far
+//   s.finish();
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "lt/ctc.h"
+#include "lt/precision.h"
+#include "lt/speech.h"
+
+namespace lt {
+
+struct RecognizerOptions {
+  CtcBeamOptions decoding;  // beam 1: greedy
+  Precision precision;      // the encoder's products (the head stays fp32)
+};
+
+// Seconds spent in each part.
+struct RecognitionTimes {
+  double frontend = 0, encoder = 0, decoder = 0;
+  double total() const { return frontend + encoder + decoder; }
+};
+
+// Phones with encoder positions as their frames (CtcToken::start/end).
+struct Transcript {
+  std::vector<CtcToken> phones;
+  int64_t positions = 0;
+  double duration = 0;  // seconds of audio
+  RecognitionTimes times;
+};
+
+// Seconds from the start of the audio to the start of encoder position p:
+// p * frame_stack * hop. A token spans [start(p0), start(p1 + 1)), cut at
+// the end of the audio.
+double position_start_seconds(const SpeechFrontEnd& frontend, int64_t position);
+
+class SpeechRecognizer {
+ public:
+  // model must outlive the recognizer.
+  explicit SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options = {});
+  // 16 kHz samples (read_audio) to phones.
+  Transcript transcribe(const std::vector<float>& samples);
+  // The CTC logits [positions, classes] of encoder inputs [positions,
+  // features] of any length. A causal linear model continues its state over
+  // pieces of max_positions; any other model sees windows of max_positions
+  // overlapping by half, and each position comes from the window it is
+  // deepest inside, so every position has at least a quarter window of
+  // context on each side (or all there is).
+  std::vector<float> logits(const std::vector<float>& inputs, int64_t positions);
+
+ private:
+  SpeechModel& model_;
+  RecognizerOptions options_;
+  SequenceBatch batch_;
+};
+
+// A causal linear model run as an RNN over audio pushed in any pieces: its
+// phones equal those of SpeechRecognizer on the whole recording (the same
+// arithmetic over other chunk boundaries), memory stays constant, and each
+// phone is handed out as soon as it is final. Other models are refused
+// (lt::Error): a bidirectional model needs the whole recording, a softmax
+// model's cache grows with the stream.
+class SpeechStream {
+ public:
+  explicit SpeechStream(SpeechModel& model, const RecognizerOptions& options = {});
+  ~SpeechStream();
+  // 16 kHz samples; decodes every encoder position they complete.
+  void push(const float* samples, int64_t n);
+  // The end of the audio: the last partial position, then every phone settles.
+  void finish();
+  // Appends the phones settled since the last call.
+  void take_settled(std::vector<CtcToken>& out);
+  // The best guess at the phones after those settled (may still change).
+  std::vector<CtcToken> tentative() const;
+  int64_t samples() const { return samples_; }
+  int64_t positions() const { return t_; }
+  const RecognitionTimes& times() const { return times_; }
+
+ private:
+  void encode(int64_t positions);
+
+  SpeechModel& model_;
+  std::unique_ptr<FbankStream> fbank_;
+  std::unique_ptr<CtcDecoder> decoder_;
+  RecurrentState state_;
+  int64_t samples_ = 0, t_ = 0;
+  bool finished_ = false;
+  std::vector<float> frames_;   // normalised filterbank frames not yet stacked into a position
+  std::vector<float> raw_;      // FbankStream's output of one push
+  Tensor inputs_, heads_;       // [chunk, features], [chunk, classes]: one encoder call's
+  std::vector<float> head_rows_;
+  RecognitionTimes times_;
+};
+
+}  // namespace lt

@@ -1,0 +1,104 @@
+// Whole recordings to phones: front end, the encoder over pieces or windows
+// of the model's length, CTC decoding.
+#include "lt/recognizer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "lt/error.h"
+
+namespace lt {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool runs_as_rnn(const SequenceModelConfig& c) {
+  return c.transformer.direction == Direction::causal && c.transformer.attention == AttentionKind::linear;
+}
+
+// Window starts covering 0..positions-1: every half window, the last one
+// flush with the end.
+std::vector<int64_t> window_starts(int64_t positions, int64_t window) {
+  std::vector<int64_t> starts;
+  const int64_t hop = std::max<int64_t>(1, window / 2);
+  for (int64_t s = 0;; s += hop) {
+    if (s + window >= positions) {
+      starts.push_back(std::max<int64_t>(0, positions - window));
+      break;
+    }
+    starts.push_back(s);
+  }
+  return starts;
+}
+}  // namespace
+
+double position_start_seconds(const SpeechFrontEnd& f, int64_t position) {
+  return double(position) * f.stack() * f.fbank_config().hop_ms / 1000.0;
+}
+
+SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options)
+    : model_(model), options_(options) {
+  check(model.model->config().family == "speech", "a speech recognizer needs a speech model");
+  model.model->prepare_step(options.precision, false);
+  make_ctc_decoder(model.model->config().head.width(), options.decoding);  // refuses bad options now
+}
+
+std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, int64_t positions) {
+  SequenceModel& m = *model_.model;
+  const int64_t F = m.config().input_features, C = m.config().head.width(), W = m.config().max_positions;
+  check(positions >= 1 && int64_t(inputs.size()) == positions * F,
+        "recognizer: " + std::to_string(inputs.size()) + " input floats for " + std::to_string(positions) +
+            " positions of " + std::to_string(F));
+  std::vector<float> out(size_t(positions * C));
+  if (runs_as_rnn(m.config())) {
+    RecurrentState state = m.new_state(1, options_.precision.state);
+    state.buffer.zero();
+    for (int64_t t0 = 0; t0 < positions; t0 += W) {
+      const int64_t T = std::min(W, positions - t0);
+      Tensor in = Tensor::empty({1, T, F}, m.device()), heads = Tensor::empty({1, T, C}, m.device());
+      in.copy_from(Tensor::wrap(const_cast<float*>(inputs.data() + t0 * F), {1, T, F}, Device::cpu));
+      m.continue_chunk(state, in, t0, heads);
+      Tensor::wrap(out.data() + t0 * C, {1, T, C}, Device::cpu).copy_from(heads);
+    }
+    return out;
+  }
+  ForwardOptions eval;
+  eval.precision = options_.precision;
+  const std::vector<int64_t> starts = window_starts(positions, W);
+  const int64_t T = std::min(W, positions);
+  for (size_t w = 0; w < starts.size(); ++w) {
+    const int64_t s = starts[w];
+    batch_.rows = 1;
+    batch_.length = T;
+    batch_.features.assign(inputs.begin() + s * F, inputs.begin() + (s + T) * F);
+    const std::vector<float> h = m.predict(batch_, eval).to_vector();
+    // The positions this window is deepest inside: halfway to each neighbour's.
+    const int64_t from = w == 0 ? 0 : (starts[w - 1] + T + s) / 2;
+    const int64_t to = w + 1 == starts.size() ? positions : (s + T + starts[w + 1]) / 2;
+    std::copy(h.begin() + (from - s) * C, h.begin() + (to - s) * C, out.begin() + from * C);
+  }
+  return out;
+}
+
+Transcript SpeechRecognizer::transcribe(const std::vector<float>& samples) {
+  const SpeechFrontEnd& f = model_.frontend;
+  Transcript t;
+  t.duration = double(samples.size()) / f.fbank_config().sample_rate;
+  auto t0 = std::chrono::steady_clock::now();
+  const std::vector<float> raw = f.filterbank(samples);
+  t.positions = f.positions(int64_t(raw.size()) / f.fbank_config().bins);
+  check(t.positions >= 1, "recognizer: audio shorter than one analysis frame");
+  const std::vector<float> inputs = f.encoder_inputs(raw);
+  t.times.frontend = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const std::vector<float> l = logits(inputs, t.positions);
+  t.times.encoder = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  t.phones = ctc_decode(l.data(), t.positions, model_.model->config().head.width(), options_.decoding);
+  t.times.decoder = seconds_since(t0);
+  return t;
+}
+
+}  // namespace lt
