@@ -13,7 +13,8 @@ using namespace lt::test;
 namespace {
 
 // A random speech model over frames of 3 stacked filterbank frames whose
-// head is sharpened, so that decoding emits labels, and statistics of
+// head is sharpened and its blank made less likely, so that decoding emits
+// labels, and statistics of
 // random frames.
 SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed) {
   SpeechModel m;
@@ -29,6 +30,11 @@ SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, 
   std::vector<float> v = w.to_vector();
   for (float& x : v) x *= 12;
   w.copy_from(Tensor::from_vector(v, w.shape()));
+  // A blank less likely than a random model makes it: labels in every utterance.
+  Tensor bias = m.model->params().value(m.model->params().index("predictor.bias"));
+  std::vector<float> b = bias.to_vector();
+  b[0] -= 4;
+  bias.copy_from(Tensor::from_vector(b, bias.shape()));
   return m;
 }
 
