@@ -16,17 +16,21 @@ inline CLI::Option* add_threads_option(CLI::App& app, int& threads) {
 }
 
 // --bf16 and --tf32 (precision_options.h turns them into a Precision).
-enum class PrecisionUse { generation, training };
+enum class PrecisionUse { generation, training, recognition };
 inline void add_precision_flags(CLI::App& app, bool& bf16, bool& tf32, PrecisionUse use) {
   if (use == PrecisionUse::generation)
     app.add_flag("--bf16", bf16,
                  "cpu: bf16 matrix products (fp32 sums) and recurrent state (AVX512_BF16; ~1.5x the images/s, ~3e-3 "
                  "relative error per product); cuda: the recurrent state in bf16 (half its memory traffic); the "
                  "output head stays fp32");
-  else
+  else if (use == PrecisionUse::training)
     app.add_flag("--bf16", bf16,
                  "cpu, AVX512_BF16: the transformer's products in bf16 with fp32 sums (the output head stays fp32); "
                  "with --eval --recurrent the step's products and state (cuda: the state)");
+  else
+    app.add_flag("--bf16", bf16,
+                 "cpu, AVX512_BF16: the encoder's products in bf16 with fp32 sums (the output head and a stream's "
+                 "state stay fp32)");
   app.add_flag("--tf32", tf32, "cuda: the linear layers' products in TF32 on the tensor cores (~3e-4 relative error)");
 }
 

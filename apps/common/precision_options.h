@@ -21,12 +21,12 @@ inline Precision generation_precision(bool bf16, bool tf32, Device d) {
   return p;
 }
 
-// Training and the parallel pass (lt-train, lt-bench train): --bf16 is the
-// transformer's products in bf16 on the CPU, --tf32 on CUDA's tensor cores.
-// The output head stays fp32.
+// Training and the parallel pass (lt-train, lt-bench train, lt-asr): --bf16
+// is the transformer's products in bf16 on the CPU, --tf32 on CUDA's tensor
+// cores. The output head stays fp32.
 inline Precision training_precision(bool bf16, bool tf32, Device d) {
   check(!tf32 || d == Device::cuda, "--tf32 is a CUDA option (the CPU has --bf16)");
-  check(!bf16 || d == Device::cpu, "--bf16 products in training are a CPU option (CUDA has --tf32)");
+  check(!bf16 || d == Device::cpu, "--bf16 products in training and recognition are a CPU option (CUDA has --tf32)");
   Precision p;
   if (bf16) p.products = Products::bf16;
   if (tf32) p.products = Products::tf32;

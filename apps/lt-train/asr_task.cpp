@@ -1,8 +1,6 @@
 // lt-train's speech task (paper section 4.3): CTC phoneme recognition from a
 // manifest or a LibriSpeech folder, through the shared model, loop and
 // reports; --eval prints the phone error rate overall and per speaker.
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,26 +18,6 @@ namespace lt::app {
 
 namespace {
 
-constexpr const char* kCmuDict = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict";
-
-bool is_directory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// A manifest (TSV) or a LibriSpeech folder; words without phones go through the lexicon.
-std::vector<Utterance> read_utterances(const std::string& path, const std::string& lexicon_path) {
-  check(!path.empty(), "--task asr needs --data MANIFEST.tsv or a LibriSpeech folder");
-  const std::string lex = lexicon_path.empty() ? kCmuDict : lexicon_path;
-  if (is_directory(path)) return read_librispeech(path, read_lexicon(lex));
-  struct stat st;
-  if (!lexicon_path.empty() || stat(lex.c_str(), &st) == 0) {
-    const Lexicon lexicon = read_lexicon(lex);
-    return read_manifest(path, &lexicon);
-  }
-  return read_manifest(path);
-}
-
 double hours(const std::vector<std::vector<float>>& raw, const SpeechFrontEnd& f) {
   double frames = 0;
   for (const auto& r : raw) frames += double(r.size()) / f.fbank_config().bins;
@@ -50,7 +28,8 @@ double hours(const std::vector<std::vector<float>>& raw, const SpeechFrontEnd& f
 SpeechSet load_split(const std::string& name, const std::string& path, const TrainArgs& a, SpeechFrontEnd& frontend,
                      int64_t max_positions, bool fit_statistics) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Utterance> utts = read_utterances(path, a.lexicon);
+  check(!path.empty(), "--task asr needs --data MANIFEST.tsv or a LibriSpeech folder");
+  const std::vector<Utterance> utts = read_corpus(path, a.lexicon);
   const std::vector<std::vector<float>> raw = compute_filterbanks(utts, frontend);
   if (fit_statistics) frontend.set_statistics(filterbank_statistics(raw, frontend.fbank_config().bins));
   SpeechSetReport report;
@@ -175,7 +154,7 @@ int run_asr_eval(const TrainArgs& a) {
   require_device(device);
   SpeechModel m = load_speech_model(a.model, device);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Utterance> utts = read_utterances(a.data, a.lexicon);
+  const std::vector<Utterance> utts = read_corpus(a.data, a.lexicon);
   SpeechSetReport report;
   const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, m.frontend), m.frontend,
                                         m.model->config().max_positions, &report);

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "audio/pcm.h"
 #include "audio/resampler.h"
@@ -23,6 +25,8 @@ constexpr size_t kReadBytes = 16384;
 struct AudioStream::Impl {
   int fd;
   bool raw;
+  double follow = 0;  // seconds without growth before the end of a file counts
+  std::chrono::steady_clock::time_point last_data = std::chrono::steady_clock::now();
   bool header_done = false, eof = false, finished = false;
   int channels = 1, rate = 0;
   PcmFormat format = PcmFormat::s16le;
@@ -77,9 +81,10 @@ struct AudioStream::Impl {
   }
 };
 
-AudioStream::AudioStream(int fd, std::string name, const RawAudio& raw)
+AudioStream::AudioStream(int fd, std::string name, const RawAudio& raw, double follow_seconds)
     : impl_(std::make_unique<Impl>()), name_(name == "-" ? "stdin" : std::move(name)) {
   impl_->fd = fd;
+  impl_->follow = follow_seconds;
   impl_->raw = raw.sample_rate > 0;
   if (impl_->raw) {
     check(raw.channels >= 1 && raw.channels <= 64,
@@ -106,7 +111,13 @@ bool AudioStream::read(std::vector<float>& out) {
     while (n < 0 && errno == EINTR);
     check(n >= 0, name_ + ": read failed: " + std::strerror(errno));
     s.pending.resize(at + size_t(n));
-    s.eof = n == 0;
+    const auto now = std::chrono::steady_clock::now();
+    if (n > 0) s.last_data = now;
+    s.eof = n == 0 && std::chrono::duration<double>(now - s.last_data).count() >= s.follow;
+    if (n == 0 && !s.eof) {  // a growing file: look again shortly
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return true;
+    }
   }
   if (!s.header_done) {
     if (!s.parse_header(name_)) {

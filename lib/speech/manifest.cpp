@@ -159,4 +159,18 @@ std::vector<Utterance> read_librispeech(const std::string& dir, const Lexicon& l
   return out;
 }
 
+const char* default_lexicon_path() { return "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"; }
+
+std::vector<Utterance> read_corpus(const std::string& path, const std::string& lexicon_path) {
+  check(!path.empty(), "no corpus given: a manifest TSV or a LibriSpeech folder");
+  const std::string lex = lexicon_path.empty() ? default_lexicon_path() : lexicon_path;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return read_librispeech(path, read_lexicon(lex));
+  if (!lexicon_path.empty() || stat(lex.c_str(), &st) == 0) {
+    const Lexicon lexicon = read_lexicon(lex);
+    return read_manifest(path, &lexicon);
+  }
+  return read_manifest(path);
+}
+
 }  // namespace lt

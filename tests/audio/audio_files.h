@@ -34,6 +34,18 @@ inline void write_tone(const std::string& path, int format, int rate, int channe
   sf_close(f);
 }
 
+// Mono float samples as a 32-bit float WAV, written as given (NaN too).
+inline void write_float_wav(const std::string& path, const std::vector<float>& x, int rate = 16000) {
+  SF_INFO info{};
+  info.samplerate = rate;
+  info.channels = 1;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &info);
+  REQUIRE_MESSAGE(f != nullptr, sf_strerror(nullptr));
+  REQUIRE(sf_writef_float(f, x.data(), sf_count_t(x.size())) == sf_count_t(x.size()));
+  sf_close(f);
+}
+
 // The mono mix of write_tone's channels, at 16 kHz.
 inline double tone_mix(const Tone& t, int channels, int64_t i) {
   double scale = 0;

@@ -160,15 +160,9 @@ TEST_CASE("bad audio is one line naming the file and the problem") {
   // A float WAV holding a NaN (libsndfile writes the bits as given).
   const std::string nan_file = tmp.file("nan.wav");
   {
-    SF_INFO info{};
-    info.samplerate = 16000;
-    info.channels = 1;
-    info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
-    SNDFILE* f = sf_open(nan_file.c_str(), SFM_WRITE, &info);
     std::vector<float> x(1000, 0.1f);
     x[700] = std::nanf("");
-    sf_writef_float(f, x.data(), 1000);
-    sf_close(f);
+    write_float_wav(nan_file, x);
   }
   check_one_line(error_of([&] { read_audio(nan_file); }), nan_file, "sample 700 is NaN");
   // A WAV whose codec libsndfile does not decode (format tag 0x55, MPEG layer 3).

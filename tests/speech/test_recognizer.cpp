@@ -3,55 +3,12 @@
 // possible window of a bidirectional model), and streaming in any pieces
 // against offline recognition of the whole recording.
 #include "io/temp_dir.h"
-#include "lt/fbank.h"
 #include "lt/recognizer.h"
-#include "test_util.h"
+#include "speech/random_speech_model.h"
 
 using namespace lt;
 using namespace lt::test;
 
-namespace {
-
-// A random speech model over frames of 3 stacked filterbank frames whose
-// head is sharpened and its blank made less likely, so that decoding emits
-// labels, and statistics of
-// random frames.
-SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed) {
-  SpeechModel m;
-  m.frontend = SpeechFrontEnd(FbankConfig{}, 3);
-  FeatureStats stats(40);
-  const std::vector<float> frames = rng.normals(200 * 40, 3);
-  stats.add(frames.data(), 200);
-  m.frontend.set_statistics(stats);
-  TransformerConfig t{2, 2, 8, 16, 32, AttentionKind::linear, dir, "elu", 0.f};
-  m.model = std::make_unique<SequenceModel>(speech_model_config(t, m.frontend.features(), 6, max_positions), Device::cpu);
-  m.model->init_parameters(seed);
-  Tensor w = m.model->params().value(m.model->params().index("predictor.weight"));
-  std::vector<float> v = w.to_vector();
-  for (float& x : v) x *= 12;
-  w.copy_from(Tensor::from_vector(v, w.shape()));
-  // A blank less likely than a random model makes it: labels in every utterance.
-  Tensor bias = m.model->params().value(m.model->params().index("predictor.bias"));
-  std::vector<float> b = bias.to_vector();
-  b[0] -= 4;
-  bias.copy_from(Tensor::from_vector(b, bias.shape()));
-  return m;
-}
-
-// Speech-like audio: a gliding tone with noise and pauses, 16 kHz.
-std::vector<float> test_audio(Rng& rng, double seconds) {
-  std::vector<float> x(size_t(seconds * 16000));
-  double phase = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double t = double(i) / 16000;
-    phase += 2 * M_PI * (300 + 200 * std::sin(2 * M_PI * 0.7 * t)) / 16000;
-    const double gate = std::sin(2 * M_PI * 1.3 * t) > -0.3 ? 1 : 0.05;
-    x[i] = float(gate * 0.4 * std::sin(phase) + 0.02 * rng.uniform());
-  }
-  return x;
-}
-
-}  // namespace
 
 TEST_CASE("offline recognition with a causal linear model equals its recurrent step, over pieces of max_positions") {
   const uint64_t seed = fresh_seed();

@@ -44,7 +44,10 @@ std::vector<float> read_audio(const std::string& path, const RawAudio& raw = {})
 // raw.sample_rate > 0, raw PCM.
 class AudioStream {
  public:
-  AudioStream(int fd, std::string name, const RawAudio& raw = {});  // name "-" reads as "stdin" in messages
+  // name "-" reads as "stdin" in messages. follow_seconds > 0: a file that
+  // is still being written (tail -f): its end is reached only once it has
+  // not grown for that long.
+  AudioStream(int fd, std::string name, const RawAudio& raw = {}, double follow_seconds = 0);
   ~AudioStream();
   // Replaces out with the next samples, mono at 16 kHz: what one read of the
   // input gave (it may be empty while input trickles in). False at the end

@@ -52,6 +52,13 @@ std::vector<Utterance> read_manifest(const std::string& path, const Lexicon* lex
 std::vector<Utterance> read_librispeech(const std::string& dir, const Lexicon& lexicon, bool skip_unknown = false,
                                         int64_t* skipped = nullptr);
 
+// pocketsphinx-en-us's CMU dictionary, the lexicon when none is given.
+const char* default_lexicon_path();
+// A manifest (TSV) or a LibriSpeech folder, as the tools take --data and
+// --ref: words without phones are pronounced through lexicon_path (empty: the
+// default lexicon when it is installed; a manifest with phones needs none).
+std::vector<Utterance> read_corpus(const std::string& path, const std::string& lexicon_path = "");
+
 // Words of a transcript: upper case, split on spaces and tabs.
 std::vector<std::string> split_words(const std::string& text);
 

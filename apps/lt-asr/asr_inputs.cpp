@@ -1,0 +1,98 @@
+// One input through lt-asr: whole (read, then transcribe) or streamed
+// (read as it arrives, phones printed as they settle, their latency measured).
+#include "asr_inputs.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+
+#include "lt/error.h"
+
+namespace lt::app {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The descriptor of path, "-" being stdin; closed when done.
+struct Input {
+  int fd;
+  explicit Input(const std::string& path) : fd(path == "-" ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    check(fd >= 0, path + ": cannot open: " + std::strerror(errno));
+  }
+  ~Input() {
+    if (fd > 0) ::close(fd);
+  }
+};
+}  // namespace
+
+AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer, const InputOptions& options) {
+  const auto t0 = Clock::now();
+  std::vector<float> samples;
+  if (path == "-") {
+    AudioStream in(0, path, options.raw);
+    std::vector<float> chunk;
+    while (in.read(chunk)) samples.insert(samples.end(), chunk.begin(), chunk.end());
+    check(int64_t(samples.size()) >= kMinSpeechSamples, "stdin: shorter than one 25 ms analysis frame");
+  } else {
+    samples = read_audio(path, options.raw);
+  }
+  const Transcript t = recognizer.transcribe(samples);
+  AsrResult r;
+  r.path = path;
+  r.phones = t.phones;
+  r.duration = t.duration;
+  r.times = t.times;
+  r.wall = seconds(Clock::now() - t0);
+  return r;
+}
+
+AsrResult stream_input(const std::string& path, SpeechModel& model, const InputOptions& options, AsrOutput& out) {
+  const auto t0 = Clock::now();
+  Input input(path);
+  AudioStream in(input.fd, path, options.raw, options.follow);
+  SpeechStream stream(model, options.recognizer);
+  AsrResult r;
+  r.path = path;
+  out.begin(path);
+  // When the audio completing each position arrived: (positions after a read, its time).
+  std::deque<std::pair<int64_t, Clock::time_point>> arrivals;
+  std::vector<float> chunk;
+  std::vector<CtcToken> fresh;
+  auto hand_out = [&] {
+    fresh.clear();
+    stream.take_settled(fresh);
+    const auto now = Clock::now();
+    for (const CtcToken& t : fresh) {
+      // The read that completed the token's last position.
+      while (arrivals.size() > 1 && arrivals.front().first <= t.end) arrivals.pop_front();
+      const double latency = seconds(now - arrivals.front().second);
+      r.latency_mean += latency;
+      r.latency_max = std::max(r.latency_max, latency);
+      ++r.latency_count;
+    }
+    if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
+    out.update(fresh, stream.tentative());
+  };
+  while (in.read(chunk)) {
+    if (chunk.empty()) continue;
+    const auto arrived = Clock::now();
+    stream.push(chunk.data(), int64_t(chunk.size()));
+    arrivals.emplace_back(stream.positions(), arrived);
+    hand_out();
+  }
+  check(stream.samples() >= kMinSpeechSamples, in.name() + ": shorter than one 25 ms analysis frame");
+  arrivals.emplace_back(INT64_MAX, Clock::now());  // the end of the input completes the last position
+  stream.finish();
+  hand_out();
+  if (r.latency_count > 0) r.latency_mean /= double(r.latency_count);
+  r.duration = double(stream.samples()) / kSpeechSampleRate;
+  r.times = stream.times();
+  r.wall = seconds(Clock::now() - t0);
+  return r;
+}
+
+}  // namespace lt::app

@@ -1,0 +1,121 @@
+// lt-asr: transcribes audio files and live streams to ARPAbet phones with a
+// speech model. One line per input on stdout (path TAB phones) or one JSON
+// object per input; --stream decodes as the audio arrives with the causal
+// model run as an RNN, printing phones as they settle. Errors on one input
+// are one line on stderr; the others are still transcribed, and the exit
+// code says something failed.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "asr_inputs.h"
+#include "asr_output.h"
+#include "command_line.h"
+#include "common_options.h"
+#include "lt/backend.h"
+#include "lt/error.h"
+#include "precision_options.h"
+#include "process_setup.h"
+#include "shipped_model.h"
+
+namespace {
+
+struct Args {
+  std::vector<std::string> inputs;
+  std::string model, format = "text", device = "cpu", ref, lexicon;
+  std::string raw_format = "s16le";
+  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 1;
+  double follow = 0;
+  bool stream = false, bf16 = false, tf32 = false, quiet = false;
+};
+
+constexpr const char* kOfflineModel = "asr.safetensors";
+constexpr const char* kStreamingModel = "asr-stream.safetensors";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lt::app::prepare_process(argv);
+  Args a;
+  CLI::App app{"lt-asr: transcribe audio files and live streams to phones with a linear-transformer CTC model"};
+  app.set_help_flag("-h,--help", "show every option with its default");
+  app.add_option("inputs", a.inputs, "audio files (WAV, FLAC, OGG, AIFF, ... or raw PCM with --raw-rate); - is stdin")
+      ->required();
+  app.add_option("-m,--model", a.model,
+                 std::string("speech model (default: ") + kOfflineModel + ", or " + kStreamingModel +
+                     " with --stream, in $LT_WEIGHTS if set, else the shipped weights/)");
+  app.add_option("-f,--format", a.format, "text (path TAB phones) or json (one object per input)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--beam", a.beam, "CTC prefix beam width (1: greedy, the best class per frame)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--stream", a.stream,
+               "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "
+               "as they settle; a terminal shows the tentative ones too");
+  app.add_option("--follow", a.follow,
+                 "--stream: a file ends only after it has not grown for this many seconds (0: at its end)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--ref", a.ref, "score against references: a manifest TSV or a LibriSpeech folder (PER on stderr, or in the JSON)");
+  app.add_option("--lexicon", a.lexicon, "--ref: pronunciations of reference words (CMU dict format; default: pocketsphinx's CMU dict)");
+  app.add_option("--raw-rate", a.raw_rate, "inputs are raw PCM at this sample rate (no header)")->check(CLI::Range(1000, 384000));
+  app.add_option("--raw-channels", a.raw_channels, "raw PCM channels")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--raw-format", a.raw_format, "raw PCM samples: s16le, s24le, s32le, f32le or u8")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"s16le", "s24le", "s32le", "f32le", "u8"}));
+  lt::app::add_device_option(app, a.device);
+  lt::app::add_threads_option(app, a.threads);
+  lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::recognition);
+  app.add_flag("-q,--quiet", a.quiet, "no summary on stderr");
+  if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-asr"); status >= 0) return status;
+
+  lt::app::InputOptions in;
+  std::unique_ptr<lt::app::References> refs;
+  lt::SpeechModel model;
+  try {
+    lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
+    lt::set_num_threads(a.threads);
+    const lt::Device device = lt::parse_device(a.device);
+    in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
+    in.recognizer.decoding.beam = a.beam;
+    in.follow = a.follow;
+    if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, lt::parse_pcm_format(a.raw_format)};
+    lt::require_device(device);
+    if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
+    model = lt::load_speech_model(a.model, device);
+    if (a.stream) lt::SpeechStream refuses_other_models(model, in.recognizer);
+    refs = a.ref.empty() ? std::make_unique<lt::app::References>()
+                         : std::make_unique<lt::app::References>(a.ref, a.lexicon);
+  } catch (const std::exception& e) {
+    std::cerr << "lt-asr: " << e.what() << "\n";
+    return 1;
+  }
+
+  lt::app::AsrOutput out(a.format == "json", a.model, model.frontend, *refs);
+  std::unique_ptr<lt::SpeechRecognizer> recognizer;
+  int failed = 0;
+  double audio = 0, wall = 0;
+  for (const std::string& path : a.inputs) {
+    try {
+      lt::app::AsrResult r;
+      if (a.stream) {
+        r = lt::app::stream_input(path, model, in, out);
+      } else {
+        if (!recognizer) recognizer = std::make_unique<lt::SpeechRecognizer>(model, in.recognizer);
+        r = lt::app::transcribe_input(path, *recognizer, in);
+      }
+      out.write(r);
+      audio += r.duration;
+      wall += r.wall;
+    } catch (const std::exception& e) {
+      out.end_line();
+      std::cerr << "lt-asr: " << e.what() << "\n";
+      ++failed;
+    }
+  }
+  out.finish();
+  if (!a.quiet && audio > 0)
+    std::fprintf(stderr, "lt-asr: %.1f s of audio in %.2f s (%.0fx real time), %d of %zu inputs failed\n", audio, wall,
+                 audio / wall, failed, a.inputs.size());
+  return failed > 0 ? 1 : 0;
+}

@@ -1,0 +1,209 @@
+// lt-asr end to end with random speech models saved by the test: text and
+// JSON output on utterances synthesized with espeak-ng, streaming against
+// whole files (from files and from a pipe), scoring against references, and
+// one-line refusals of bad inputs while the others are still transcribed.
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/cli.h"
+#include "audio/audio_files.h"
+#include "lt/speech_corpus.h"
+#include "speech/random_speech_model.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+std::string save_model(const TempDir& dir, const std::string& name, Direction direction, uint64_t seed) {
+  Rng rng(seed);
+  SpeechModel m = random_speech_model(rng, direction, 64, seed);
+  const std::string path = dir.file(name);
+  m.model->save(path, m.frontend.metadata(), m.frontend.tensors());
+  return path;
+}
+
+std::string espeak(const TempDir& dir, const std::string& name, const std::string& voice, const std::string& text) {
+  const std::string wav = dir.file(name);
+  const std::string cmd = "espeak-ng -v " + voice + " -w '" + wav + "' '" + text + "' 2>/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return wav;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The phones of a text line "path\tPH ON ES".
+std::string phones_of(const std::string& line) { return line.substr(line.find('\t') + 1); }
+
+}  // namespace
+
+TEST_CASE("lt-asr writes one line per input, or JSON whose phones are timed in order inside the audio") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "b.safetensors", Direction::bidirectional, seed);
+  const std::string a = espeak(tmp, "a.wav", "en-us", "the quick brown fox jumps over the lazy dog");
+  const std::string b = espeak(tmp, "b.wav", "en-gb", "seven days without rain");
+  CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' '" + a + "' '" + b + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> text = lines(r.out);
+  REQUIRE(text.size() == 2);
+  CHECK(text[0].rfind(a + "\t", 0) == 0);
+  CHECK(text[1].rfind(b + "\t", 0) == 0);
+  for (const std::string& l : text) {
+    std::istringstream phones(phones_of(l));
+    int n = 0;
+    for (std::string p; phones >> p; ++n) CHECK(phone_id(p) > 0);
+    CHECK(n > 0);
+  }
+
+  r = run_tool(tmp, "lt-asr", "-m '" + model + "' -f json --beam 4 '" + a + "' '" + b + "'");
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> json = lines(r.out);
+  REQUIRE(json.size() == 2);
+  for (const std::string& l : json) {
+    const nlohmann::json j = nlohmann::json::parse(l);
+    const double duration = j["duration"];
+    CHECK(duration > 0.5);
+    CHECK(j["model"] == model);
+    CHECK(j["rtf"].get<double>() > 0);
+    CHECK(j["encoder_seconds"].get<double>() > 0);
+    double previous_end = 0;
+    REQUIRE(j["phones"].size() > 0);
+    for (const auto& p : j["phones"]) {
+      const double start = p["start"], end = p["end"];
+      CHECK(phone_id(p["phone"]) > 0);
+      CHECK(previous_end <= start);
+      CHECK(start < end);
+      CHECK(end <= duration);
+      previous_end = end;
+    }
+  }
+}
+
+TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file and from a pipe") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  const std::string a = espeak(tmp, "a.wav", "en-us", "streaming speech recognition with a recurrent state");
+  for (const char* beam : {"1", "8"}) {
+    const CommandResult whole = run_tool(tmp, "lt-asr", "-m '" + model + "' --beam " + beam + " '" + a + "'");
+    REQUIRE(whole.exit_code == 0);
+    const CommandResult file = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream --beam " + beam + " '" + a + "'");
+    INFO(file.err);
+    REQUIRE(file.exit_code == 0);
+    CHECK(file.out == whole.out);
+    // stdin through a pipe: the tool runs as "$0" of a shell that pipes the file into it.
+    const CommandResult pipe = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream --beam " + beam + " -",
+                                        "sh -c 'cat \"" + a + "\" | \"$0\" \"$@\"' ");
+    INFO(pipe.err);
+    REQUIRE(pipe.exit_code == 0);
+    CHECK(phones_of(lines(pipe.out).at(0)) == phones_of(lines(whole.out).at(0)));
+    const CommandResult json = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream -f json '" + a + "'");
+    REQUIRE(json.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    CHECK(j["latency_max_ms"].get<double>() >= j["latency_mean_ms"].get<double>());
+    CHECK(j["latency_mean_ms"].get<double>() >= 0);
+  }
+}
+
+TEST_CASE("lt-asr --ref scores each input and the whole against its reference phones") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "b.safetensors", Direction::bidirectional, seed);
+  const std::string a = espeak(tmp, "a.wav", "en-us", "a reference to score against");
+  const std::string b = espeak(tmp, "b.wav", "en-us", "another one");
+  const CommandResult plain = run_tool(tmp, "lt-asr", "-m '" + model + "' a.wav b.wav", "cd '" + tmp.file("") + "' && ");
+  REQUIRE(plain.exit_code == 0);
+  const std::vector<std::string> out = lines(plain.out);
+  REQUIRE(out.size() == 2);
+  // a.wav's reference is exactly what was decoded, b.wav's lacks its first phone.
+  std::string hyp_a = phones_of(out[0]), hyp_b = phones_of(out[1]);
+  const std::string ref_b = hyp_b.find(' ') == std::string::npos ? "AA" : hyp_b.substr(hyp_b.find(' ') + 1);
+  const std::string tsv = "path\twords\tphones\na.wav\tX\t" + hyp_a + "\nb.wav\tX\t" + ref_b + "\n";
+  write_bytes(tmp.file("ref.tsv"), std::vector<uint8_t>(tsv.begin(), tsv.end()));
+  const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' -f json --ref ref.tsv a.wav b.wav", "cd '" + tmp.file("") + "' && ");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> json = lines(r.out);
+  REQUIRE(json.size() == 3);
+  const nlohmann::json ja = nlohmann::json::parse(json[0]), jb = nlohmann::json::parse(json[1]),
+                       summary = nlohmann::json::parse(json[2]);
+  CHECK(ja["per"] == 0.0);
+  const int64_t nb = std::count(ref_b.begin(), ref_b.end(), ' ') + 1;
+  CHECK(jb["errors"] == 1);
+  CHECK(jb["reference_phones"] == nb);
+  CHECK(summary["summary"] == true);
+  CHECK(summary["errors"] == 1);
+  CHECK(summary["scored"] == 2);
+  // Text: PER per input and overall on stderr.
+  const CommandResult t = run_tool(tmp, "lt-asr", "-m '" + model + "' --ref ref.tsv a.wav b.wav", "cd '" + tmp.file("") + "' && ");
+  CHECK(t.err.find("a.wav: PER 0.00%") != std::string::npos);
+  CHECK(t.err.find("PER") != std::string::npos);
+}
+
+TEST_CASE("lt-asr refuses each bad input in one line, transcribes the others and exits non-zero") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  const std::string good = espeak(tmp, "good.wav", "en-us", "good");
+  const std::string empty = tmp.file("empty.wav"), junk = tmp.file("junk.wav"), tiny = tmp.file("tiny.wav"),
+                    nan = tmp.file("nan.wav"), missing = tmp.file("missing.wav"), raw = tmp.file("odd.raw");
+  write_bytes(empty, {});
+  write_bytes(junk, std::vector<uint8_t>(3000, 42));
+  write_float_wav(tiny, std::vector<float>(200, 0.1f));
+  std::vector<float> x(4000, 0.1f);
+  x[1234] = std::nanf("");
+  write_float_wav(nan, x);
+  write_bytes(raw, std::vector<uint8_t>(3001, 1));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {empty, "not audio"}, {junk, "not audio"}, {tiny, "shorter than one 25 ms"}, {nan, "sample 1234 is NaN"},
+      {missing, "missing.wav"}};
+  for (const bool stream : {false, true}) {
+    for (const auto& [bad, why] : cases) {
+      const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' " + (stream ? "--stream " : "") + "-q '" +
+                                                          bad + "' '" + good + "'");
+      INFO("stream " << stream << ": " << r.err);
+      CHECK(r.exit_code == 1);
+      if (!stream || bad != empty) CHECK(r.err.find(bad) != std::string::npos);
+      if (!stream) CHECK(r.err.find(why) != std::string::npos);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK(r.out.find(good + "\t") != std::string::npos);
+    }
+  }
+  // Raw flags that do not divide the size (3001 bytes of 2-byte samples).
+  CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' -q --raw-rate 16000 '" + raw + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(raw) != std::string::npos);
+  // Streaming needs a causal linear model: one line before any input.
+  const std::string bidirectional = save_model(tmp, "b.safetensors", Direction::bidirectional, seed);
+  r = run_tool(tmp, "lt-asr", "-m '" + bidirectional + "' --stream '" + good + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("causal-linear") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+  // Not a speech model.
+  const std::string image = tiny_image_checkpoint(tmp, "image.safetensors");
+  r = run_tool(tmp, "lt-asr", "-m '" + image + "' '" + good + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("not a speech model") != std::string::npos);
+}
+
+TEST_CASE("lt-asr --help shows every option with its default") {
+  TempDir tmp;
+  const CommandResult r = run_tool(tmp, "lt-asr", "--help");
+  CHECK(r.exit_code == 0);
+  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=1", "--stream",
+                        "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
+                        "--threads INT=0", "--bf16", "--tf32"})
+    CHECK(r.out.find(o) != std::string::npos);
+}
