@@ -153,7 +153,7 @@ TEST_CASE("LSH attention with one bucket and one chunk is shared-QK softmax atte
   const uint64_t seed = fresh_seed();
   Rng rng(seed);
   const LshDims d{2, 23, 3, 6, 4};
-  for (int64_t rounds : {1, 4})  // four identical rounds: each key still counts once
+  for (int64_t rounds : {1, 4})  // four identical rounds merge into the one softmax
     for (bool causal : {false, true})
       for (int64_t chunk : {d.L, d.L + 9}) {
         INFO("seed " << seed << " rounds " << rounds << " causal " << causal << " chunk " << chunk);
