@@ -2,7 +2,9 @@
 // memory per sample of softmax, linear and causal-linear attention for
 // sequence lengths 2^9 .. 2^16, the batch scaled inversely with the length;
 // favor and causal-favor are linear attention with the Performer's FAVOR+
-// features (F = the map's default width) in place of elu + 1.
+// features (F = the map's default width) in place of elu + 1; lsh-1, lsh-4
+// (and causal-) are Reformer's LSH attention as the paper configured it (64
+// buckets, chunks of 32; CPU only), its rotations drawn anew every pass.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,11 +15,14 @@
 #include "lt/attention.h"
 #include "lt/feature_map.h"
 #include "lt/ops.h"
+#include "lt/transformer.h"
 
 namespace lt::bench {
 namespace {
 
-const std::vector<std::string> kKinds = {"softmax", "causal-softmax", "linear", "causal-linear", "favor", "causal-favor"};
+const std::vector<std::string> kKinds = {"softmax", "causal-softmax", "linear",       "causal-linear",
+                                          "favor",   "causal-favor",   "lsh-1",        "lsh-4",
+                                          "causal-lsh-1", "causal-lsh-4"};
 
 struct Case {
   std::string kind;  // one of kKinds
@@ -26,6 +31,14 @@ struct Case {
 };
 
 bool is_softmax(const Case& c) { return c.kind.find("softmax") != std::string::npos; }
+bool is_lsh(const std::string& kind) { return kind.find("lsh") != std::string::npos; }
+
+LshOptions lsh_options(const std::string& kind) {
+  TransformerConfig t;
+  t.set_attention(kind);
+  t.direction = kind.rfind("causal-", 0) == 0 ? Direction::causal : Direction::bidirectional;
+  return t.lsh_options();
+}
 
 // Bytes the case will hold at its peak (inputs, outputs, gradients, and the
 // L x L probabilities of softmax), to skip what cannot fit.
@@ -34,6 +47,8 @@ double planned_bytes(const Case& c) {
   double base = tokens * c.E * 4 * 8;  // q k v out dout dq dk dv
   if (is_softmax(c))
     base += double(c.N) * c.H * c.L * c.L * 4 * 2;
+  else if (is_lsh(c.kind))
+    base += tokens * (lsh_options(c.kind).rounds + 1) * 4;  // orders and log-normalisers
   else
     base += tokens * c.F * 4 * 4;  // fq fk dfq dfk
   return base;
@@ -43,11 +58,17 @@ double planned_bytes(const Case& c) {
 // the timed passes measure arithmetic rather than page faults of fresh
 // allocations; the warm-up pass, which allocates them, gives the peak.
 struct Buffers {
-  Tensor out, dq, dk, dv, probs, fq, fk, dfq, dfk;
+  Tensor out, dq, dk, dv, probs, fq, fk, dfq, dfk, order, lse, rotations;
   Buffers(const Case& c, Device dev) {
     const Shape s{c.N, c.L, c.H, c.E}, f{c.N, c.L, c.H, c.F};
-    out = Tensor::empty(s, dev), dq = Tensor::empty(s, dev), dk = Tensor::empty(s, dev), dv = Tensor::empty(s, dev);
-    if (is_softmax(c)) {
+    out = Tensor::empty(s, dev), dq = Tensor::empty(s, dev), dv = Tensor::empty(s, dev);
+    if (!is_lsh(c.kind)) dk = Tensor::empty(s, dev);  // LSH keys are the queries: no dk
+    if (is_lsh(c.kind)) {
+      const LshOptions o = lsh_options(c.kind);
+      order = Tensor::empty({c.N, c.H, o.rounds, c.L}, dev, DType::i32);
+      lse = Tensor::empty({c.N, c.H, c.L}, dev);
+      rotations = Tensor::empty({o.rounds, c.E, o.buckets / 2}, dev);
+    } else if (is_softmax(c)) {
       probs = Tensor::empty({c.N, c.H, c.L, c.L}, dev);
     } else {
       fq = Tensor::empty(f, dev), fk = Tensor::empty(f, dev), dfq = Tensor::empty(f, dev), dfk = Tensor::empty(f, dev);
@@ -57,7 +78,13 @@ struct Buffers {
 
 void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
               const FeatureMap& phi, Buffers& b) {
-  if (is_softmax(c)) {
+  if (is_lsh(c.kind)) {  // shared QK: q serves as keys, k is not read
+    const Tensor no_lengths;
+    const LshOptions o = lsh_options(c.kind);
+    draw_lsh_rotations(uint64_t(c.L), b.rotations);
+    lsh_attention_forward(q, v, b.rotations, no_lengths, o, b.order, b.lse, b.out);
+    lsh_attention_backward(q, v, no_lengths, o, b.order, b.lse, b.out, dout, b.dq, b.dv);
+  } else if (is_softmax(c)) {
     const Tensor no_lengths;
     softmax_attention_forward(q, k, v, no_lengths, c.kind == "causal-softmax", b.probs, b.out);
     softmax_attention_backward(q, k, v, no_lengths, b.probs, dout, b.dq, b.dk, b.dv);
@@ -86,7 +113,8 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
   for (const std::string& k : kinds)
     if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
       throw Error("unknown attention '" + k +
-                  "' (expected softmax, causal-softmax, linear, causal-linear, favor, causal-favor or all)");
+                  "' (expected softmax, causal-softmax, linear, causal-linear, favor, causal-favor, lsh-1, lsh-4, "
+                  "causal-lsh-1, causal-lsh-4 or all)");
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
@@ -105,6 +133,10 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
         Row row = environment_row(dname, num_threads());
         row.set("attention", kind).set("N", L).set("batch", c.N).set("heads", c.H).set("head_dim", c.E);
         row.set("features", c.F);
+        if (is_lsh(kind) && dev != Device::cpu) {
+          std::cerr << kind << " on " << dname << ": skipped, LSH attention runs on the CPU only\n";
+          continue;
+        }
         if (planned_bytes(c) > o.max_memory_gb * 1e9) {
           if (o.verbose) std::cerr << kind << " N=" << L << ": skipped, needs ~" << planned_bytes(c) / 1e9 << " GB\n";
           continue;
@@ -119,7 +151,8 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
         const size_t before = memory_in_use(dev);
         Buffers buffers(c, dev);
         run_case(c, dev, q, kk, v, dout, phi, buffers);
-        const double peak_mb = double(memory_peak(dev) - before + 4 * q.nbytes()) / double(c.N) / 1e6;
+        const size_t inputs = is_lsh(kind) ? 3 : 4;  // q, k, v, dout; LSH reads no k
+        const double peak_mb = double(memory_peak(dev) - before + inputs * q.nbytes()) / double(c.N) / 1e6;
         std::vector<double> ms;
         for (int r = 0; r < o.repetitions; ++r) {
           auto t0 = std::chrono::steady_clock::now();

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
   lt::bench::AttentionBenchOptions att;
   CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
-  attention->add_option("-a,--attention", att.kinds, "softmax, causal-softmax, linear, causal-linear, favor (FAVOR+ features), causal-favor or all")->capture_default_str();
+  attention->add_option("-a,--attention", att.kinds, "softmax, causal-softmax, linear, causal-linear, favor (FAVOR+ features), causal-favor, lsh-1, lsh-4 (Reformer, 1 or 4 hashing rounds; CPU only), causal-lsh-1, causal-lsh-4 or all")->capture_default_str();
   attention->add_option("-d,--device", att.devices, "cpu and/or cuda")->capture_default_str();
   attention->add_option("--min-length", att.min_length, "shortest sequence (doubling up to --max-length)")->capture_default_str();
   attention->add_option("--max-length", att.max_length, "longest sequence")->capture_default_str();

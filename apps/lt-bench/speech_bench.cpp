@@ -56,7 +56,7 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
         TransformerConfig t{o.layers, o.heads, o.d_model / o.heads, o.d_model, 4 * o.d_model,
                             AttentionKind::linear, Direction::bidirectional, "elu", 0.1f};
         const bool causal = name.rfind("causal-", 0) == 0;
-        t.attention = parse_attention(causal ? name.substr(7) : name);
+        t.set_attention(causal ? name.substr(7) : name);
         t.direction = causal ? Direction::causal : Direction::bidirectional;
         const int64_t positions = (o.frames + stack - 1) / stack;
         SequenceModel model(speech_model_config(t, 40 * stack, kPhoneClasses, positions), dev);
@@ -82,7 +82,7 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
         const Stats s = Stats::of(step_s);
         const double frames_per_s = double(o.batch * o.frames) / s.mean;
         Row row = environment_row(dname, num_threads());
-        row.set("attention", attention_name(t.attention, t.direction)).set("frame_stack", int64_t(stack));
+        row.set("attention", attention_name(t)).set("frame_stack", int64_t(stack));
         row.set("layers", t.layers).set("d_model", t.d_model).set("batch", o.batch).set("frames", o.frames);
         row.set("positions", positions).set("precision", products_name(options.precision.products));
         row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);

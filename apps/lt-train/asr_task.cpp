@@ -58,7 +58,7 @@ TransformerConfig asr_transformer(const TrainArgs& a) {
   // linear and softmax look at the whole utterance; causal-* is the streaming model.
   const std::string name = a.given.count("--attention") ? a.attention : "linear";
   const bool causal = name.rfind("causal-", 0) == 0;
-  t.attention = parse_attention(causal ? name.substr(7) : name);
+  t.set_attention(causal ? name.substr(7) : name);
   t.direction = causal ? Direction::causal : Direction::bidirectional;
   t.feature_map = a.feature_map;
   t.features = a.features;

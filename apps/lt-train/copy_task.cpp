@@ -26,7 +26,7 @@ CopyTaskConfig copy_config(const TrainArgs& a) {
                                       std::to_string(t.heads));
   t.head_dim = t.d_model / t.heads;
   if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
-  t.attention = parse_attention(a.attention);
+  t.set_attention(a.attention);
   t.feature_map = a.feature_map;
   t.features = a.features;
   if (a.dropout >= 0) t.dropout = a.dropout;

@@ -63,7 +63,7 @@ static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) 
   t.head_dim = t.d_model / t.heads;
   if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
   if (a.mixtures > 0) c.mixtures = a.mixtures;
-  t.attention = parse_attention(a.attention);
+  t.set_attention(a.attention);
   t.feature_map = a.feature_map;
   t.features = a.features;
   if (a.dropout >= 0) t.dropout = a.dropout;
@@ -188,7 +188,7 @@ int run_eval(const TrainArgs& a) {
   if (a.format == "json") {
     nlohmann::json j = {{"bits_per_dim", ev.bits_per_dim}, {"nats_per_dim", ev.nats_per_dim},
                         {"images", ev.images}, {"model", a.model}, {"data", a.data},
-                        {"attention", attention_name(model->config().transformer.attention)},
+                        {"attention", attention_name(model->config().transformer)},
                         {"form", form}, {"precision", a.bf16 ? "bf16" : "fp32"},
                         {"device", a.device}, {"seconds", secs}};
     std::cout << j.dump() << "\n";

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   model->add_option("--heads", a.heads, "attention heads")->capture_default_str();
   model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
   model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
-  model->add_option("--attention", a.attention, "causal-linear or softmax; asr: linear (bidirectional, its default), softmax, causal-linear or causal-softmax")->capture_default_str();
+  model->add_option("--attention", a.attention, "causal-linear, softmax or lsh-N (Reformer LSH attention with N hashing rounds: lsh-1, lsh-4); asr: linear (bidirectional, its default), softmax, lsh-N, or causal- before any of them")->capture_default_str();
   model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1), relu, or favor (FAVOR+ positive orthogonal random features, Performer)")->capture_default_str();
   model->add_option("--features", a.features, "favor: random features per head, even (0: E ln E rounded up to even)")->capture_default_str()->check(lt::app::kNonNegative);
   model->add_option("--feature-redraw", a.feature_redraw, "favor: draw the random features anew every this many steps (0: never)")->capture_default_str()->check(lt::app::kNonNegative);

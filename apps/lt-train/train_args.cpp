@@ -91,7 +91,7 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--d-model", to_string(want.d_model), to_string(have.d_model)},
           {"--heads", to_string(want.heads), to_string(have.heads)},
           {"--ff-dim", to_string(want.ff_dim), to_string(have.ff_dim)},
-          {"--attention", attention_name(want.attention, want.direction), attention_name(have.attention, have.direction)},
+          {"--attention", attention_name(want), attention_name(have)},
           {"--feature-map", want.feature_map, have.feature_map},
           // 0 asks for the map's default width, whatever it is
           {"--features", to_string(want.features ? want.features : have.features), to_string(have.features)}};

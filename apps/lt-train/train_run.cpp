@@ -62,7 +62,7 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
                  "lt-train: %s; %lld layers, d %lld, %lld heads, %s, %lld params; batch %lld, %s lr %g; %s step %lld "
                  "of %lld, seed %llu, %s, %d threads%s%s\n",
                  run.description().c_str(), (long long)t.layers, (long long)t.d_model, (long long)t.heads,
-                 attention_name(t.attention, t.direction), (long long)model.params().numel(), (long long)batch,
+                 attention_name(t).c_str(), (long long)model.params().numel(), (long long)batch,
                  a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from", (long long)trainer.step(),
                  (long long)steps, (unsigned long long)a.seed, device_description(device).c_str(), num_threads(),
                  device == Device::cpu ? (", " + blas_description()).c_str() : "",

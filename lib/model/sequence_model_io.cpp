@@ -13,7 +13,7 @@ std::map<std::string, std::string> SequenceModel::metadata() const {
   const TransformerConfig& t = config_.transformer;
   std::map<std::string, std::string> m = {{"lt.format_version", "1"},
           {"lt.model", config_.family},
-          {"attention", attention_name(t.attention, t.direction)},
+          {"attention", attention_name(t)},
           {"direction", direction_name(t.direction)},
           {"heads", std::to_string(t.heads)},
           {"feature_map", t.feature_map},
@@ -21,6 +21,10 @@ std::map<std::string, std::string> SequenceModel::metadata() const {
           {"max_positions", std::to_string(config_.max_positions)},
           {"dropout", std::to_string(t.dropout)}};
   if (!stack_->feature_tensors().empty()) m["feature_dim"] = std::to_string(stack_->feature_dim());
+  if (t.attention == AttentionKind::lsh) {  // the rounds are in the attention's name, lsh-N
+    m["lsh_buckets"] = std::to_string(t.lsh_buckets);
+    m["lsh_chunk"] = std::to_string(t.lsh_chunk);
+  }
   return m;
 }
 
@@ -109,11 +113,13 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
         ck.path + ": metadata heads=" + std::to_string(t.heads) + " does not divide d_model " + std::to_string(t.d_model));
   t.head_dim = t.d_model / t.heads;
   try {
-    t.attention = parse_attention(ck.meta("attention"));
+    t.set_attention(ck.meta("attention"));
     t.direction = parse_direction(ck.meta("direction", "causal"));
   } catch (const Error& e) {
     throw Error(ck.path + ": metadata " + e.what());
   }
+  if (ck.metadata.count("lsh_buckets")) t.lsh_buckets = ck.meta_int("lsh_buckets");
+  if (ck.metadata.count("lsh_chunk")) t.lsh_chunk = ck.meta_int("lsh_chunk");
   t.feature_map = ck.meta("feature_map", "elu");
   if (ck.metadata.count("feature_dim")) t.features = ck.meta_int("feature_dim");
   if (ck.metadata.count("dropout")) {

@@ -13,13 +13,46 @@ namespace lt {
 
 const char* attention_name(AttentionKind k, Direction d) {
   if (k == AttentionKind::softmax) return "softmax";
+  if (k == AttentionKind::lsh) return "lsh";
   return d == Direction::causal ? "causal-linear" : "linear";
 }
+
+std::string attention_name(const TransformerConfig& c) {
+  if (c.attention == AttentionKind::lsh) return "lsh-" + std::to_string(c.lsh_rounds);
+  return attention_name(c.attention, c.direction);
+}
+
+namespace {
+// N of lsh-N or causal-lsh-N; 0 for any other name.
+int64_t lsh_rounds_of(const std::string& s) {
+  const std::string rounds = s.substr(s.rfind("causal-", 0) == 0 ? 7 : 0);
+  if (rounds.rfind("lsh-", 0) != 0) return 0;
+  const std::string n = rounds.substr(4);
+  if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos) return 0;
+  const int64_t r = std::stoll(n);
+  return r >= 1 && r <= 64 ? r : 0;
+}
+}  // namespace
 
 AttentionKind parse_attention(const std::string& s) {
   if (s == "causal-linear" || s == "linear") return AttentionKind::linear;
   if (s == "softmax" || s == "full") return AttentionKind::softmax;
-  throw Error("unknown attention '" + s + "' (expected causal-linear, linear or softmax)");
+  if (lsh_rounds_of(s) > 0) return AttentionKind::lsh;
+  throw Error("unknown attention '" + s + "' (expected causal-linear, linear, softmax or lsh-N, N rounds in 1..64)");
+}
+
+void TransformerConfig::set_attention(const std::string& name) {
+  attention = parse_attention(name);
+  if (attention == AttentionKind::lsh) lsh_rounds = lsh_rounds_of(name);
+}
+
+LshOptions TransformerConfig::lsh_options() const {
+  LshOptions o;
+  o.rounds = lsh_rounds;
+  o.buckets = lsh_buckets;
+  o.chunk = lsh_chunk;
+  o.causal = direction == Direction::causal;
+  return o;
 }
 
 const char* direction_name(Direction d) { return d == Direction::causal ? "causal" : "bidirectional"; }
@@ -40,11 +73,12 @@ void TransformerConfig::validate() const {
             " x " + std::to_string(head_dim) + " = " + std::to_string(heads * head_dim));
   check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
   check(features >= 0 && features <= 65536, "feature width " + std::to_string(features) + " outside 0..65536");
+  if (attention == AttentionKind::lsh) lsh_options().validate();
 }
 
 int64_t TransformerConfig::parameter_count() const {
-  const int64_t d = d_model, ff = ff_dim;
-  return layers * (4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d) + 2 * d;
+  const int64_t d = d_model, ff = ff_dim, projections = attention == AttentionKind::lsh ? 3 : 4;
+  return layers * (projections * (d * d + d) + 2 * d * ff + ff + d + 4 * d) + 2 * d;
 }
 
 TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix,
@@ -68,7 +102,10 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
       b = params.add(p + name + ".bias", {out});
     };
     linear("attention.query_projection", d, d, lp.wq, lp.bq);
-    linear("attention.key_projection", d, d, lp.wk, lp.bk);
+    if (config_.attention != AttentionKind::lsh)  // LSH keys are the normalised queries (shared QK)
+      linear("attention.key_projection", d, d, lp.wk, lp.bk);
+    else
+      lp.wk = lp.bk = kNoTensor;
     linear("attention.value_projection", d, d, lp.wv, lp.bv);
     linear("attention.out_projection", d, d, lp.wo, lp.bo);
     linear("linear1", ff, d, lp.w1, lp.b1);
@@ -82,6 +119,8 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
   norm_g_ = params.add(prefix + "norm.weight", {d});
   norm_b_ = params.add(prefix + "norm.bias", {d});
   F_ = phis_.empty() ? config_.head_dim : phis_[0]->feature_dim(config_.head_dim);
+  if (config_.attention == AttentionKind::lsh && config_.lsh_buckets > 1)
+    rotations_ = Tensor::empty({config_.lsh_rounds, config_.head_dim, config_.lsh_buckets / 2});
 }
 
 std::map<std::string, Tensor> TransformerStack::feature_tensors() const {
@@ -121,6 +160,7 @@ void TransformerStack::init_parameters(uint64_t seed) {
   for (const LayerIndices& lp : layers_) {
     for (auto [w, b] : {std::pair{lp.wq, lp.bq}, {lp.wk, lp.bk}, {lp.wv, lp.bv}, {lp.wo, lp.bo},
                         {lp.w1, lp.b1}, {lp.w2, lp.b2}}) {
+      if (w == kNoTensor) continue;  // an LSH layer's key projection
       double bound = 1.0 / std::sqrt(double(params_.shape(w)[1]));
       uniform_fill(w, bound);
       uniform_fill(b, bound);
@@ -159,8 +199,13 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
       if (config_.attention == AttentionKind::linear) {
         a->fq = t({R, H * F_});
         a->fk = t({R, H * F_});
-      } else {
+      } else if (config_.attention == AttentionKind::softmax) {
         a->probs = t({B, H, L, L});
+      } else {  // lsh: int32 orders share the arena (4 bytes a value, as float)
+        const Shape order{B, H, config_.lsh_rounds, L};
+        const Tensor at = t(order);
+        if (assign) a->lsh_order = Tensor::wrap(at.raw(), order, dev, DType::i32);
+        a->lsh_lse = t({B, H, L});
       }
       for (Tensor* x : {&a->mean1, &a->rstd1, &a->mean2, &a->rstd2}) *x = t({R});
       a->h = t({R, ff});
@@ -233,36 +278,19 @@ void TransformerStack::zero_padded_rows(Tensor& rows) const {
 void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   const LayerIndices& p = layers_[l];
   LayerActs& a = *acts_[l];
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
+  const Shape heads4{B_, L_, config_.heads, config_.head_dim};
   auto V = [&](size_t i) { return params_.value(i); };
   Tensor& o = grads_->o;
   const float drop = config_.dropout;
   const bool train = pass_.train;
   const uint64_t seed = pass_.seed;
   const Products P = pass_.precision.products;
-  const bool causal = config_.direction == Direction::causal;
 
   linear_forward(x, V(p.wq), V(p.bq), a.q, P);
-  linear_forward(x, V(p.wk), V(p.bk), a.k, P);
+  if (config_.attention != AttentionKind::lsh) linear_forward(x, V(p.wk), V(p.bk), a.k, P);
   linear_forward(x, V(p.wv), V(p.bv), a.v, P);
   Tensor att4 = a.att.reshape(heads4);
-  if (config_.attention == AttentionKind::linear) {
-    const FeatureMap& phi = *phis_[l];
-    Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
-    phi.forward(a.q.reshape(heads4), fq4);
-    phi.forward(a.k.reshape(heads4), fk4);
-    if (continuing_) {
-      StateViews st = state_views(*continuing_, l);
-      causal_linear_attention_continue(fq4, fk4, a.v.reshape(heads4), lengths_, st.a, st.b, att4);
-    } else if (causal) {
-      causal_linear_attention_forward(fq4, fk4, a.v.reshape(heads4), lengths_, att4);
-    } else {
-      linear_attention_forward(fq4, fk4, a.v.reshape(heads4), lengths_, att4);
-    }
-  } else {
-    softmax_attention_forward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), lengths_, causal, a.probs,
-                              att4);
-  }
+  attention_forward(l, att4);
   linear_forward(a.att, V(p.wo), V(p.bo), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o);
   add(x, o, a.res1);
@@ -274,6 +302,62 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o);
   add(a.x1, o, a.res2);
   layernorm_forward(a.res2, V(p.g2), V(p.be2), layer_out_[l], a.mean2, a.rstd2);
+}
+
+// Layer l's attention of its q, k, v projections into att4 [B, L, H, E].
+void TransformerStack::attention_forward(size_t l, Tensor& att4) {
+  LayerActs& a = *acts_[l];
+  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
+  const bool causal = config_.direction == Direction::causal;
+  const Tensor q4 = a.q.reshape(heads4), k4 = a.k.reshape(heads4), v4 = a.v.reshape(heads4);
+  if (config_.attention == AttentionKind::softmax) {
+    softmax_attention_forward(q4, k4, v4, lengths_, causal, a.probs, att4);
+    return;
+  }
+  if (config_.attention == AttentionKind::lsh) {
+    // Fresh rotations every pass (Reformer section 2), from the pass's seed:
+    // a resumed run draws what the uninterrupted one drew.
+    if (rotations_.defined()) draw_lsh_rotations(site_seed(pass_.seed, l, 3), rotations_);
+    lsh_attention_forward(q4, v4, rotations_, lengths_, config_.lsh_options(), a.lsh_order, a.lsh_lse, att4);
+    return;
+  }
+  const FeatureMap& phi = *phis_[l];
+  Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
+  phi.forward(q4, fq4);
+  phi.forward(k4, fk4);
+  if (continuing_) {
+    StateViews st = state_views(*continuing_, l);
+    causal_linear_attention_continue(fq4, fk4, v4, lengths_, st.a, st.b, att4);
+  } else if (causal) {
+    causal_linear_attention_forward(fq4, fk4, v4, lengths_, att4);
+  } else {
+    linear_attention_forward(fq4, fk4, v4, lengths_, att4);
+  }
+}
+
+// Gradients of layer l's attention: datt4 -> dq4, dk4 (not for lsh), dv4.
+void TransformerStack::attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4) {
+  LayerActs& a = *acts_[l];
+  GradBuffers& g = *grads_;
+  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
+  const Tensor q4 = a.q.reshape(heads4), k4 = a.k.reshape(heads4), v4 = a.v.reshape(heads4);
+  if (config_.attention == AttentionKind::softmax) {
+    softmax_attention_backward(q4, k4, v4, lengths_, a.probs, datt4, dq4, dk4, dv4);
+    return;
+  }
+  if (config_.attention == AttentionKind::lsh) {
+    lsh_attention_backward(q4, v4, lengths_, config_.lsh_options(), a.lsh_order, a.lsh_lse, a.att.reshape(heads4),
+                           datt4, dq4, dv4);
+    return;
+  }
+  Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
+  Tensor dfq4 = g.dfq.reshape(features4), dfk4 = g.dfk.reshape(features4);
+  if (config_.direction == Direction::causal)
+    causal_linear_attention_backward(fq4, fk4, v4, lengths_, datt4, dfq4, dfk4, dv4);
+  else
+    linear_attention_backward(fq4, fk4, v4, lengths_, datt4, dfq4, dfk4, dv4);
+  phis_[l]->backward(q4, dfq4, dq4);
+  phis_[l]->backward(k4, dfk4, dk4);
 }
 
 void TransformerStack::backward(const Tensor& dy, Tensor& dx) {
@@ -334,25 +418,14 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   Tensor dWo = G(p.wo), dbo = G(p.bo);
   linear_backward(a.att, V(p.wo), *dattn_out, g.datt, dWo, dbo, P);
   Tensor dq4 = g.dq.reshape(heads4), dk4 = g.dk.reshape(heads4), dv4 = g.dv.reshape(heads4);
-  if (config_.attention == AttentionKind::linear) {
-    const Shape features4{B_, L_, config_.heads, F_};
-    Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
-    Tensor dfq4 = g.dfq.reshape(features4), dfk4 = g.dfk.reshape(features4);
-    if (config_.direction == Direction::causal)
-      causal_linear_attention_backward(fq4, fk4, a.v.reshape(heads4), lengths_, g.datt.reshape(heads4), dfq4, dfk4,
-                                       dv4);
-    else
-      linear_attention_backward(fq4, fk4, a.v.reshape(heads4), lengths_, g.datt.reshape(heads4), dfq4, dfk4, dv4);
-    phis_[l]->backward(a.q.reshape(heads4), dfq4, dq4);
-    phis_[l]->backward(a.k.reshape(heads4), dfk4, dk4);
-  } else {
-    softmax_attention_backward(a.q.reshape(heads4), a.k.reshape(heads4), a.v.reshape(heads4), lengths_, a.probs,
-                               g.datt.reshape(heads4), dq4, dk4, dv4);
-  }
-  Tensor dWq = G(p.wq), dbq = G(p.bq), dWk = G(p.wk), dbk = G(p.bk), dWv = G(p.wv), dbv = G(p.bv);
+  attention_backward(l, g.datt.reshape(heads4), dq4, dk4, dv4);
+  Tensor dWq = G(p.wq), dbq = G(p.bq), dWv = G(p.wv), dbv = G(p.bv);
   linear_backward(x, V(p.wq), g.dq, dx, dWq, dbq, P);
-  linear_backward(x, V(p.wk), g.dk, g.dtmp, dWk, dbk, P);
-  accumulate(dx, g.dtmp);
+  if (config_.attention != AttentionKind::lsh) {
+    Tensor dWk = G(p.wk), dbk = G(p.bk);
+    linear_backward(x, V(p.wk), g.dk, g.dtmp, dWk, dbk, P);
+    accumulate(dx, g.dtmp);
+  }
   linear_backward(x, V(p.wv), g.dv, g.dtmp, dWv, dbv, P);
   accumulate(dx, g.dtmp);
   accumulate(dx, g.dres);

@@ -10,6 +10,8 @@ struct TransformerStack::LayerActs {
   Tensor q, k, v;       // projections [R, d]
   Tensor fq, fk;        // phi(q), phi(k) (linear attention)
   Tensor probs;         // [B, H, L, L] (softmax attention)
+  Tensor lsh_order;     // int32 [B, H, rounds, L] (LSH attention: each round's sorted positions)
+  Tensor lsh_lse;       // [B, H, L] (LSH attention: each query's log-normaliser)
   Tensor att;           // attention output [R, d]
   Tensor res1, x1;      // x + attention, norm1 of it
   Tensor mean1, rstd1;  // norm1 statistics [R]

@@ -25,7 +25,15 @@ int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len, DType dtyp
   return config_.layers * layer_state_numel(config_, F_, batch, max_len, dtype);
 }
 
+// Reformer samples by recomputing the whole prefix at every step; that is
+// not a state to carry, so the recurrent calls refuse LSH stacks.
+void TransformerStack::check_recurrent_form() const {
+  check(config_.attention != AttentionKind::lsh,
+        "LSH attention (Reformer) has no recurrent form: it cannot generate step by step, continue a state or prefill");
+}
+
 RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype) const {
+  check_recurrent_form();
   check(config_.direction == Direction::causal, "a bidirectional stack has no recurrent form");
   check(batch >= 1 && max_len >= 1, "a recurrent state needs batch and length >= 1");
   check(dtype == DType::f32 || dtype == DType::bf16,
@@ -109,6 +117,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
 }
 
 void TransformerStack::prepare_step(Products products, bool pack_weights) {
+  check_recurrent_form();
   const Device dev = params_.device();
   Precision{products}.check_runs_on(dev);
   // Packing pays on an AVX-512 CPU; elsewhere OpenBLAS or cuBLAS take the
@@ -147,6 +156,7 @@ void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state
 }
 
 void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, int64_t t0, Tensor& y) {
+  check_recurrent_form();
   check(x.ndim() == 3 && x.dim(0) == state.batch && x.dim(2) == config_.d_model,
         "chunk input " + shape_str(x.shape()) + " does not match the state's batch " + std::to_string(state.batch));
   check_shape(y, x.shape(), "chunk output");

@@ -91,6 +91,27 @@ TEST_CASE("lt-bench attention has favor rows (FAVOR+ features) in the table besi
   CHECK(r.out.find("| favor |") != std::string::npos);
 }
 
+TEST_CASE("lt-bench attention has Reformer rows (lsh-1, causal-lsh-4) whose peak memory grows linearly with N") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "attention -a lsh-1 causal-lsh-4 --min-length 256 --max-length 1024 --tokens 2048 "
+                                  "-r 1 --heads 2 --head-dim 8 -t 1 -q -f json");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  REQUIRE(rows.size() == 6);  // 3 lengths x 2 kinds
+  std::map<std::pair<std::string, int64_t>, double> mb;
+  for (const auto& row : rows) {
+    CHECK(row["ms_per_sample"].get<double>() > 0);
+    mb[{row["attention"].get<std::string>(), row["N"].get<int64_t>()}] = row["peak_mb_per_sample"].get<double>();
+  }
+  for (const char* kind : {"lsh-1", "causal-lsh-4"}) {
+    INFO(kind);
+    const double growth = mb[{kind, 1024}] / mb[{kind, 256}];
+    CHECK(growth > 3.5);
+    CHECK(growth < 4.5);
+  }
+}
+
 TEST_CASE("lt-bench generate writes jsonl rows with images_per_s, and the KV cache outgrows the recurrent state") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 1 3 -a linear softmax --steps 8 -q -f jsonl");

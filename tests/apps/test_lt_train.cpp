@@ -1,7 +1,8 @@
 // lt-train end to end on a tiny IDX dataset written here: training writes a
 // checkpoint and prints test bits/dim, --eval agrees with the library,
 // --resume continues where training stopped, --export drops the optimizer,
-// the copy task trains and evaluates, and bad input fails with one line.
+// the copy task trains and evaluates, LSH attention trains and resumes, and
+// bad input fails with one line.
 #include <signal.h>
 
 #include <algorithm>
@@ -485,4 +486,36 @@ TEST_CASE("lt-train --task copy trains a tiny model and --eval reports its accur
   }
   check_one_line_error(lt_train(dir, "--eval -m " + q(ckpt) + " --recurrent"), {"--recurrent", "copy-task model"});
   CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
+}
+
+TEST_CASE("lt-train trains copy and image models with LSH attention, resumes them bitwise, and --recurrent refuses them") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  // The rotations come from the step's seed: a resumed run draws what the straight one drew.
+  const std::string copy = "--task copy --layers 1 --d-model 16 --heads 2 -b 4 -q --attention lsh-4 ";
+  const std::string straight = dir.file("lsh-straight.safetensors"), resumed = dir.file("lsh.safetensors");
+  REQUIRE(lt_train(dir, copy + "--steps 4 -o " + q(straight)).exit_code == 0);
+  REQUIRE(lt_train(dir, copy + "--steps 2 -o " + q(resumed)).exit_code == 0);
+  CommandResult r = lt_train(dir, "--task copy -q --steps 4 --resume -o " + q(resumed));
+  INFO("resume stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(tensor_values(resumed) == tensor_values(straight));
+  const Checkpoint ck = load_safetensors(resumed);
+  CHECK(ck.meta("attention") == "lsh-4");
+  CHECK(ck.meta_int("lsh_buckets") == 64);
+  CHECK(ck.meta_int("lsh_chunk") == 32);
+  CHECK_FALSE(ck.has("transformer.layers.0.attention.key_projection.weight"));
+  r = lt_train(dir, "--eval -m " + q(resumed) + " -b 4");
+  INFO("eval stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("accuracy") != std::string::npos);
+
+  const std::string data = tiny_idx_dataset(dir, seed), image = dir.file("image-lsh.safetensors");
+  r = lt_train(dir, "--data " + q(data) + kTiny + "--attention lsh-1 --steps 2 -q -o " + q(image));
+  INFO("image stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("bits/dim") != std::string::npos);
+  check_one_line_error(lt_train(dir, "--eval --recurrent -m " + q(image) + " --data " + q(data)),
+                       {"LSH attention", "no recurrent form"});
 }

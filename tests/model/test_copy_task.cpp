@@ -1,6 +1,6 @@
 // The copy task (paper section 4.1.1): the batches against the reference's
 // CopyTask formulas, the copy model's loss and accuracy against a float64 model,
-// its gradients against finite differences, checkpoints, and that a tiny model
+// its gradients against finite differences (LSH attention's too), checkpoints, and that a tiny model
 // actually learns to copy with both attentions.
 #include <algorithm>
 #include <chrono>
@@ -179,11 +179,13 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
 }
 
 TEST_CASE("copy model gradients match finite differences") {
-  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax, AttentionKind::lsh}) {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " attention " << std::string(attention_name(kind)));
     Rng rng(seed);
     CopyTaskConfig c = tiny_copy_config(kind);
+    c.transformer.lsh_rounds = 4;  // lsh-4 in chunks of 8: several chunks and rounds to merge
+    c.transformer.lsh_chunk = 8;
     SequenceModel model(c.sequence_config(), Device::cpu);
     model.init_parameters(seed);
     SequenceBatch b;

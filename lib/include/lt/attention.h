@@ -98,4 +98,45 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
 // F = phi.feature_dim(E); out [N, H, E].
 void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out);
 
+// ---- Reformer LSH attention (Kitaev et al. 2020), the paper's baseline ----------
+// Shared-QK attention (Reformer section 2): keys are the queries normalised,
+// k_j = q_j / |q_j|, scores q_i . k_j / sqrt(E). Each of `rounds` hashing rounds
+// puts position i in bucket argmax([q_i R; -q_i R]) (angular LSH, R [E, b/2]
+// random), sorts the real positions by (bucket, position), cuts the order into
+// chunks of `chunk`, and lets each query attend to the keys of its chunk and of
+// the previous one (no wrap-around), only keys j <= i when causal. A position
+// does not attend to itself unless nothing else is available (section 2,
+// "causal masking for shared-QK attention"); then its output is its value.
+// Rounds combine as one softmax over the union of their key sets, each key
+// counted once (appendix A: each round's scores less ln N_ij, N_ij the rounds
+// in which i sees j, merged by their log-normalisers).
+struct LshOptions {
+  int64_t rounds = 1;    // hashing rounds (the paper: lsh-1, lsh-4)
+  int64_t buckets = 64;  // 1 (no hashing) or even; see lsh_bucket_count for short sequences
+  int64_t chunk = 32;    // positions per chunk of the sorted order
+  bool causal = false;   // keys at positions <= the query's only
+  void validate() const;  // throws lt::Error naming the bad value
+};
+// The buckets a sequence of `length` real positions is hashed into:
+// min(buckets, 2 ceil(length / chunk)) (1 stays 1), so that a bucket holds
+// about half a chunk and a query's window (two chunks) spans its bucket and
+// its neighbours even on short sequences. The rotations' first b/2 columns are used.
+int64_t lsh_bucket_count(const LshOptions& o, int64_t length);
+// Fills rotations [rounds, E, buckets / 2] with standard normals from seed
+// (counter-based: the same seed draws the same rotations on any machine).
+void draw_lsh_rotations(uint64_t seed, Tensor& rotations);
+// qk [N, L, H, E] (queries = keys), v [N, L, H, M], rotations as above
+// (undefined when buckets == 1), lengths as for the other forms (padded keys
+// are never attended, padded queries output zeros). Forward writes out
+// [N, L, H, M] and what backward needs: order int32 [N, H, rounds, L], per
+// round the real positions in sorted order (-1 past the length), and lse
+// [N, H, L], each query's log-normaliser (-inf: it attends to itself only; 0
+// for padding). Backward is exact for that bucketing (the hashing itself is
+// not differentiated, as in Reformer) and needs the forward's out. CPU only.
+void lsh_attention_forward(const Tensor& qk, const Tensor& v, const Tensor& rotations, const Tensor& lengths,
+                           const LshOptions& o, Tensor& order, Tensor& lse, Tensor& out);
+void lsh_attention_backward(const Tensor& qk, const Tensor& v, const Tensor& lengths, const LshOptions& o,
+                            const Tensor& order, const Tensor& lse, const Tensor& out, const Tensor& dout,
+                            Tensor& dqk, Tensor& dv);
+
 }  // namespace lt

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/attention.h"
 #include "lt/feature_map.h"
 #include "lt/packed_linear.h"
 #include "lt/parameters.h"
@@ -19,14 +20,19 @@
 
 namespace lt {
 
-enum class AttentionKind { linear, softmax };
+// lsh: Reformer's LSH attention (lt/attention.h), the paper's baseline: its
+// layers have no key projection (keys are the normalised queries) and no
+// recurrent form.
+enum class AttentionKind { linear, softmax, lsh };
 // Causal: position l attends to positions <= l (autoregressive models; the
 // recurrent form). Bidirectional: to every position of its sequence (eq. 4-6
 // for linear attention; encoders such as speech recognition's).
 enum class Direction { causal, bidirectional };
-// "causal-linear" (as checkpoints and --attention say), "linear" (bidirectional) or "softmax".
+// "causal-linear" (as checkpoints and --attention say), "linear" (bidirectional),
+// "softmax" or "lsh" (a config's name, attention_name(config), adds the rounds).
 const char* attention_name(AttentionKind k, Direction d = Direction::causal);
-// Accepts causal-linear, linear (for either direction) and softmax, and the reference's "full".
+// Accepts causal-linear, linear (for either direction), softmax, the
+// reference's "full", and lsh-N or causal-lsh-N (N rounds, 1..64).
 AttentionKind parse_attention(const std::string& s);
 const char* direction_name(Direction d);  // "causal" | "bidirectional"
 Direction parse_direction(const std::string& s);
@@ -42,15 +48,27 @@ struct TransformerConfig {
   std::string feature_map = "elu";  // phi of linear attention: elu, relu or favor (feature_map.h)
   float dropout = 0.1f;
   int64_t features = 0;  // F of a random-feature map (favor); 0: the map's default
+  // lsh: hashing rounds, buckets (fewer on short sequences: lsh_bucket_count)
+  // and chunk length, as the paper configured Reformer (64 buckets, chunks of 32).
+  int64_t lsh_rounds = 1;
+  int64_t lsh_buckets = 64;
+  int64_t lsh_chunk = 32;
+  // Sets attention (and lsh_rounds for lsh-N) from a name parse_attention accepts.
+  void set_attention(const std::string& name);
+  LshOptions lsh_options() const;  // the lsh fields, causal when the stack is
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
   int64_t parameter_count() const;  // values of its Linear and LayerNorm tensors
 };
 
+// The attention as checkpoints and --attention name it: attention_name(kind,
+// direction), or lsh-N with the rounds.
+std::string attention_name(const TransformerConfig& c);
+
 // How one forward pass runs.
 struct ForwardOptions {
   bool train = false;   // dropout on (at the config's rate)
-  uint64_t seed = 0;    // the dropout masks derive from it
+  uint64_t seed = 0;    // the dropout masks and LSH rotations derive from it
   Precision precision;  // the stack's products (precision.products) and a model's head (precision.head)
 };
 
@@ -105,6 +123,7 @@ class TransformerStack {
   void backward(const Tensor& dy, Tensor& dx);
 
   // ---- generation: the recurrent form, one position for a batch ----
+  // LSH attention has none: new_state, prepare_step and continue_chunk refuse it.
   int64_t state_numel(int64_t batch, int64_t max_len, DType dtype) const;
   // Zeros (the empty prefix) on the parameters' device. dtype is linear
   // attention's S (Precision::state); a softmax stack's KV cache is float32
@@ -138,7 +157,8 @@ class TransformerStack {
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
 
  private:
-  // Where a layer's tensors are in params_.
+  // Where a layer's tensors are in params_ (kNoTensor: an LSH layer's wk, bk).
+  static constexpr size_t kNoTensor = ~size_t(0);
   struct LayerIndices {
     size_t wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2;
   };
@@ -151,6 +171,9 @@ class TransformerStack {
   void zero_padded_rows(Tensor& rows) const;
   void layer_forward(size_t l, const Tensor& x);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
+  void attention_forward(size_t l, Tensor& att4);
+  void attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4);
+  void check_recurrent_form() const;
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
   };
@@ -163,6 +186,7 @@ class TransformerStack {
   std::string prefix_;
   std::vector<std::unique_ptr<FeatureMap>> phis_;  // one per layer, each its own draw
   int64_t F_ = 0;
+  Tensor rotations_;  // lsh: [rounds, E, buckets / 2], drawn anew by every forward
   // Training buffers, views of arena_ planned for (B_, L_).
   int64_t B_ = 0, L_ = 0;
   Tensor arena_;
