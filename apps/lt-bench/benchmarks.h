@@ -1,5 +1,6 @@
 // The benchmarks of lt-bench, one function each, writing rows to a Writer.
 #pragma once
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,5 +75,23 @@ struct SpeechBenchOptions {
   bool verbose = true;
 };
 void run_speech_bench(const SpeechBenchOptions& o, Writer& out);
+
+struct AsrBenchOptions {
+  std::vector<std::string> modes{"offline", "stream"};
+  std::vector<std::string> devices{"cpu"};
+  std::vector<int> thread_counts{1, 2};
+  std::string model;                             // empty: a random model of the shape below
+  int64_t layers = 9, d_model = 192, heads = 6;  // the paper's encoder
+  int stack = 3;                                 // 10 ms frames per encoder position
+  double seconds = 30;                           // offline: one recording this long
+  double stream_seconds = 60;                    // stream: this much audio
+  double chunk_ms = 100;                         // stream: audio arrives in pieces this long
+  int beam = 1;
+  int repetitions = 3;
+  bool bf16 = false;
+  bool verbose = true;
+  bool has_mode(const std::string& m) const { return std::find(modes.begin(), modes.end(), m) != modes.end(); }
+};
+void run_asr_bench(const AsrBenchOptions& o, Writer& out);
 
 }  // namespace lt::bench

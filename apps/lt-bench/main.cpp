@@ -85,6 +85,23 @@ int main(int argc, char** argv) {
   speech->add_option("-r,--repetitions", sp.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
   speech->add_flag("--bf16", sp.bf16, "cpu: the linear layers' products in bf16 with fp32 sums (AVX512_BF16)");
 
+  lt::bench::AsrBenchOptions asr;
+  CLI::App* recognition = app.add_subcommand("asr", "real-time factor of offline and streaming recognition, front end / encoder / decoder apart, stream memory");
+  recognition->add_option("--mode", asr.modes, "offline and/or stream")->capture_default_str();
+  recognition->add_option("-m,--model", asr.model, "speech model (default: a random model of --layers/--d-model/--heads, bidirectional offline, causal-linear streaming)");
+  recognition->add_option("--layers", asr.layers, "random model's layers")->capture_default_str()->check(lt::app::kPositive);
+  recognition->add_option("--d-model", asr.d_model, "random model's width (head dim = width / heads)")->capture_default_str()->check(lt::app::kPositive);
+  recognition->add_option("--heads", asr.heads, "random model's heads")->capture_default_str()->check(lt::app::kPositive);
+  recognition->add_option("--frame-stack", asr.stack, "random model's 10 ms frames per position")->capture_default_str()->check(CLI::Range(1, 16));
+  recognition->add_option("--seconds", asr.seconds, "offline: length of the recording")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
+  recognition->add_option("--stream-seconds", asr.stream_seconds, "stream: length of the stream (memory is read at 10 s and at the end)")->capture_default_str()->check(CLI::Range(10.0, 86400.0));
+  recognition->add_option("--chunk-ms", asr.chunk_ms, "stream: audio arrives in pieces of this many ms")->capture_default_str()->check(CLI::Range(10.0, 10000.0));
+  recognition->add_option("--beam", asr.beam, "CTC prefix beam width (1: greedy)")->capture_default_str()->check(CLI::Range(1, 1024));
+  recognition->add_option("--thread-counts", asr.thread_counts, "CPU threads, one row each")->capture_default_str()->check(CLI::Range(1, 1024));
+  recognition->add_option("-d,--device", asr.devices, "cpu and/or cuda")->capture_default_str();
+  recognition->add_option("-r,--repetitions", asr.repetitions, "offline: timed runs after one warm-up")->capture_default_str()->check(lt::app::kPositive);
+  recognition->add_flag("--bf16", asr.bf16, "cpu: the encoder's products in bf16 with fp32 sums (AVX512_BF16)");
+
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
@@ -105,6 +122,10 @@ int main(int argc, char** argv) {
       sp.verbose = !quiet;
       lt::check(sp.d_model % sp.heads == 0, "--d-model must be a multiple of --heads");
       lt::bench::run_speech_bench(sp, writer);
+    } else if (*recognition) {
+      asr.verbose = !quiet;
+      lt::check(asr.d_model % asr.heads == 0, "--d-model must be a multiple of --heads");
+      lt::bench::run_asr_bench(asr, writer);
     }
     writer.finish();
   } catch (const std::exception& e) {
