@@ -36,14 +36,7 @@ CtcPrefixBeam::CtcPrefixBeam(int64_t classes, const CtcBeamOptions& options) : c
 void CtcPrefixBeam::reset() { beams_ = {Prefix{{}, 0.0, kLogZero}}; }
 
 void CtcPrefixBeam::push(const float* logits_row) {
-  // Log-softmax of the frame.
-  logp_.resize(size_t(classes_));
-  double m = logits_row[0];
-  for (int64_t c = 1; c < classes_; ++c) m = std::max(m, double(logits_row[c]));
-  double s = 0;
-  for (int64_t c = 0; c < classes_; ++c) s += std::exp(double(logits_row[c]) - m);
-  const double lse = m + std::log(s);
-  for (int64_t c = 0; c < classes_; ++c) logp_[size_t(c)] = double(logits_row[c]) - lse;
+  log_softmax_row(logits_row, classes_, logp_);
 
   std::map<std::vector<int32_t>, std::pair<double, double>> next;  // prefix -> (blank, label)
   auto add = [&](const std::vector<int32_t>& prefix, double blank, double label) {
