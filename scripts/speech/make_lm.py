@@ -159,6 +159,23 @@ def arpa_text(order, logp, backoff):
     return "\n".join(lines)
 
 
+def perplexity(logp, backoff, order, sentences):
+    """10^(-mean log10 P) over the words and </s> of held-out sentences (already mapped to <unk>)."""
+    def log10_prob(h, w):
+        g = h + (w,)
+        if g in logp[len(g)]:
+            return logp[len(g)][g]
+        return backoff.get(h, 0.0) + log10_prob(h[1:], w)
+
+    total, tokens = 0.0, 0
+    for words in sentences:
+        padded = [BOS] + words + [EOS]
+        for i in range(1, len(padded)):
+            total += log10_prob(tuple(padded[max(0, i - order + 1):i]), padded[i])
+            tokens += 1
+    return 10 ** (-total / tokens), tokens
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("inputs", nargs="+", help="manifests (*.tsv, their words column) or text files, a sentence a line")
@@ -168,6 +185,7 @@ def main():
     ap.add_argument("--min-count", type=int, default=1, help="words seen fewer times are <unk> (default 1)")
     ap.add_argument("--prune", type=int, default=1,
                     help="n-grams of order 2 and up seen fewer times are left to back-off (default 1: none)")
+    ap.add_argument("--eval", metavar="TEXT", help="held-out transcripts (as the inputs): print the model's perplexity on them")
     args = ap.parse_args()
     if args.order < 1 or args.min_count < 1 or args.prune < 1:
         fail("--order, --min-count and --prune must be at least 1")
@@ -192,6 +210,12 @@ def main():
     counts = ", ".join(f"{len(logp[n])} {n}-grams" for n in range(1, args.order + 1))
     print(f"make_lm: {args.output}: {len(sentences)} sentences, {len(vocabulary)} words with </s> and <unk>; {counts}",
           file=sys.stderr)
+    if args.eval:
+        held_out = [[w if w in vocabulary else UNK for w in s] for s in read_sentences(args.eval)]
+        ppl, tokens = perplexity(logp, backoff, args.order, held_out)
+        unknown = sum(w == UNK for s in held_out for w in s)
+        print(f"make_lm: {args.eval}: perplexity {ppl:.2f} over {tokens} tokens with </s>, {unknown} of them <unk>",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -106,10 +106,26 @@ TEST_CASE("make_lm.py: every conditional distribution sums to 1, from text or a 
   // Vocabulary options: words outside the lexicon or seen too rarely are <unk>.
   write_text_file(tmp.file("lex.dict"), ";;; a few\nA AH0\ncat K AE1 T\ncat(2) K AA1 T\nDOG D AO1 G\nJAM JH AE1 M\n", false);
   REQUIRE(make_lm(tmp, "'" + tmp.file("text.txt") + "' -o '" + tmp.file("lex.arpa") + "' --lexicon '" +
-                           tmp.file("lex.dict") + "' --min-count 2",
+                           tmp.file("lex.dict") + "' --min-count 2 --eval '" + tmp.file("text.txt") + "'",
                   &log) == 0);
   INFO(log);
   const LanguageModel lex_lm = read_arpa(tmp.file("lex.arpa"));
+  // --eval's perplexity is the one the file gives through read_arpa.
+  double log_sum = 0;
+  int64_t tokens = 0;
+  for (const auto& s : sentences) {
+    LmState state = lex_lm.begin();
+    for (const std::string& w : s) {
+      const int32_t id = lex_lm.word_id(w);
+      log_sum += lex_lm.score(state, id >= 0 ? id : lex_lm.unknown(), &state);
+      ++tokens;
+    }
+    log_sum += lex_lm.end_score(state);
+    ++tokens;
+  }
+  const size_t at = log.find("perplexity ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::abs(std::stod(log.substr(at + 11)) - std::exp(-log_sum / double(tokens))) < 0.006);
   std::map<std::string, int> seen;
   for (const auto& s : sentences)
     for (const std::string& w : s) ++seen[w];
