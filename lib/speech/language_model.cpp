@@ -73,6 +73,7 @@ LmState LanguageModel::state_of(const std::vector<int32_t>& history) const {
 }
 
 std::vector<int32_t> LanguageModel::history(LmState state) const {
+  check(state.context >= 0 && size_t(state.context) < contexts_.size(), "LanguageModel::history: not a state of this model");
   std::vector<int32_t> words;
   for (int32_t c = state.context; c > 0; c = contexts_[size_t(c)].parent) words.push_back(contexts_[size_t(c)].word);
   std::reverse(words.begin(), words.end());
