@@ -43,8 +43,10 @@ struct WordSearchOptions {
 struct RecognizedWord {
   std::string word;
   std::vector<int32_t> phones;  // its pronunciation, phone ids 1..39
-  int64_t first_frame = 0;      // the frame that first emits its first phone (counted from the utterance's start)
-  int64_t last_frame = 0;       // the frame that first emits its last phone
+  // Frames are pushes counted from the utterance's start (a model position:
+  // frame_stack × 10 ms of audio).
+  int64_t first_frame = 0;  // the frame that first emits its first phone
+  int64_t last_frame = 0;   // the frame that first emits its last phone
 };
 
 struct WordSearchResult {
