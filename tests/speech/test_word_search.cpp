@@ -159,7 +159,7 @@ TEST_CASE("word search with a wide beam finds the best word sequence of brute fo
   }
 }
 
-TEST_CASE("word search: hand-made posteriors give the known words and frames; the LM picks between homophones") {
+TEST_CASE("word search: hand-made posteriors give the known words and frames, and the LM picks between homophones") {
   const auto id = [](const char* p) { return phone_id(p); };
   Lexicon lex;
   lex.words = {{"CAT", {id("K"), id("AE"), id("T")}}, {"CAB", {id("K"), id("AE"), id("B")}},
@@ -208,7 +208,7 @@ TEST_CASE("word search: hand-made posteriors give the known words and frames; th
   CHECK(c.words[0].last_frame == 2);
 }
 
-TEST_CASE("word search streamed: settled words taken as they come, then finish, equal one pass; memory stays bounded") {
+TEST_CASE("word search streamed: settled words taken as they come, then finish, equal one pass in bounded memory") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
