@@ -59,7 +59,7 @@ struct WordSearchResult {
 
 class WordSearch {
  public:
-  // The lexicon and model are copied from / referenced: lm must outlive the search.
+  // The lexicon is copied; lm (nullptr: none) must outlive the search.
   WordSearch(const Lexicon& lexicon, const LanguageModel* lm, const WordSearchOptions& options = {});
   ~WordSearch();
   WordSearch(WordSearch&&) noexcept;
