@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
-          nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng "$@")
+          nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng python3 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

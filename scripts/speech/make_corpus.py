@@ -6,7 +6,7 @@ labelled with the 39 ARPAbet phones. Deterministic: the same arguments give
 the same files. Work is split into shards; a finished shard's manifest is
 written atomically, so a rerun resumes where the last one stopped.
 
-  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [-j N] [--out data/speech]
+  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [-j N] [--out data/speech] [--text-only]
 """
 import argparse
 import glob
@@ -293,6 +293,9 @@ def main():
     ap.add_argument("--out", default="data/speech", help="output folder")
     ap.add_argument("--seed", type=int, default=1, help="sentence order, voices and augmentation")
     ap.add_argument("--shard", type=int, default=100, help="utterances per shard (the unit of resumption)")
+    ap.add_argument("--text-only", action="store_true",
+                    help="write the planned sentences (OUT/train.txt, OUT/valid.txt, one a line) and stop: "
+                         "the transcripts scripts/speech/make_lm.py needs, without the audio")
     a = ap.parse_args()
     t0 = time.time()
     lex = read_lexicon()
@@ -300,6 +303,13 @@ def main():
     valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
     train, _ = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
     log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
+    if a.text_only:
+        os.makedirs(a.out, exist_ok=True)
+        for split, utts in (("train", train), ("valid", valid)):
+            with open(os.path.join(a.out, f"{split}.txt"), "w") as f:
+                f.writelines(u["words"] + "\n" for u in utts)
+        log(f"sentences in {a.out}/train.txt and {a.out}/valid.txt")
+        return
     os.makedirs(os.path.join(a.out, "shards"), exist_ok=True)
     jobs = []
     for split, utts in (("valid", valid), ("train", train)):

@@ -3,6 +3,7 @@
 // rejection, an lt::Error, is held to the message contract of lt/error.h.
 #pragma once
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -67,6 +68,23 @@ inline std::vector<std::vector<uint8_t>> split_files(const uint8_t* data, size_t
     }
   }
   return parts;
+}
+
+// data gzipped at a level 0-9 (for harnesses whose mutations should reach
+// the bytes behind the compression).
+inline std::vector<uint8_t> gzip(const uint8_t* data, size_t size, int level) {
+  z_stream z{};
+  // windowBits 15 + 16: a gzip wrapper, as gzip(1) writes.
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();
+  std::vector<uint8_t> out(deflateBound(&z, uLong(size)) + 32);
+  z.next_in = const_cast<Bytef*>(data);
+  z.avail_in = uInt(size);
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  if (deflate(&z, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 
 }  // namespace lt::fuzz

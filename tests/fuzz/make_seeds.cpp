@@ -187,6 +187,29 @@ int main(int argc, char** argv) {
     put(out / "manifest/lexicon-words", Bytes(both.begin(), both.end()));
   }
 
+  // ARPA language models (the harness's first byte: even = the rest as is,
+  // odd = the rest gzipped by the harness at level byte >> 1): a bigram, a
+  // trigram whose context is missing, and a gzip file.
+  {
+    const std::string bigram = "\\data\\\nngram 1=4\nngram 2=2\n\n\\1-grams:\n-99 <s> -0.3\n-0.7 </s>\n"
+                               "-1.2 <unk>\n-0.4 HELLO -0.2\n\n\\2-grams:\n-0.1 <s> HELLO\n-0.3 HELLO </s>\n\n\\end\\\n";
+    const std::string trigram = "\\data\\\nngram 1=4\nngram 2=1\nngram 3=1\n\n\\1-grams:\n-99 <s> -0.5\n"
+                                "-0.5 </s>\n-0.3 hello -0.2\n-0.9 World\n\n\\2-grams:\n-0.1 <s> HELLO -0.4\n\n"
+                                "\\3-grams:\n-0.05 hello world </s>\n\\end\\\n";
+    Bytes plain = {0};
+    plain.insert(plain.end(), bigram.begin(), bigram.end());
+    put(out / "language_model/bigram", plain);
+    Bytes missing = {0};
+    missing.insert(missing.end(), trigram.begin(), trigram.end());
+    put(out / "language_model/trigram-missing-context", missing);
+    Bytes by_harness = {1 | (6 << 1)};
+    by_harness.insert(by_harness.end(), bigram.begin(), bigram.end());
+    put(out / "language_model/bigram-raw", by_harness);
+    Bytes gz = lt::fuzz::gzip(reinterpret_cast<const uint8_t*>(trigram.data()), trigram.size(), 9);
+    gz.insert(gz.begin(), 0);
+    put(out / "language_model/trigram-gz", gz);
+  }
+
   // PNG: every channel count, a few sizes.
   std::vector<Bytes> pngs;
   for (int c = 1; c <= 4; ++c) {

@@ -1,0 +1,97 @@
+// Word n-gram language models read from ARPA files (KenLM's lmplz, SRILM's
+// ngram-count), scored with Katz back-off for a decoder's search.
+//
+//   lt::LanguageModel lm = lt::read_arpa("words.arpa.gz");
+//   lt::LmState s = lm.begin(), next;                 // the history "<s>"
+//   double lp = lm.score(s, lm.word_id("HELLO"), &next) // ln P(HELLO | <s>)
+//             + lm.end_score(next);                      // + ln P(</s> | <s> HELLO)
+//
+// ARPA: "\data\", one "ngram N=COUNT" line per order 1..N, then per order a
+// "\N-grams:" section of "log10(p) w1 .. wN [log10(back-off)]" lines (no
+// back-off weight at the highest order), and "\end\". Plain text or gzip
+// (recognised by its magic bytes). An n-gram's lower-order context may be
+// missing, as the format allows; its back-off weight is then 1.
+//
+// P(w | h) = p(h w) when the n-gram "h w" is in the model, otherwise
+// bo(h) · P(w | h without its first word), with bo(h) = 1 when "h" has no
+// back-off weight; the recursion ends at the unigram p(w). Scores are
+// natural logarithms.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace lt {
+
+// A search's history: the longest suffix of the words so far that the model
+// can use (at most order - 1 words). Equal histories compare equal, so a
+// decoder can merge hypotheses whose futures the model scores alike.
+struct LmState {
+  int32_t context = 0;  // 0 is the empty history
+  bool operator==(const LmState& o) const { return context == o.context; }
+  bool operator!=(const LmState& o) const { return context != o.context; }
+};
+
+class LanguageModel {
+ public:
+  int order() const { return order_; }
+  // Words are upper-cased when read (as the lexicon's), except <s>, </s> and
+  // <unk>, which are matched in any case and named as here.
+  const std::vector<std::string>& words() const { return words_; }  // index = word id
+  int32_t word_id(const std::string& word) const;                    // any case; -1 if not in the vocabulary
+  int32_t sentence_start() const { return bos_; }
+  int32_t sentence_end() const { return eos_; }
+  int32_t unknown() const { return unk_; }  // -1 when the model has no <unk>
+  int64_t ngrams(int n) const { return n >= 1 && n <= order_ ? ngram_counts_[size_t(n - 1)] : 0; }
+
+  LmState begin() const { return begin_; }  // after "<s>"
+  LmState empty_history() const { return LmState{}; }
+  // ln P(word | from's history); *to (if given) receives the history after it.
+  double score(LmState from, int32_t word, LmState* to = nullptr) const;
+  double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
+  // The state of a history given as word ids (oldest first), and a state's history.
+  LmState state_of(const std::vector<int32_t>& history) const;
+  std::vector<int32_t> history(LmState state) const;
+
+ private:
+  friend class ArpaReader;
+  // A history the model can use: an n-gram of order < N, or the context of a
+  // longer one (closed under prefixes, so the search below finds every one).
+  struct Context {
+    int32_t parent;  // this history without its last word (-1 for the empty one)
+    int32_t word;    // its last word
+    int32_t suffix;  // the longest proper suffix that is a context
+    int32_t length;
+    double backoff;  // ln bo(h); 0 when the file gives none
+  };
+  // The n-gram "context word": its probability (when in the file) and the
+  // context it forms (when one).
+  struct Arc {
+    double logp;
+    int32_t next;     // context id of "context word", -1 if not a context
+    bool has_prob;
+  };
+  static uint64_t key(int32_t context, int32_t word) { return uint64_t(uint32_t(context)) << 32 | uint32_t(word); }
+  const Arc* arc(int32_t context, int32_t word) const;
+  LmState next_state(int32_t context, int32_t word) const;
+
+  int order_ = 0;
+  std::vector<std::string> words_;
+  std::unordered_map<std::string, int32_t> ids_;
+  int32_t bos_ = -1, eos_ = -1, unk_ = -1;
+  std::vector<int64_t> ngram_counts_;
+  std::vector<Context> contexts_;
+  std::unordered_map<uint64_t, Arc> arcs_;
+  LmState begin_;
+};
+
+// Reads an ARPA file. Every malformed input is one lt::Error naming
+// file:line and the problem: a header count that is missing, repeated or
+// disagrees with its section, a field that is not a finite number (or a
+// log-probability above 0), an n-gram with the wrong number of words or a
+// word not among the unigrams, a repeated n-gram, no <s> or </s>, a missing
+// \end\. The header's counts only bound what is reserved.
+LanguageModel read_arpa(const std::string& path);
+
+}  // namespace lt

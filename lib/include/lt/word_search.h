@@ -1,0 +1,91 @@
+// Words from a CTC phone recogniser: a prefix beam search whose hypotheses
+// are sequences of lexicon words, scored by the acoustic model and a word
+// n-gram language model, over frames that arrive one at a time.
+//
+//   lt::Lexicon lex = lt::read_lexicon(".../cmudict-en-us.dict");
+//   lt::LanguageModel lm = lt::read_arpa("weights/speech-words.arpa.gz");
+//   lt::WordSearch search(lex, &lm, options);
+//   for each frame: search.push(logits_row);                 // [kPhoneClasses] logits
+//                   for (auto& w : search.take_settled()) print(w.word);  // final words, as soon as they are
+//   for (auto& w : search.finish().words) print(w.word);     // the rest; the search starts over
+//
+// A hypothesis is a word sequence and a position in the pronunciation trie
+// of the word being spoken. Like CtcPrefixBeam, it keeps two scores, the
+// alignments of its phones ending in a blank and in its last phone, summed
+// over every alignment; hypotheses with the same words and trie position
+// merge. A word ends when its last phone is emitted: its score then gains
+// lm_weight · ln P_LM(word | history) + word_bonus. With a beam wide enough
+// the search is exact: it finds the word sequence W with the largest
+// ln P_CTC(phones(W) | x) + lm_weight · ln P_LM(W </s>) + word_bonus · |W|.
+//
+// Words the language model does not know score as its <unk>; when the model
+// has no <unk>, they are left out of the search (lm = nullptr: every word of
+// the lexicon, scored by the acoustics and word_bonus alone).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lt/language_model.h"
+#include "lt/speech_corpus.h"
+
+namespace lt {
+
+struct WordSearchOptions {
+  int beam = 16;               // hypotheses kept after each frame
+  double lm_weight = 1.0;      // weight of the language model's log-probability
+  double word_bonus = 0.0;     // added per word (log scale): > 0 favours more, shorter words
+  float prune = -1e30f;        // phones whose log-probability at a frame is below this are not extended (e.g. -10)
+  int max_pending_words = 32;  // hypotheses that still disagree this many words back: the best one's word is settled
+};
+
+struct RecognizedWord {
+  std::string word;
+  std::vector<int32_t> phones;  // its pronunciation, phone ids 1..39
+  // Frames are pushes counted from the utterance's start (a model position:
+  // frame_stack × 10 ms of audio).
+  int64_t first_frame = 0;  // the frame that first emits its first phone
+  int64_t last_frame = 0;   // the frame that first emits its last phone
+};
+
+struct WordSearchResult {
+  std::vector<RecognizedWord> words;  // those not already taken by take_settled()
+  // ln P_CTC + lm_weight · ln P_LM (with </s>) + word_bonus · words, of the
+  // whole utterance; -inf when no hypothesis in the beam ended on a word
+  // boundary (then words are the best hypothesis's finished words).
+  double score = 0;
+};
+
+class WordSearch {
+ public:
+  // The lexicon is copied; lm (nullptr: none) must outlive the search.
+  WordSearch(const Lexicon& lexicon, const LanguageModel* lm, const WordSearchOptions& options = {});
+  ~WordSearch();
+  WordSearch(WordSearch&&) noexcept;
+  WordSearch& operator=(WordSearch&&) noexcept;
+
+  // One frame's logits [kPhoneClasses] (before the softmax; class 0 is the
+  // blank); or `frames` rows of them. A non-finite logit is an lt::Error.
+  void push(const float* logits_row);
+  void push(const float* logits, int64_t frames);
+  // Words every hypothesis in the beam agrees on, that were not taken yet:
+  // nothing later can change them. Taking them keeps memory bounded however
+  // long the stream.
+  std::vector<RecognizedWord> take_settled();
+  // The best hypothesis's words after the settled ones: may still change.
+  std::vector<RecognizedWord> pending() const;
+  // Ends the utterance (adds ln P(</s>)), returns the best word sequence's
+  // words not yet taken and starts over, as reset() does.
+  WordSearchResult finish();
+  void reset();
+
+  int64_t frames() const;      // pushed since the start of the utterance
+  int64_t vocabulary() const;  // lexicon words the search can recognise
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lt

@@ -1,0 +1,83 @@
+// Back-off scoring over the model's contexts (lt/language_model.h). Every
+// history the model can use is a context with an id, its back-off weight and
+// a suffix link; the n-grams are arcs (context, word) in one hash map. A score
+// walks the suffix links from the state's context until an arc carries a
+// probability, adding the back-off weights it passes: the Katz recursion
+// without forming a single string.
+#include <algorithm>
+#include <cctype>
+
+#include "lt/error.h"
+#include "lt/language_model.h"
+
+namespace lt {
+
+int32_t LanguageModel::word_id(const std::string& word) const {
+  std::string key;
+  key.reserve(word.size());
+  for (char c : word) key += char(std::toupper(static_cast<unsigned char>(c)));
+  if (key == "<S>") return bos_;
+  if (key == "</S>") return eos_;
+  if (key == "<UNK>") return unk_;
+  auto it = ids_.find(key);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) const {
+  auto it = arcs_.find(key(context, word));
+  return it == arcs_.end() ? nullptr : &it->second;
+}
+
+// The longest suffix of "context word" that is a context, of at most
+// order - 1 words. Every context's prefixes are contexts, so the candidates
+// are "s word" for s on the suffix chain of the context.
+LmState LanguageModel::next_state(int32_t context, int32_t word) const {
+  if (order_ < 2) return LmState{};
+  int32_t s = context;
+  while (contexts_[size_t(s)].length > order_ - 2) s = contexts_[size_t(s)].suffix;
+  for (;;) {
+    const Arc* a = arc(s, word);
+    if (a && a->next >= 0) return LmState{a->next};
+    if (s == 0) return LmState{};
+    s = contexts_[size_t(s)].suffix;
+  }
+}
+
+double LanguageModel::score(LmState from, int32_t word, LmState* to) const {
+  check(word >= 0 && size_t(word) < words_.size(), "LanguageModel::score: word id " + std::to_string(word) +
+                                                       " is outside the vocabulary of " +
+                                                       std::to_string(words_.size()));
+  check(from.context >= 0 && size_t(from.context) < contexts_.size(), "LanguageModel::score: not a state of this model");
+  double backoff = 0;
+  for (int32_t c = from.context;;) {
+    const Arc* a = arc(c, word);
+    if (a && a->has_prob) {
+      if (to) *to = next_state(from.context, word);
+      return backoff + a->logp;
+    }
+    // Every word of the vocabulary has a unigram, so the walk ends at the
+    // empty history at the latest.
+    backoff += contexts_[size_t(c)].backoff;
+    c = contexts_[size_t(c)].suffix;
+  }
+}
+
+LmState LanguageModel::state_of(const std::vector<int32_t>& history) const {
+  LmState s;
+  for (int32_t w : history) {
+    check(w >= 0 && size_t(w) < words_.size(), "LanguageModel::state_of: word id " + std::to_string(w) +
+                                                   " is outside the vocabulary");
+    s = next_state(s.context, w);
+  }
+  return s;
+}
+
+std::vector<int32_t> LanguageModel::history(LmState state) const {
+  check(state.context >= 0 && size_t(state.context) < contexts_.size(), "LanguageModel::history: not a state of this model");
+  std::vector<int32_t> words;
+  for (int32_t c = state.context; c > 0; c = contexts_[size_t(c)].parent) words.push_back(contexts_[size_t(c)].word);
+  std::reverse(words.begin(), words.end());
+  return words;
+}
+
+}  // namespace lt

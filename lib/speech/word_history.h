@@ -1,0 +1,104 @@
+// The words of the search's hypotheses, as a tree: a hypothesis points at
+// the entry of its last word, and entries point at their parents, so the
+// beam's hypotheses share their common past. Entries are reference counted
+// (by hypotheses and by children) and recycled through a free list, so a
+// long stream reuses the same few entries instead of allocating per frame.
+// Each entry carries a hash of its word sequence (not of its timings), the
+// key under which the search merges hypotheses with the same words.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lt {
+
+// splitmix64's finaliser: every input bit moves every output bit.
+inline uint64_t mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class WordHistory {
+ public:
+  struct Entry {
+    int32_t parent;  // -1: the first word, or one whose past is settled
+    int32_t word;
+    int32_t depth;   // words from the utterance's start to this one
+    int32_t refs;    // -1 when free
+    uint64_t hash;
+    int64_t first_frame, last_frame;
+  };
+  static constexpr int32_t kNone = -1;  // no words yet
+  static constexpr uint64_t kEmptyHash = 0x9e3779b97f4a7c15ull;
+
+  const Entry& operator[](int32_t id) const { return entries_[size_t(id)]; }
+  uint64_t hash(int32_t id) const { return id == kNone ? kEmptyHash : entries_[size_t(id)].hash; }
+  int32_t depth(int32_t id) const { return id == kNone ? 0 : entries_[size_t(id)].depth; }
+
+  // A new entry "parent word" with no references yet; sweep() frees it
+  // unless a hypothesis acquired it by then.
+  int32_t add(int32_t parent, int32_t word, int64_t first_frame, int64_t last_frame) {
+    int32_t id;
+    if (free_.empty()) {
+      id = int32_t(entries_.size());
+      entries_.emplace_back();
+    } else {
+      id = free_.back();
+      free_.pop_back();
+    }
+    const uint64_t h = mix64(hash(parent) ^ mix64(uint64_t(uint32_t(word)) + 1));
+    entries_[size_t(id)] = Entry{parent, word, depth(parent) + 1, 0, h, first_frame, last_frame};
+    acquire(parent);
+    fresh_.push_back(id);
+    return id;
+  }
+  void acquire(int32_t id) {
+    if (id != kNone) ++entries_[size_t(id)].refs;
+  }
+  void release(int32_t id) {
+    while (id != kNone && --entries_[size_t(id)].refs == 0) {
+      const int32_t parent = entries_[size_t(id)].parent;
+      entries_[size_t(id)].refs = -1;
+      free_.push_back(id);
+      id = parent;
+    }
+  }
+  // Frees the entries add() made that nothing took.
+  void sweep() {
+    for (int32_t id : fresh_)
+      if (entries_[size_t(id)].refs == 0) {
+        entries_[size_t(id)].refs = 1;
+        release(id);
+      }
+    fresh_.clear();
+  }
+  // Forgets id's past (its words are settled and reported).
+  void detach(int32_t id) {
+    release(entries_[size_t(id)].parent);
+    entries_[size_t(id)].parent = kNone;
+  }
+  // Whether a and b hold the same words (their timings may differ).
+  bool same_words(int32_t a, int32_t b) const {
+    if (depth(a) != depth(b)) return false;
+    for (; a != b; a = entries_[size_t(a)].parent, b = entries_[size_t(b)].parent)
+      if (a == kNone || b == kNone || entries_[size_t(a)].word != entries_[size_t(b)].word) return false;
+    return true;
+  }
+  // id's ancestor (or itself) that holds the depth-th word.
+  int32_t at_depth(int32_t id, int32_t depth) const {
+    while (id != kNone && entries_[size_t(id)].depth > depth) id = entries_[size_t(id)].parent;
+    return id;
+  }
+  void clear() {
+    entries_.clear();
+    free_.clear();
+    fresh_.clear();
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<int32_t> free_, fresh_;
+};
+
+}  // namespace lt

@@ -1,0 +1,303 @@
+// Lexicon-constrained CTC prefix beam search (lt/word_search.h).
+//
+// Per frame, each hypothesis continues with a blank, repeats its last phone
+// (merged into it), or emits one of its trie node's children; a child that
+// ends words also makes, per word, a hypothesis back at the root with the
+// word appended and scored. Contributions to the same (words, trie node)
+// are summed in an open-addressing table over the candidates, which keeps
+// its memory from frame to frame; the beam is the best `beam` of them.
+// Words live in a shared, reference-counted tree (WordHistory); the deepest
+// entry every hypothesis descends from is settled and cut from its past.
+//
+// Timings are not part of a hypothesis's identity: merged alignments may
+// place a word differently, and the hypothesis keeps the timings of its
+// strongest single contribution that frame.
+#include "lt/word_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "heads/log_space.h"
+#include "lt/error.h"
+#include "speech/pronunciation_trie.h"
+#include "speech/word_history.h"
+
+namespace lt {
+namespace {
+
+constexpr int32_t kRoot = PronunciationTrie::kRoot;
+
+struct Hyp {
+  uint64_t key;         // merge key: the hash of the words and the trie node
+  int32_t words;        // WordHistory entry of the last word (kNone before the first)
+  int32_t node;         // trie node of the word being spoken; the root between words
+  int32_t last_phone;   // 0 before the first phone
+  LmState lm;
+  double lm_score;      // lm_weight · ln P_LM + word_bonus · words, so far
+  double blank, label;  // ln P of the frames so far over alignments ending in a blank / in the last phone
+  double strongest;     // the largest single contribution this frame: its timings are kept
+  int64_t word_start;   // frame of the first phone of the word being spoken
+  double score() const { return log_add(blank, label) + lm_score; }
+};
+
+struct SearchWord {
+  std::string text;
+  std::vector<int32_t> phones;
+  int32_t lm_id;  // -1 without a language model
+};
+
+// The lexicon's words in name order (so that results do not depend on the
+// hash map's order), less those the language model cannot score.
+std::vector<SearchWord> searchable_words(const Lexicon& lexicon, const LanguageModel* lm) {
+  const std::map<std::string, std::vector<int32_t>> sorted(lexicon.words.begin(), lexicon.words.end());
+  std::vector<SearchWord> out;
+  for (const auto& [text, phones] : sorted) {
+    if (phones.empty()) continue;
+    for (int32_t p : phones)
+      check(p >= 1 && p < kPhoneClasses, "WordSearch: the lexicon's word '" + text + "' has phone id " +
+                                             std::to_string(p) + ", outside 1.." + std::to_string(kPhoneClasses - 1));
+    int32_t id = -1;
+    if (lm) {
+      id = lm->word_id(text);
+      if (id < 0) id = lm->unknown();
+      if (id < 0 || id == lm->sentence_start() || id == lm->sentence_end()) continue;
+    }
+    out.push_back(SearchWord{text, phones, id});
+  }
+  check(!out.empty(), lm && lm->unknown() < 0
+                          ? "WordSearch: no word of the lexicon is in the language model, which has no <unk>"
+                          : "WordSearch: the lexicon has no word with a pronunciation");
+  return out;
+}
+
+std::vector<std::vector<int32_t>> pronunciations(const std::vector<SearchWord>& words) {
+  std::vector<std::vector<int32_t>> out;
+  out.reserve(words.size());
+  for (const SearchWord& w : words) out.push_back(w.phones);
+  return out;
+}
+
+uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node) {
+  return mix64(history.hash(words) ^ mix64(uint64_t(uint32_t(node)) + 0x632be59bd9b4e019ull));
+}
+
+bool better(const Hyp& a, const Hyp& b) {
+  const double sa = a.score(), sb = b.score();
+  if (sa != sb) return sa > sb;
+  return a.key != b.key ? a.key < b.key : a.node < b.node;
+}
+
+}  // namespace
+
+struct WordSearch::Impl {
+  Impl(const Lexicon& lexicon, const LanguageModel* model, const WordSearchOptions& o)
+      : words(searchable_words(lexicon, model)), trie(pronunciations(words)), lm(model), options(o) {
+    check(o.beam >= 1, "WordSearch: beam width must be >= 1, is " + std::to_string(o.beam));
+    check(o.max_pending_words >= 1, "WordSearch: max_pending_words must be >= 1");
+    check(std::isfinite(o.lm_weight) && std::isfinite(o.word_bonus), "WordSearch: lm_weight and word_bonus must be finite");
+    reset();
+  }
+
+  std::vector<SearchWord> words;
+  PronunciationTrie trie;
+  const LanguageModel* lm;
+  WordSearchOptions options;
+  WordHistory history;
+  std::vector<Hyp> beam, next;
+  std::vector<int32_t> slots;  // open addressing: index into next, or -1
+  std::vector<double> logp;
+  std::vector<RecognizedWord> settled;
+  int32_t settled_at = WordHistory::kNone;  // the last settled word's entry
+  int64_t frame = 0;
+
+  void reset() {
+    history.clear();
+    settled.clear();
+    settled_at = WordHistory::kNone;
+    frame = 0;
+    const LmState start = lm ? lm->begin() : LmState{};
+    beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0,
+                kLogZero, 0.0, 0}};
+  }
+
+  RecognizedWord recognized(int32_t entry) const {
+    const WordHistory::Entry& e = history[entry];
+    const SearchWord& w = words[size_t(e.word)];
+    return RecognizedWord{w.text, w.phones, e.first_frame, e.last_frame};
+  }
+
+  // The words of entry's chain after the settled ones, oldest first.
+  std::vector<RecognizedWord> words_after_settled(int32_t entry) const {
+    std::vector<RecognizedWord> out;
+    for (; entry != settled_at; entry = history[entry].parent) out.push_back(recognized(entry));
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  int32_t& slot_of(const Hyp& h) {
+    const size_t mask = slots.size() - 1;
+    for (size_t i = size_t(h.key) & mask;; i = (i + 1) & mask) {
+      const int32_t at = slots[i];
+      if (at < 0) return slots[i];
+      const Hyp& c = next[size_t(at)];
+      if (c.key == h.key && c.node == h.node && history.same_words(c.words, h.words)) return slots[i];
+    }
+  }
+
+  void grow_slots() {
+    slots.assign(std::max<size_t>(64, slots.size() * 2), -1);
+    for (size_t i = 0; i < next.size(); ++i) slot_of(next[i]) = int32_t(i);
+  }
+
+  // Adds the alignments (blank, label) of hypothesis h to the candidates.
+  void contribute(const Hyp& h, double blank, double label) {
+    const double part = log_add(blank, label);
+    if (part == kLogZero) return;
+    if ((next.size() + 1) * 2 > slots.size()) grow_slots();
+    int32_t& slot = slot_of(h);
+    if (slot < 0) {
+      slot = int32_t(next.size());
+      next.push_back(h);
+      next.back().blank = blank;
+      next.back().label = label;
+      next.back().strongest = part;
+      return;
+    }
+    Hyp& c = next[size_t(slot)];
+    c.blank = log_add(c.blank, blank);
+    c.label = log_add(c.label, label);
+    if (part > c.strongest) {
+      c.strongest = part;
+      c.words = h.words;
+      c.word_start = h.word_start;
+    }
+  }
+
+  // h emits trie node `child`'s phone with log-probability `lp` over alignments `from`.
+  void emit(const Hyp& h, int32_t child, double from, double lp) {
+    const PronunciationTrie::Node& n = trie.node(child);
+    const int64_t start = h.node == kRoot ? frame : h.word_start;
+    if (n.children > 0) {  // the word goes on
+      Hyp e = h;
+      e.node = child;
+      e.last_phone = n.phone;
+      e.word_start = start;
+      e.key = merge_key(history, e.words, child);
+      contribute(e, kLogZero, from + lp);
+    }
+    for (int32_t k = 0; k < n.words; ++k) {  // a word ends
+      const int32_t w = trie.words_of(n)[k];
+      Hyp e = h;
+      e.words = history.add(h.words, w, start, frame);
+      e.node = kRoot;
+      e.last_phone = n.phone;
+      e.lm_score += options.word_bonus;
+      if (lm) e.lm_score += options.lm_weight * lm->score(h.lm, words[size_t(w)].lm_id, &e.lm);
+      e.key = merge_key(history, e.words, kRoot);
+      contribute(e, kLogZero, from + lp);
+    }
+  }
+
+  void push(const float* row) {
+    for (int c = 0; c < kPhoneClasses; ++c)
+      check(std::isfinite(row[c]), "WordSearch: frame " + std::to_string(frame) + ", class " + std::to_string(c) +
+                                       ": the logit is not finite");
+    log_softmax_row(row, kPhoneClasses, logp);
+    next.clear();
+    std::fill(slots.begin(), slots.end(), -1);
+    for (const Hyp& h : beam) {
+      const double total = log_add(h.blank, h.label);
+      contribute(h, total + logp[0], kLogZero);
+      if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
+        contribute(h, kLogZero, h.label + logp[size_t(h.last_phone)]);
+      const PronunciationTrie::Node& n = trie.node(h.node);
+      for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
+        const int32_t phone = trie.node(child).phone;
+        const double lp = logp[size_t(phone)];
+        // After the same phone, only alignments with a blank between emit it anew.
+        const double from = phone == h.last_phone ? h.blank : total;
+        if (lp >= options.prune && from != kLogZero) emit(h, child, from, lp);
+      }
+    }
+    const size_t keep = std::min(next.size(), size_t(options.beam));
+    std::partial_sort(next.begin(), next.begin() + std::ptrdiff_t(keep), next.end(), better);
+    next.resize(keep);
+    for (const Hyp& h : next) history.acquire(h.words);
+    for (const Hyp& h : beam) history.release(h.words);
+    beam.swap(next);
+    history.sweep();
+    ++frame;
+    settle();
+  }
+
+  // Moves the words every hypothesis shares into `settled`, first dropping
+  // the hypotheses that disagree with the best one too far back.
+  void settle() {
+    const int32_t settled_depth = history.depth(settled_at);
+    int32_t deepest = 0;
+    for (const Hyp& h : beam) deepest = std::max(deepest, history.depth(h.words));
+    if (deepest - settled_depth > options.max_pending_words) {
+      const int32_t keep = history.at_depth(beam[0].words, settled_depth + 1);
+      size_t kept = 0;
+      for (const Hyp& h : beam) {
+        if (history.at_depth(h.words, settled_depth + 1) == keep)
+          beam[kept++] = h;
+        else
+          history.release(h.words);
+      }
+      beam.resize(kept);
+    }
+    int32_t depth = deepest;
+    for (const Hyp& h : beam) depth = std::min(depth, history.depth(h.words));
+    if (depth <= settled_depth) return;  // a hypothesis has no word after the settled ones
+    int32_t common = history.at_depth(beam[0].words, depth);
+    for (const Hyp& h : beam) {
+      int32_t other = history.at_depth(h.words, history.depth(common));
+      while (common != other) common = history[common].parent, other = history[other].parent;
+    }
+    if (common == settled_at) return;
+    for (RecognizedWord& w : words_after_settled(common)) settled.push_back(std::move(w));
+    history.acquire(common);
+    history.detach(common);
+    history.release(settled_at);
+    settled_at = common;
+  }
+
+  WordSearchResult finish() {
+    const Hyp* best = nullptr;
+    double best_score = kLogZero;
+    for (const Hyp& h : beam) {
+      if (h.node != kRoot) continue;  // inside a word
+      const double s = h.score() + (lm ? options.lm_weight * lm->end_score(h.lm) : 0.0);
+      if (!best || s > best_score) best = &h, best_score = s;
+    }
+    if (!best) best = &beam[0];  // the beam is sorted: its best, less the word it is inside
+    WordSearchResult result{std::move(settled), best_score};
+    for (RecognizedWord& w : words_after_settled(best->words)) result.words.push_back(std::move(w));
+    reset();
+    return result;
+  }
+};
+
+WordSearch::WordSearch(const Lexicon& lexicon, const LanguageModel* lm, const WordSearchOptions& options)
+    : impl_(std::make_unique<Impl>(lexicon, lm, options)) {}
+WordSearch::~WordSearch() = default;
+WordSearch::WordSearch(WordSearch&&) noexcept = default;
+WordSearch& WordSearch::operator=(WordSearch&&) noexcept = default;
+
+void WordSearch::push(const float* logits_row) { impl_->push(logits_row); }
+void WordSearch::push(const float* logits, int64_t frames) {
+  for (int64_t t = 0; t < frames; ++t) impl_->push(logits + t * kPhoneClasses);
+}
+std::vector<RecognizedWord> WordSearch::take_settled() { return std::exchange(impl_->settled, {}); }
+std::vector<RecognizedWord> WordSearch::pending() const {
+  return impl_->words_after_settled(impl_->beam[0].words);
+}
+WordSearchResult WordSearch::finish() { return impl_->finish(); }
+void WordSearch::reset() { impl_->reset(); }
+int64_t WordSearch::frames() const { return impl_->frame; }
+int64_t WordSearch::vocabulary() const { return int64_t(impl_->words.size()); }
+
+}  // namespace lt

@@ -1,0 +1,296 @@
+// The word search against brute force over every word sequence (its CTC
+// probability summed over alignments, times the language model and the
+// word bonus), on hand-made posteriors with a known answer, and streamed:
+// settled words taken as they come equal the one-pass result.
+#include <algorithm>
+
+#include "heads/ctc_reference.h"
+#include "lt/word_search.h"
+#include "speech/arpa_reference.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+// 3-5 words of 1-3 phones drawn from 4 neighbouring phones, some extending
+// an earlier word's prefix, so that shared prefixes, homophones and
+// repeated phones occur; at most two words of one phone (brute force stays small).
+Lexicon random_lexicon(Rng& rng, int64_t count, int32_t max_phones, int32_t alphabet) {
+  Lexicon lex;
+  std::vector<std::vector<int32_t>> prons;
+  const int32_t base = int32_t(rng.integer(1, kPhoneClasses - alphabet));
+  int singles = 0;
+  while (int64_t(prons.size()) < count) {
+    std::vector<int32_t> p;
+    if (!prons.empty() && rng.uniform(0, 1) < 0.4) {
+      p = prons[size_t(rng.integer(0, int64_t(prons.size()) - 1))];
+      p.resize(size_t(rng.integer(1, int64_t(p.size()))));
+    }
+    const size_t length = size_t(rng.integer(int64_t(p.size()), max_phones));
+    while (p.size() < length || p.empty()) p.push_back(base + int32_t(rng.integer(0, alphabet - 1)));
+    if (p.size() == 1 && singles == 2) continue;
+    singles += p.size() == 1;
+    lex.words["W" + std::to_string(prons.size())] = p;
+    prons.push_back(p);
+  }
+  return lex;
+}
+
+// ln P_CTC(labels | frames) by the forward recursion in probability space.
+double ctc_log_prob(const std::vector<double>& p, int64_t T, const std::vector<int32_t>& labels) {
+  std::vector<int32_t> z = {0};
+  for (int32_t l : labels) z.push_back(l), z.push_back(0);
+  const size_t U = z.size();
+  std::vector<double> a(U, 0.0), b(U);
+  a[0] = p[0];
+  if (U > 1) a[1] = p[size_t(z[1])];
+  for (int64_t t = 1; t < T; ++t) {
+    for (size_t u = 0; u < U; ++u) {
+      double s = a[u] + (u >= 1 ? a[u - 1] : 0.0);
+      if (u >= 2 && z[u] != 0 && z[u] != z[u - 2]) s += a[u - 2];
+      b[u] = s * p[size_t(t * kPhoneClasses + z[u])];
+    }
+    std::swap(a, b);
+  }
+  return std::log(a[U - 1] + (U > 1 ? a[U - 2] : 0.0));
+}
+
+int64_t min_frames(const std::vector<int32_t>& labels) {
+  int64_t n = int64_t(labels.size());
+  for (size_t i = 1; i < labels.size(); ++i) n += labels[i] == labels[i - 1];
+  return n;
+}
+
+struct Scored {
+  std::vector<std::string> words;
+  double score;
+};
+
+// Every word sequence whose phones fit in T frames, with its score; words the
+// model cannot score (not in it, and no <unk>) left out, the others as <unk>.
+std::vector<Scored> brute_force(const Lexicon& lex, const ArpaModel* m, const WordSearchOptions& o,
+                                const std::vector<double>& probs, int64_t T) {
+  auto in_model = [&](const std::string& w) {
+    return std::find(m->vocabulary.begin(), m->vocabulary.end(), w) != m->vocabulary.end();
+  };
+  const bool unk = m && in_model("<unk>");
+  std::vector<std::string> allowed;
+  for (const auto& [w, p] : lex.words)
+    if (!m || unk || in_model(w)) allowed.push_back(w);
+  std::vector<Scored> out;
+  std::vector<std::string> seq;
+  std::vector<int32_t> phones;
+  auto visit = [&](auto&& self) -> void {
+    if (min_frames(phones) > T) return;
+    double score = ctc_log_prob(probs, T, phones) + o.word_bonus * double(seq.size());
+    if (m) {
+      std::vector<std::string> h = {"<s>"};
+      for (const std::string& w : seq) {
+        const std::string as = in_model(w) ? w : "<unk>";
+        score += o.lm_weight * naive_log_prob(*m, usable(*m, h), as);
+        h.push_back(as);
+      }
+      score += o.lm_weight * naive_log_prob(*m, usable(*m, h), "</s>");
+    }
+    out.push_back(Scored{seq, score});
+    for (const std::string& w : allowed) {
+      const std::vector<int32_t>& p = lex.words.at(w);
+      seq.push_back(w);
+      phones.insert(phones.end(), p.begin(), p.end());
+      self(self);
+      seq.pop_back();
+      phones.resize(phones.size() - p.size());
+    }
+  };
+  visit(visit);
+  return out;
+}
+
+std::vector<std::string> names(const std::vector<RecognizedWord>& words) {
+  std::vector<std::string> out;
+  for (const RecognizedWord& w : words) out.push_back(w.word);
+  return out;
+}
+
+// Logits with one class far above the others per frame.
+std::vector<float> peaked(const std::vector<int32_t>& classes, Rng& rng, double height, double noise) {
+  std::vector<float> logits;
+  for (int32_t c : classes) {
+    for (int k = 0; k < kPhoneClasses; ++k) logits.push_back(float(rng.normal() * noise + (k == c ? height : 0.0)));
+  }
+  return logits;
+}
+
+}  // namespace
+
+TEST_CASE("word search with a wide beam finds the best word sequence of brute force, with and without an LM") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  for (int trial = 0; trial < 24; ++trial) {
+    INFO("trial " << trial);
+    const Lexicon lex = random_lexicon(rng, rng.integer(3, 5), 3, 4);
+    std::vector<std::string> lm_words;
+    for (const auto& [w, p] : lex.words)
+      if (lm_words.empty() || rng.uniform(0, 1) < 0.75) lm_words.push_back(w);
+    const bool use_lm = trial % 4 != 0;
+    const ArpaModel m = random_arpa(rng, int(rng.integer(1, 3)), lm_words, rng.uniform(0, 1) < 0.5);
+    write_text_file(tmp.file("lm.arpa"), arpa_text(m, rng), false);
+    const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
+    WordSearchOptions o;
+    o.beam = 1 << 20;  // every hypothesis: the search is exact
+    o.lm_weight = rng.uniform(0.3, 2);
+    o.word_bonus = rng.uniform(-1, 1);
+    const int64_t T = rng.integer(6, 10);
+    const std::vector<float> logits = rng.normals(T * kPhoneClasses, 2.5);
+    const std::vector<double> probs = softmax_rows(logits.data(), T, kPhoneClasses);
+    std::vector<Scored> all = brute_force(lex, use_lm ? &m : nullptr, o, probs, T);
+    std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+
+    WordSearch search(lex, use_lm ? &lm : nullptr, o);
+    search.push(logits.data(), T);
+    const WordSearchResult r = search.finish();
+    INFO("order " << m.order << ", " << all.size() << " sequences, best " << all[0].score);
+    CHECK(std::abs(r.score - all[0].score) < 1e-9 * std::max(1.0, std::abs(all[0].score)));
+    if (all.size() == 1 || all[0].score - all[1].score > 1e-7) CHECK(names(r.words) == all[0].words);
+    for (const RecognizedWord& w : r.words) CHECK(w.phones == lex.words.at(w.word));
+  }
+}
+
+TEST_CASE("word search: hand-made posteriors give the known words and frames, and the LM picks between homophones") {
+  const auto id = [](const char* p) { return phone_id(p); };
+  Lexicon lex;
+  lex.words = {{"CAT", {id("K"), id("AE"), id("T")}}, {"CAB", {id("K"), id("AE"), id("B")}},
+               {"AT", {id("AE"), id("T")}},           {"A", {id("AH")}},
+               {"TAB", {id("T"), id("AE"), id("B")}}, {"GO", {id("G"), id("OW")}},
+               {"TO", {id("T"), id("UW")}},           {"TWO", {id("T"), id("UW")}}};
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  // K K AE _ T _ AH _
+  const std::vector<float> cat_a = peaked({id("K"), id("K"), id("AE"), 0, id("T"), 0, id("AH"), 0}, rng, 10, 0.3);
+  WordSearch plain(lex, nullptr);
+  plain.push(cat_a.data(), 8);
+  const WordSearchResult r = plain.finish();
+  REQUIRE(names(r.words) == std::vector<std::string>{"CAT", "A"});
+  CHECK(r.words[0].first_frame == 0);
+  CHECK(r.words[0].last_frame == 4);
+  CHECK(r.words[1].first_frame == 6);
+  CHECK(r.words[1].last_frame == 6);
+
+  TempDir tmp;
+  write_text_file(tmp.file("go.arpa"),
+                  "\\data\\\nngram 1=5\nngram 2=3\n\n\\1-grams:\n-99 <s> -0.5\n-1 </s>\n-0.5 GO -0.3\n-1 TO -0.2\n"
+                  "-1 TWO -0.2\n\n\\2-grams:\n-0.1 <s> GO\n-0.3 GO TO\n-2 GO TWO\n\n\\end\\\n",
+                  false);
+  const LanguageModel lm = read_arpa(tmp.file("go.arpa"));
+  // G OW _ T UW UW: "GO TO" and "GO TWO" sound alike; the LM prefers TO.
+  const std::vector<float> go_to = peaked({id("G"), id("OW"), 0, id("T"), id("UW"), id("UW")}, rng, 10, 0.3);
+  WordSearch with_lm(lex, &lm);
+  with_lm.push(go_to.data(), 6);
+  CHECK(names(with_lm.finish().words) == std::vector<std::string>{"GO", "TO"});
+  // Words the LM does not know: CAT, A and the others score as <unk>, which it lacks.
+  CHECK(with_lm.vocabulary() == 3);
+
+  // K AE T T _: an unlikely word ranks below the hypothesis still inside it,
+  // whose weaker alignments (T first at frame 3) reach the word first at
+  // frame 3; the word keeps the timings of its strongest alignments.
+  write_text_file(tmp.file("cat.arpa"), "\\data\\\nngram 1=3\n\\1-grams:\n-99 <s>\n-0.1 </s>\n-9 CAT\n\\end\\\n", false);
+  const LanguageModel unlikely = read_arpa(tmp.file("cat.arpa"));
+  const std::vector<float> cat = peaked({id("K"), id("AE"), id("T"), id("T"), 0}, rng, 10, 0.3);
+  WordSearch late(lex, &unlikely);
+  late.push(cat.data(), 5);
+  const WordSearchResult c = late.finish();
+  REQUIRE(names(c.words) == std::vector<std::string>{"CAT"});
+  CHECK(c.words[0].first_frame == 0);
+  CHECK(c.words[0].last_frame == 2);
+}
+
+TEST_CASE("word search streamed: settled words taken as they come, then finish, equal one pass in bounded memory") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  const Lexicon lex = random_lexicon(rng, 10, 4, 12);
+  std::vector<std::string> vocabulary;
+  for (const auto& [w, p] : lex.words) vocabulary.push_back(w);
+  write_text_file(tmp.file("lm.arpa"), arpa_text(random_arpa(rng, 2, vocabulary, true), rng), false);
+  const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
+  // A spoken sentence: each phone for 1-3 frames, blanks between some (and
+  // between equal phones), over noise.
+  std::vector<int32_t> classes = {0};
+  for (int k = 0; k < 30; ++k) {
+    for (int32_t p : lex.words.at(vocabulary[size_t(rng.integer(0, int64_t(vocabulary.size()) - 1))])) {
+      if (p == classes.back() || rng.uniform(0, 1) < 0.3) classes.push_back(0);
+      for (int64_t r = rng.integer(1, 3); r > 0; --r) classes.push_back(p);
+    }
+  }
+  const int64_t T = int64_t(classes.size());
+  const std::vector<float> logits = peaked(classes, rng, 5, 1.5);
+  WordSearchOptions o;
+  o.beam = 8;
+  o.prune = -12;
+  o.max_pending_words = 3;
+  o.lm_weight = 0.5;
+  o.word_bonus = 0.5;
+
+  WordSearch one_pass(lex, &lm, o);
+  one_pass.push(logits.data(), T);
+  CHECK(one_pass.frames() == T);
+  const WordSearchResult whole = one_pass.finish();
+  CHECK(one_pass.frames() == 0);
+  REQUIRE(whole.words.size() > 5);
+  for (size_t i = 0; i < whole.words.size(); ++i) {
+    const RecognizedWord& w = whole.words[i];
+    CHECK(w.last_frame - w.first_frame >= min_frames(w.phones) - 1);
+    if (i > 0) CHECK(whole.words[i - 1].last_frame < w.first_frame);
+  }
+
+  WordSearch stream(lex, &lm, o);
+  for (int round = 0; round < 2; ++round) {  // finish() starts over: a second utterance decodes alike
+    std::vector<RecognizedWord> got;
+    size_t before_end = 0;
+    for (int64_t t = 0; t < T;) {
+      const int64_t n = std::min(T - t, rng.integer(1, 5));
+      stream.push(logits.data() + t * kPhoneClasses, n);
+      t += n;
+      for (RecognizedWord& w : stream.take_settled()) got.push_back(std::move(w));
+      CHECK(stream.pending().size() <= size_t(o.max_pending_words));
+      before_end = got.size();
+    }
+    const WordSearchResult rest = stream.finish();
+    got.insert(got.end(), rest.words.begin(), rest.words.end());
+    CHECK(before_end > 0);
+    CHECK(rest.score == whole.score);
+    REQUIRE(got.size() == whole.words.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].word == whole.words[i].word);
+      CHECK(got[i].phones == whole.words[i].phones);
+      CHECK(got[i].first_frame == whole.words[i].first_frame);
+      CHECK(got[i].last_frame == whole.words[i].last_frame);
+    }
+  }
+}
+
+TEST_CASE("word search: bad logits, options and lexicons are errors") {
+  Lexicon lex;
+  lex.words = {{"HI", {phone_id("HH"), phone_id("AY")}}};
+  WordSearch search(lex, nullptr);
+  std::vector<float> row(kPhoneClasses, 0.5f);
+  row[7] = std::nanf("");
+  CHECK(error_of([&] { search.push(row.data()); }).find("frame 0, class 7: the logit is not finite") !=
+        std::string::npos);
+  WordSearchOptions narrow;
+  narrow.beam = 0;
+  CHECK(error_of([&] { WordSearch(lex, nullptr, narrow); }).find("beam width must be >= 1") != std::string::npos);
+  Lexicon bad;
+  bad.words = {{"X", {kPhoneClasses}}};
+  CHECK(error_of([&] { WordSearch(bad, nullptr); }).find("phone id 40") != std::string::npos);
+  TempDir tmp;
+  write_text_file(tmp.file("lm.arpa"), "\\data\\\nngram 1=3\n\\1-grams:\n-99 <s>\n-1 </s>\n-1 BYE\n\\end\\\n", false);
+  const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
+  CHECK(error_of([&] { WordSearch(lex, &lm); }).find("no word of the lexicon is in the language model") !=
+        std::string::npos);
+}
