@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "lt/error.h"
+#include "lt/speech_corpus.h"
 
 namespace lt::app {
 
@@ -44,6 +45,7 @@ AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer
   AsrResult r;
   r.path = path;
   r.phones = t.phones;
+  r.words = t.words;
   r.duration = t.duration;
   r.times = t.times;
   r.wall = seconds(Clock::now() - t0);
@@ -62,9 +64,12 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
   std::deque<std::pair<int64_t, Clock::time_point>> arrivals;
   std::vector<float> chunk;
   std::vector<CtcToken> fresh;
+  std::vector<RecognizedWord> fresh_words;
+  std::vector<std::string> shown, maybe;
   auto hand_out = [&] {
     fresh.clear();
-    stream.take_settled(fresh);
+    fresh_words.clear();
+    stream.take_settled(fresh, out.words() ? &fresh_words : nullptr);
     const auto now = Clock::now();
     for (const CtcToken& t : fresh) {
       // The read that completed the token's last position.
@@ -75,7 +80,18 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
       ++r.latency_count;
     }
     if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
-    out.update(fresh, stream.tentative());
+    r.words.insert(r.words.end(), fresh_words.begin(), fresh_words.end());
+    // The line shows words with --words, else phones.
+    shown.clear();
+    maybe.clear();
+    if (out.words()) {
+      for (const RecognizedWord& w : fresh_words) shown.push_back(w.word);
+      for (const RecognizedWord& w : stream.tentative_words()) maybe.push_back(w.word);
+    } else {
+      for (const CtcToken& t : fresh) shown.push_back(phone_names()[size_t(t.label)]);
+      for (const CtcToken& t : stream.tentative()) maybe.push_back(phone_names()[size_t(t.label)]);
+    }
+    out.update(shown, maybe);
   };
   while (in.read(chunk)) {
     if (chunk.empty()) continue;

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "lt/speech_corpus.h"
 
@@ -26,34 +25,47 @@ int terminal_width() {
   return ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 10 ? w.ws_col : 80;
 }
 
-nlohmann::json counts_json(const ErrorCounts& c) {
-  return {{"per", c.rate()}, {"errors", c.errors}, {"reference_phones", c.reference},
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& i : items) s += (s.empty() ? "" : " ") + i;
+  return s;
+}
+std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens) {
+  std::vector<std::string> out;
+  for (const CtcToken& t : tokens) out.push_back(phone_names()[size_t(t.label)]);
+  return out;
+}
+std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words) {
+  std::vector<std::string> out;
+  for (const RecognizedWord& w : words) out.push_back(w.word);
+  return out;
+}
+
+nlohmann::json counts_json(const ErrorCounts& c, const char* rate, const char* reference) {
+  return {{rate, c.rate()}, {"errors", c.errors}, {reference, c.reference},
           {"substitutions", c.substitutions}, {"deletions", c.deletions}, {"insertions", c.insertions}};
 }
 }  // namespace
 
 References::References(const std::string& path, const std::string& lexicon) {
   for (const Utterance& u : read_corpus(path, lexicon)) {
-    by_path_[canonical(u.audio)] = u.phones;
-    by_stem_[stem(u.audio)] = u.phones;
+    const Reference r{u.phones, split_words(u.words)};
+    by_path_[canonical(u.audio)] = r;
+    by_stem_[stem(u.audio)] = r;
   }
 }
 
-const std::vector<int32_t>* References::find(const std::string& input) const {
+const Reference* References::find(const std::string& input) const {
   auto it = by_path_.find(canonical(input));
   if (it != by_path_.end()) return &it->second;
   it = by_stem_.find(stem(input));
   return it != by_stem_.end() ? &it->second : nullptr;
 }
 
-AsrOutput::AsrOutput(bool json, const std::string& model, const SpeechFrontEnd& frontend, const References& refs)
-    : json_(json), terminal_(!json && isatty(STDOUT_FILENO)), model_(model), frontend_(frontend), refs_(refs) {}
-
-std::string AsrOutput::phone_text(const std::vector<CtcToken>& tokens) const {
-  std::string s;
-  for (const CtcToken& t : tokens) s += (s.empty() ? "" : " ") + phone_names()[size_t(t.label)];
-  return s;
-}
+AsrOutput::AsrOutput(bool json, bool words, const std::string& model, const SpeechFrontEnd& frontend,
+                     const References& refs)
+    : json_(json), words_(words), terminal_(!json && isatty(STDOUT_FILENO)), model_(model), frontend_(frontend),
+      refs_(refs) {}
 
 void AsrOutput::begin(const std::string& path) {
   if (json_) return;
@@ -64,22 +76,22 @@ void AsrOutput::begin(const std::string& path) {
   shown_.clear();
 }
 
-void AsrOutput::update(const std::vector<CtcToken>& fresh, const std::vector<CtcToken>& tentative) {
+void AsrOutput::update(const std::vector<std::string>& fresh, const std::vector<std::string>& tentative) {
   if (json_ || !line_open_) return;
-  if (!terminal_) {  // a pipe gets final phones only, appended
-    for (const CtcToken& t : fresh) {
-      std::cout << (printed_any_ ? " " : "") << phone_names()[size_t(t.label)];
+  if (!terminal_) {  // a pipe gets final items only, appended
+    for (const std::string& item : fresh) {
+      std::cout << (printed_any_ ? " " : "") << item;
       printed_any_ = true;
     }
     std::cout << std::flush;
     return;
   }
-  // A terminal: the tail of the line that fits, tentative phones dimmed.
+  // A terminal: the tail of the line that fits, tentative items dimmed.
   const size_t room = size_t(terminal_width() - 2);
-  const std::string added = phone_text(fresh);
+  const std::string added = joined(fresh);
   if (!added.empty()) shown_ += (shown_.empty() ? "" : " ") + added;
   if (shown_.size() > 4 * room) shown_.erase(0, shown_.size() - 2 * room);
-  const std::string maybe = phone_text(tentative);
+  const std::string maybe = joined(tentative);
   std::string line = path_ + "\t" + shown_ + (maybe.empty() ? "" : " ") + maybe;
   const size_t settled_end = path_.size() + 1 + shown_.size();
   const size_t cut = line.size() > room ? line.size() - room : 0;
@@ -93,35 +105,61 @@ void AsrOutput::end_line() {
   line_open_ = false;
 }
 
-void AsrOutput::write(const AsrResult& r) {
-  const std::vector<int32_t>* ref = refs_.empty() ? nullptr : refs_.find(r.path);
-  ErrorCounts score;
-  if (ref) {
-    score.add(*ref, labels_of(r.phones));
-    total_.add(*ref, labels_of(r.phones));
-    ++scored_;
-  } else if (!refs_.empty()) {
+// --ref: the input's PER (and WER) into j, or on stderr without JSON.
+void AsrOutput::score(const AsrResult& r, nlohmann::json* j) {
+  if (refs_.empty()) return;
+  const Reference* ref = refs_.find(r.path);
+  if (!ref) {
     ++unscored_;
     std::cerr << "lt-asr: " << r.path << ": no reference in --ref\n";
-  }
-  if (!json_) {
-    if (!line_open_) {
-      std::cout << r.path << "\t" << phone_text(r.phones) << "\n" << std::flush;
-    } else {
-      if (terminal_) update({}, {});  // the line without its dimmed tail
-      std::cout << "\n" << std::flush;
-    }
-    line_open_ = false;
-    if (ref)
-      std::fprintf(stderr, "lt-asr: %s: PER %.2f%% (%lld errors over %lld phones)\n", r.path.c_str(),
-                   100 * score.rate(), (long long)score.errors, (long long)score.reference);
     return;
   }
+  ++scored_;
+  ErrorCounts phones, words;
+  phones.add(ref->phones, labels_of(r.phones));
+  total_.add(ref->phones, labels_of(r.phones));
+  if (words_) {
+    auto ids = [&](const std::vector<std::string>& ws) {
+      std::vector<int32_t> out;
+      for (const std::string& w : ws) out.push_back(word_ids_.try_emplace(w, int32_t(word_ids_.size())).first->second);
+      return out;
+    };
+    const std::vector<int32_t> want = ids(ref->words), got = ids(word_strings(r.words));
+    words.add(want, got);
+    total_words_.add(want, got);
+  }
+  if (j) {
+    j->update(counts_json(phones, "per", "reference_phones"));
+    if (words_) (*j)["wer"] = counts_json(words, "wer", "reference_words");
+    return;
+  }
+  std::fprintf(stderr, "lt-asr: %s: PER %.2f%% (%lld errors over %lld phones)", r.path.c_str(), 100 * phones.rate(),
+               (long long)phones.errors, (long long)phones.reference);
+  if (words_)
+    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * words.rate(), (long long)words.errors,
+                 (long long)words.reference);
+  std::fprintf(stderr, "\n");
+}
+
+void AsrOutput::write(const AsrResult& r) {
+  if (!json_) {
+    const std::string phones = joined(phone_strings(r.phones)), words = joined(word_strings(r.words));
+    if (!line_open_) {
+      std::cout << r.path << "\t" << (words_ ? words + "\t" : "") << phones << "\n" << std::flush;
+    } else {
+      if (terminal_) update({}, {});  // the line without its dimmed tail
+      std::cout << (words_ ? "\t" + phones : "") << "\n" << std::flush;
+    }
+    line_open_ = false;
+    score(r, nullptr);
+    return;
+  }
+  auto end_of = [&](int64_t position) { return std::min(r.duration, position_start_seconds(frontend_, position + 1)); };
   nlohmann::json phones = nlohmann::json::array();
   for (const CtcToken& t : r.phones)
     phones.push_back({{"phone", phone_names()[size_t(t.label)]},
                       {"start", position_start_seconds(frontend_, t.start)},
-                      {"end", std::min(r.duration, position_start_seconds(frontend_, t.end + 1))}});
+                      {"end", end_of(t.end)}});
   nlohmann::json j = {{"path", r.path},
                       {"phones", phones},
                       {"duration", r.duration},
@@ -131,23 +169,36 @@ void AsrOutput::write(const AsrResult& r) {
                       {"encoder_seconds", r.times.encoder},
                       {"decoder_seconds", r.times.decoder},
                       {"model", model_}};
+  if (words_) {
+    nlohmann::json words = nlohmann::json::array();
+    for (const RecognizedWord& w : r.words)
+      words.push_back({{"word", w.word},
+                       {"start", position_start_seconds(frontend_, w.first_frame)},
+                       {"end", end_of(w.last_frame)}});
+    j["words"] = words;
+    j["text"] = joined(word_strings(r.words));
+  }
   if (r.latency_count > 0) j.update({{"latency_mean_ms", 1e3 * r.latency_mean}, {"latency_max_ms", 1e3 * r.latency_max}});
-  if (ref) j.update(counts_json(score));
+  score(r, &j);
   std::cout << j.dump() << "\n" << std::flush;
 }
 
 void AsrOutput::finish() {
   if (refs_.empty()) return;
   if (json_) {
-    nlohmann::json j = counts_json(total_);
+    nlohmann::json j = counts_json(total_, "per", "reference_phones");
+    if (words_) j["wer"] = counts_json(total_words_, "wer", "reference_words");
     j.update({{"summary", true}, {"scored", scored_}, {"unscored", unscored_}});
     std::cout << j.dump() << "\n" << std::flush;
     return;
   }
-  std::fprintf(stderr, "lt-asr: PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld inputs",
+  std::fprintf(stderr, "lt-asr: PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones)",
                100 * total_.rate(), (long long)total_.errors, (long long)total_.substitutions,
-               (long long)total_.deletions, (long long)total_.insertions, (long long)total_.reference,
-               (long long)scored_);
+               (long long)total_.deletions, (long long)total_.insertions, (long long)total_.reference);
+  if (words_)
+    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * total_words_.rate(),
+                 (long long)total_words_.errors, (long long)total_words_.reference);
+  std::fprintf(stderr, " on %lld inputs", (long long)scored_);
   if (unscored_ > 0) std::fprintf(stderr, " (%lld without a reference)", (long long)unscored_);
   std::fprintf(stderr, "\n");
 }

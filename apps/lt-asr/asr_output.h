@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lt/edit_distance.h"
 #include "lt/recognizer.h"
 
@@ -17,6 +19,7 @@ namespace lt::app {
 struct AsrResult {
   std::string path;
   std::vector<CtcToken> phones;  // encoder positions
+  std::vector<RecognizedWord> words;  // --words
   double duration = 0;           // seconds of audio
   double wall = 0;               // seconds from the first byte read to the last phone
   RecognitionTimes times;
@@ -26,47 +29,55 @@ struct AsrResult {
 };
 
 // References by audio file (--ref: a manifest or a LibriSpeech folder).
+struct Reference {
+  std::vector<int32_t> phones;
+  std::vector<std::string> words;
+};
 class References {
  public:
   References() = default;
   References(const std::string& path, const std::string& lexicon);
   bool empty() const { return by_path_.empty(); }
-  // The reference phones of an input, found by its canonical path, else by
-  // its file name without extension (LibriSpeech's utterance ids).
-  const std::vector<int32_t>* find(const std::string& input) const;
+  // An input's reference, found by its canonical path, else by its file
+  // name without extension (LibriSpeech's utterance ids).
+  const Reference* find(const std::string& input) const;
 
  private:
-  std::map<std::string, std::vector<int32_t>> by_path_, by_stem_;
+  std::map<std::string, Reference> by_path_, by_stem_;
 };
 
 class AsrOutput {
  public:
-  AsrOutput(bool json, const std::string& model, const SpeechFrontEnd& frontend, const References& refs);
-  // --stream text: the input's line as it grows: phones settled since the
-  // last call (printed at once), and on a terminal the tentative ones after
-  // them, redrawn. Nothing is kept but a terminal line's visible tail.
+  // words: the text line is path TAB words TAB phones (else path TAB phones).
+  AsrOutput(bool json, bool words, const std::string& model, const SpeechFrontEnd& frontend, const References& refs);
+  // --stream text: the input's line as it grows: the words (--words) or
+  // phones settled since the last call, printed at once, and on a terminal
+  // the tentative ones after them, redrawn. Nothing is kept but a terminal
+  // line's visible tail.
   void begin(const std::string& path);
-  void update(const std::vector<CtcToken>& fresh, const std::vector<CtcToken>& tentative);
+  void update(const std::vector<std::string>& fresh, const std::vector<std::string>& tentative);
   // The input's end: its line (after begin/update, the end of the line
   // already printed), or its JSON object; r.phones are scored with --ref.
   void write(const AsrResult& r);
   // An input failed: its open line, if any, ends where it is.
   void end_line();
-  // Whether write() needs every phone in AsrResult (JSON or --ref).
-  bool keeps_phones() const { return json_ || !refs_.empty(); }
+  // Whether write() needs every phone in AsrResult (JSON, --ref or --words' last column).
+  bool keeps_phones() const { return json_ || words_ || !refs_.empty(); }
+  bool words() const { return words_; }
   // The summary of --ref scoring on stderr (text) or as a last JSON line.
   void finish();
 
  private:
-  std::string phone_text(const std::vector<CtcToken>& tokens) const;
-  bool json_, terminal_;
+  void score(const AsrResult& r, nlohmann::json* j);
+  bool json_, words_, terminal_;
   std::string model_;
   const SpeechFrontEnd& frontend_;
   const References& refs_;
   bool line_open_ = false, printed_any_ = false;
   std::string path_, shown_;  // the open line's input, and its settled phones' visible tail (terminal)
-  ErrorCounts total_;
+  ErrorCounts total_, total_words_;
   int64_t scored_ = 0, unscored_ = 0;
+  std::map<std::string, int32_t> word_ids_;  // words as symbols for the word error rate
 };
 
 }  // namespace lt::app

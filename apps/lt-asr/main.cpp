@@ -13,6 +13,8 @@
 #include "common_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
+#include "lt/language_model.h"
+#include "lt/speech_corpus.h"
 #include "precision_options.h"
 #include "process_setup.h"
 #include "shipped_model.h"
@@ -21,15 +23,17 @@ namespace {
 
 struct Args {
   std::vector<std::string> inputs;
-  std::string model, format = "text", device = "cpu", ref, lexicon;
+  std::string model, format = "text", device = "cpu", ref, lexicon, lm;
   std::string raw_format = "s16le";
   int raw_rate = 0, raw_channels = 1, threads = 0, beam = 1;
   double follow = 0;
-  bool stream = false, bf16 = false, tf32 = false, quiet = false;
+  bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
+  lt::WordSearchOptions word_search;
 };
 
 constexpr const char* kOfflineModel = "asr.safetensors";
 constexpr const char* kStreamingModel = "asr-stream.safetensors";
+constexpr const char* kWordModel = "speech-words.arpa.gz";
 
 }  // namespace
 
@@ -56,8 +60,19 @@ int main(int argc, char** argv) {
                  "--stream: a file ends only after it has not grown for this many seconds (0: at its end)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--words", a.words,
+               "decode words too: a lexicon-constrained CTC beam search with a word n-gram model (text: path TAB words "
+               "TAB phones)");
+  app.add_option("--lm", a.lm, std::string("--words: ARPA word model, plain or gzip, or 'none' (default: ") + kWordModel +
+                                   " in $LT_WEIGHTS if set, else the shipped weights/)");
+  app.add_option("--lm-weight", a.word_search.lm_weight, "--words: weight of the word model's log-probability")
+      ->capture_default_str();
+  app.add_option("--word-bonus", a.word_search.word_bonus, "--words: log-score added per word")->capture_default_str();
+  app.add_option("--word-beam", a.word_search.beam, "--words: hypotheses kept per frame")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--ref", a.ref, "score against references: a manifest TSV or a LibriSpeech folder (PER on stderr, or in the JSON)");
-  app.add_option("--lexicon", a.lexicon, "--ref: pronunciations of reference words (CMU dict format; default: pocketsphinx's CMU dict)");
+  app.add_option("--lexicon", a.lexicon, "pronunciations of --words' vocabulary and of --ref's words (CMU dict format; default: pocketsphinx's CMU dict)");
   app.add_option("--raw-rate", a.raw_rate, "inputs are raw PCM at this sample rate (no header)")->check(CLI::Range(1000, 384000));
   app.add_option("--raw-channels", a.raw_channels, "raw PCM channels")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--raw-format", a.raw_format, "raw PCM samples: s16le, s24le, s32le, f32le or u8")
@@ -72,8 +87,12 @@ int main(int argc, char** argv) {
   lt::app::InputOptions in;
   std::unique_ptr<lt::app::References> refs;
   lt::SpeechModel model;
+  lt::Lexicon lexicon;
+  std::unique_ptr<lt::LanguageModel> lm;
   try {
     lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
+    for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam"})
+      lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
     in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
@@ -84,6 +103,13 @@ int main(int argc, char** argv) {
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     model = lt::load_speech_model(a.model, device);
     if (a.stream) lt::SpeechStream refuses_other_models(model, in.recognizer);
+    if (a.words) {
+      lexicon = lt::read_lexicon(a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon);
+      if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::read_arpa(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
+      in.recognizer.lexicon = &lexicon;
+      in.recognizer.lm = lm.get();
+      in.recognizer.words = a.word_search;
+    }
     refs = a.ref.empty() ? std::make_unique<lt::app::References>()
                          : std::make_unique<lt::app::References>(a.ref, a.lexicon);
   } catch (const std::exception& e) {
@@ -91,7 +117,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  lt::app::AsrOutput out(a.format == "json", a.model, model.frontend, *refs);
+  lt::app::AsrOutput out(a.format == "json", a.words, a.model, model.frontend, *refs);
   std::unique_ptr<lt::SpeechRecognizer> recognizer;
   int failed = 0;
   double audio = 0, wall = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "lt/error.h"
+#include "speech/decoding.h"
 
 namespace lt {
 
@@ -44,6 +45,8 @@ SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& 
   model.model->prepare_step(options.precision, false);
   make_ctc_decoder(model.model->config().head.width(), options.decoding);  // refuses bad options now
 }
+
+SpeechRecognizer::~SpeechRecognizer() = default;
 
 std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, int64_t positions) {
   SequenceModel& m = *model_.model;
@@ -96,7 +99,12 @@ Transcript SpeechRecognizer::transcribe(const std::vector<float>& samples) {
   const std::vector<float> l = logits(inputs, t.positions);
   t.times.encoder = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
-  t.phones = ctc_decode(l.data(), t.positions, model_.model->config().head.width(), options_.decoding);
+  const int64_t C = model_.model->config().head.width();
+  if (decoding_) decoding_->reset();
+  else decoding_ = std::make_unique<speech::Decoding>(C, options_);
+  for (int64_t p = 0; p < t.positions; ++p) decoding_->push(l.data() + p * C);
+  decoding_->finish();
+  decoding_->take_settled(t.phones, &t.words);
   t.times.decoder = seconds_since(t0);
   return t;
 }

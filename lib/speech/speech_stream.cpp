@@ -8,6 +8,7 @@
 
 #include "lt/error.h"
 #include "lt/recognizer.h"
+#include "speech/decoding.h"
 
 namespace lt {
 
@@ -27,7 +28,7 @@ SpeechStream::SpeechStream(SpeechModel& model, const RecognizerOptions& options)
             attention_name(c.transformer.attention, c.transformer.direction) + ": transcribe whole files instead");
   model.model->prepare_step(options.precision, false);
   fbank_ = std::make_unique<FbankStream>(model.frontend.fbank());
-  decoder_ = make_ctc_decoder(c.head.width(), options.decoding);
+  decoder_ = std::make_unique<speech::Decoding>(c.head.width(), options);
   state_ = model.model->new_state(1, options.precision.state);
   state_.buffer.zero();
   inputs_ = Tensor::empty({kChunk, c.input_features}, model.model->device());
@@ -91,8 +92,12 @@ void SpeechStream::encode(int64_t positions) {
   frames_.erase(frames_.begin(), frames_.begin() + positions * k * bins);
 }
 
-void SpeechStream::take_settled(std::vector<CtcToken>& out) { decoder_->take_settled(out); }
+void SpeechStream::take_settled(std::vector<CtcToken>& phones, std::vector<RecognizedWord>* words) {
+  decoder_->take_settled(phones, words);
+}
 
-std::vector<CtcToken> SpeechStream::tentative() const { return decoder_->tentative(); }
+std::vector<CtcToken> SpeechStream::tentative() const { return decoder_->tentative_phones(); }
+
+std::vector<RecognizedWord> SpeechStream::tentative_words() const { return decoder_->tentative_words(); }
 
 }  // namespace lt

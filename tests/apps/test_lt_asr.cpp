@@ -15,9 +15,10 @@ using namespace lt::test;
 
 namespace {
 
+// A random model over the 40 phone classes (words need them).
 std::string save_model(const TempDir& dir, const std::string& name, Direction direction, uint64_t seed) {
   Rng rng(seed);
-  SpeechModel m = random_speech_model(rng, direction, 64, seed);
+  SpeechModel m = random_speech_model(rng, direction, 64, seed, kPhoneClasses);
   const std::string path = dir.file(name);
   m.model->save(path, m.frontend.metadata(), m.frontend.tensors());
   return path;
@@ -148,6 +149,58 @@ TEST_CASE("lt-asr --ref scores each input and the whole against its reference ph
   const CommandResult t = run_tool(tmp, "lt-asr", "-m '" + model + "' --ref ref.tsv a.wav b.wav", "cd '" + tmp.file("") + "' && ");
   CHECK(t.err.find("a.wav: PER 0.00%") != std::string::npos);
   CHECK(t.err.find("PER") != std::string::npos);
+}
+
+TEST_CASE("lt-asr --words decodes words of the lexicon beside the phones, timed inside the audio, and scores WER") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  const std::string a = espeak(tmp, "a.wav", "en-us", "words from a tiny lexicon");
+  // Every phone is a word, so the lexicon covers any phone sequence the
+  // random model decodes; a few longer words share their beginnings.
+  std::string lex = "HA AA AE\nHO AO AW AH\nHOT AO AW T\n";
+  for (int32_t p = 1; p < kPhoneClasses; ++p) lex += phone_names()[size_t(p)] + " " + phone_names()[size_t(p)] + "\n";
+  write_bytes(tmp.file("tiny.dict"), std::vector<uint8_t>(lex.begin(), lex.end()));
+  const std::string common = "-m '" + model + "' --words --lm none --lexicon '" + tmp.file("tiny.dict") + "' ";
+  CommandResult r = run_tool(tmp, "lt-asr", common + "'" + a + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> text = lines(r.out);
+  REQUIRE(text.size() == 1);
+  // path TAB words TAB phones
+  const size_t tab1 = text[0].find('\t'), tab2 = text[0].find('\t', tab1 + 1);
+  REQUIRE(tab2 != std::string::npos);
+  const std::string words = text[0].substr(tab1 + 1, tab2 - tab1 - 1);
+  CHECK(!words.empty());
+  std::istringstream in(words);
+  for (std::string w; in >> w;) CHECK(("\n" + lex).find("\n" + w + " ") != std::string::npos);
+  // The words spell a phone sequence the decoder found: the same as the phones here.
+  r = run_tool(tmp, "lt-asr", common + "-f json '" + a + "'");
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["words"].size() > 0);
+  double previous_end = 0;
+  for (const auto& w : j["words"]) {
+    CHECK(previous_end <= w["start"].get<double>());
+    CHECK(w["start"].get<double>() < w["end"].get<double>());
+    CHECK(w["end"].get<double>() <= j["duration"].get<double>());
+    previous_end = w["start"];
+  }
+  CHECK(j["text"] == words);
+  // --ref with words: WER against the manifest's words, 0 when they are the decoded ones.
+  const std::string tsv = "path\twords\tphones\na.wav\t" + words + "\tAA\n";
+  write_bytes(tmp.file("ref.tsv"), std::vector<uint8_t>(tsv.begin(), tsv.end()));
+  r = run_tool(tmp, "lt-asr", common + "-f json --ref ref.tsv a.wav", "cd '" + tmp.file("") + "' && ");
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json scored = nlohmann::json::parse(lines(r.out).at(0));
+  INFO(r.out);
+  CHECK(scored["wer"]["wer"] == 0.0);
+  CHECK(scored["wer"]["reference_words"].get<int>() > 0);
+  // Word options without --words are refused.
+  r = run_tool(tmp, "lt-asr", "-m '" + model + "' --lm-weight 2 '" + a + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--lm-weight is an option of --words") != std::string::npos);
 }
 
 TEST_CASE("lt-asr refuses each bad input in one line, transcribes the others and exits non-zero") {

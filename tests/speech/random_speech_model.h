@@ -14,7 +14,8 @@ namespace lt::test {
 // A random speech model over frames of 3 stacked filterbank frames, with
 // statistics of random frames; its head is sharpened and its blank made less
 // likely, so that decoding emits labels.
-inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed) {
+inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed,
+                                       int64_t classes = 6) {
   SpeechModel m;
   m.frontend = SpeechFrontEnd(FbankConfig{}, 3);
   FeatureStats stats(40);
@@ -22,7 +23,7 @@ inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_posi
   stats.add(frames.data(), 200);
   m.frontend.set_statistics(stats);
   TransformerConfig t{2, 2, 8, 16, 32, AttentionKind::linear, dir, "elu", 0.f};
-  m.model = std::make_unique<SequenceModel>(speech_model_config(t, m.frontend.features(), 6, max_positions), Device::cpu);
+  m.model = std::make_unique<SequenceModel>(speech_model_config(t, m.frontend.features(), classes, max_positions), Device::cpu);
   m.model->init_parameters(seed);
   Tensor w = m.model->params().value(m.model->params().index("predictor.weight"));
   std::vector<float> v = w.to_vector();

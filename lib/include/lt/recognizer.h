@@ -18,14 +18,25 @@
 #include <vector>
 
 #include "lt/ctc.h"
+#include "lt/language_model.h"
 #include "lt/precision.h"
 #include "lt/speech.h"
+#include "lt/speech_corpus.h"
+#include "lt/word_search.h"
 
 namespace lt {
+namespace speech {
+class Decoding;  // lib/speech/decoding.h
+}
 
 struct RecognizerOptions {
-  CtcBeamOptions decoding;  // beam 1: greedy
+  CtcBeamOptions decoding;  // phones: beam 1 is greedy
   Precision precision;      // the encoder's products (the head stays fp32)
+  // Words too, when a lexicon is given: the lexicon-constrained search with
+  // the language model lm (nullptr: none). Both must outlive the recognizer.
+  const Lexicon* lexicon = nullptr;
+  const LanguageModel* lm = nullptr;
+  WordSearchOptions words;
 };
 
 // Seconds spent in each part.
@@ -34,9 +45,10 @@ struct RecognitionTimes {
   double total() const { return frontend + encoder + decoder; }
 };
 
-// Phones with encoder positions as their frames (CtcToken::start/end).
+// Phones (and words) with encoder positions as their frames.
 struct Transcript {
   std::vector<CtcToken> phones;
+  std::vector<RecognizedWord> words;  // with RecognizerOptions::lexicon
   int64_t positions = 0;
   double duration = 0;  // seconds of audio
   RecognitionTimes times;
@@ -51,6 +63,7 @@ class SpeechRecognizer {
  public:
   // model must outlive the recognizer.
   explicit SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options = {});
+  ~SpeechRecognizer();
   // 16 kHz samples (read_audio) to phones.
   Transcript transcribe(const std::vector<float>& samples);
   // The CTC logits [positions, classes] of encoder inputs [positions,
@@ -65,6 +78,7 @@ class SpeechRecognizer {
   SpeechModel& model_;
   RecognizerOptions options_;
   SequenceBatch batch_;
+  std::unique_ptr<speech::Decoding> decoding_;  // made by the first transcribe, reset by each
 };
 
 // A causal linear model run as an RNN over audio pushed in any pieces: its
@@ -81,10 +95,11 @@ class SpeechStream {
   void push(const float* samples, int64_t n);
   // The end of the audio: the last partial position, then every phone settles.
   void finish();
-  // Appends the phones settled since the last call.
-  void take_settled(std::vector<CtcToken>& out);
-  // The best guess at the phones after those settled (may still change).
+  // Appends the phones (and words, when decoded) settled since the last call.
+  void take_settled(std::vector<CtcToken>& phones, std::vector<RecognizedWord>* words = nullptr);
+  // The best guess at what follows those settled (may still change).
   std::vector<CtcToken> tentative() const;
+  std::vector<RecognizedWord> tentative_words() const;
   int64_t samples() const { return samples_; }
   int64_t positions() const { return t_; }
   const RecognitionTimes& times() const { return times_; }
@@ -94,7 +109,7 @@ class SpeechStream {
 
   SpeechModel& model_;
   std::unique_ptr<FbankStream> fbank_;
-  std::unique_ptr<CtcDecoder> decoder_;
+  std::unique_ptr<speech::Decoding> decoder_;
   RecurrentState state_;
   int64_t samples_ = 0, t_ = 0;
   bool finished_ = false;

@@ -1,0 +1,68 @@
+// What a recognizer does with each position's logits: phones through the CTC
+// decoder, and with a lexicon words through the word search, both frame by
+// frame, so offline and streaming recognition decode the same way.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "lt/error.h"
+#include "lt/recognizer.h"
+
+namespace lt::speech {
+
+class Decoding {
+ public:
+  Decoding(int64_t classes, const RecognizerOptions& options)
+      : classes_(classes), options_(options.decoding), phones_(make_ctc_decoder(classes, options.decoding)) {
+    if (!options.lexicon) return;
+    check(classes == kPhoneClasses, "decoding words needs a model over the " + std::to_string(kPhoneClasses) +
+                                        " phone classes, this one has " + std::to_string(classes));
+    words_.emplace(*options.lexicon, options.lm, options.words);
+  }
+  // A new utterance (the word search keeps its lexicon trie).
+  void reset() {
+    phones_ = make_ctc_decoder(classes_, options_);
+    if (words_) words_->reset();
+    words_done_.clear();
+    finished_ = false;
+  }
+  void push(const float* logits_row) {
+    phones_->push(logits_row);
+    if (words_) words_->push(logits_row);
+  }
+  void finish() {
+    phones_->finish();
+    if (words_) {
+      std::vector<RecognizedWord> settled = words_->take_settled();
+      words_done_.insert(words_done_.end(), settled.begin(), settled.end());
+      std::vector<RecognizedWord> rest = words_->finish().words;
+      words_done_.insert(words_done_.end(), rest.begin(), rest.end());
+      finished_ = true;
+    }
+  }
+  void take_settled(std::vector<CtcToken>& phones, std::vector<RecognizedWord>* words) {
+    phones_->take_settled(phones);
+    if (!words_ || !words) return;
+    if (!finished_) {
+      std::vector<RecognizedWord> settled = words_->take_settled();
+      words->insert(words->end(), settled.begin(), settled.end());
+    }
+    words->insert(words->end(), words_done_.begin(), words_done_.end());
+    words_done_.clear();
+  }
+  std::vector<CtcToken> tentative_phones() const { return phones_->tentative(); }
+  std::vector<RecognizedWord> tentative_words() const {
+    return words_ && !finished_ ? words_->pending() : std::vector<RecognizedWord>{};
+  }
+
+ private:
+  int64_t classes_;
+  CtcBeamOptions options_;
+  std::unique_ptr<CtcDecoder> phones_;
+  std::optional<WordSearch> words_;
+  std::vector<RecognizedWord> words_done_;  // finish()'s words, until taken
+  bool finished_ = false;
+};
+
+}  // namespace lt::speech
