@@ -10,7 +10,7 @@
 //   for (auto& w : search.finish().words) print(w.word);     // the rest; the search starts over
 //
 // A hypothesis is a word sequence and a position in the pronunciation trie
-// of the word being spoken. Like CtcPrefixBeam, it keeps two scores, the
+// of the word being spoken. Like the prefix beam decoder (lt/ctc.h), it keeps two scores, the
 // alignments of its phones ending in a blank and in its last phone, summed
 // over every alignment; hypotheses with the same words and trie position
 // merge. A word ends when its last phone is emitted: its score then gains
