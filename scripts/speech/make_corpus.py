@@ -287,7 +287,7 @@ def write_real_manifest(out_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hours", type=float, default=20.0, help="training audio to make (estimated from phone counts)")
+    ap.add_argument("--hours", type=float, default=21.0, help="training audio to make (estimated from phone counts)")
     ap.add_argument("--valid-hours", type=float, default=0.5, help="validation audio, voices never trained on")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="parallel synthesis processes")
     ap.add_argument("--out", default="data/speech", help="output folder")
