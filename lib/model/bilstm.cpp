@@ -74,7 +74,7 @@ BiLstm::BiLstm(const LstmConfig& config, int64_t input_width, Parameters& params
   for (int64_t l = 0; l < config_.layers; ++l)
     for (const char* suffix : {"", "_reverse"}) {
       const std::string k = "_l" + std::to_string(l) + suffix;
-      Direction d;
+      DirectionTensors d;
       d.w_ih = params.add(prefix + "weight_ih" + k, {G, l == 0 ? input_width : 2 * H});
       d.w_hh = params.add(prefix + "weight_hh" + k, {G, H});
       d.b_ih = params.add(prefix + "bias_ih" + k, {G});
@@ -94,7 +94,7 @@ void BiLstm::init_parameters(uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> uniform(-1.0 / std::sqrt(double(config_.hidden)),
                                                  1.0 / std::sqrt(double(config_.hidden)));
-  for (const Direction& d : dirs_)
+  for (const DirectionTensors& d : dirs_)
     for (size_t i : {d.w_ih, d.w_hh, d.b_ih, d.b_hh}) {
       Tensor t = params_.value(i);
       std::vector<float> v(t.numel());
@@ -123,7 +123,7 @@ void BiLstm::plan(int64_t B, int64_t L) {
 void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
   Buffers& b = *buf_;
   const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
-  const Direction& p = dirs_[2 * l + d];
+  const DirectionTensors& p = dirs_[2 * l + d];
   const size_t k = 2 * l + d;
   Tensor gates2 = b.gates[k].reshape({L * B, G});
   linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
@@ -189,7 +189,7 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
                                 bool accumulate_din) {
   Buffers& b = *buf_;
   const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
-  const Direction& p = dirs_[2 * l + d];
+  const DirectionTensors& p = dirs_[2 * l + d];
   const size_t k = 2 * l + d;
   Tensor dgates = grown_view(b.dgates_store, {L, B, G}, Device::cpu);
   Tensor dh = grown_view(b.dh_store, {B, H}, Device::cpu), dc = grown_view(b.dc_store, {B, H}, Device::cpu);

@@ -52,7 +52,7 @@ class BiLstm final : public Encoder {
   void backward(const Tensor& dy, Tensor& dx) override;
 
  private:
-  struct Direction {
+  struct DirectionTensors {
     size_t w_ih, w_hh, b_ih, b_hh;  // indices in params
   };
   struct Buffers;
@@ -63,7 +63,7 @@ class BiLstm final : public Encoder {
   LstmConfig config_;
   int64_t input_width_;
   Parameters& params_;
-  std::vector<Direction> dirs_;  // layer l's forward direction at 2l, its backward one at 2l + 1
+  std::vector<DirectionTensors> dirs_;  // layer l's forward direction at 2l, its backward one at 2l + 1
   std::unique_ptr<Buffers> buf_;
 };
 
