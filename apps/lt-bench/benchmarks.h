@@ -63,12 +63,13 @@ struct TrainBenchOptions {
 void run_train_bench(const TrainBenchOptions& o, Writer& out);
 
 struct SpeechBenchOptions {
-  std::vector<std::string> attentions{"linear", "softmax", "causal-linear"};
+  std::vector<std::string> attentions{"linear", "softmax", "causal-linear", "bilstm"};  // bilstm: the LSTM baseline
   std::vector<std::string> devices{"cpu"};
   std::vector<int> stacks{1, 3};  // 10 ms frames per encoder position
   int64_t frames = 800;           // the paper's mean utterance (2,400 at most)
   int64_t batch = 16;
   int64_t layers = 9, d_model = 192, heads = 6;  // the paper's encoder
+  int64_t lstm_layers = 3, lstm_hidden = 320;    // the paper's Bi-LSTM (Table 3)
   double hours = 80;              // an epoch of this much audio (WSJ si284: 80 h)
   int repetitions = 3;
   bool bf16 = false, tf32 = false;

@@ -73,13 +73,15 @@ int main(int argc, char** argv) {
 
   lt::bench::SpeechBenchOptions sp;
   CLI::App* speech = app.add_subcommand("speech", "training time of the paper's speech encoder (CTC) per attention and frame rate (paper Table 3)");
-  speech->add_option("-a,--attention", sp.attentions, "linear, softmax (bidirectional), causal-linear, causal-softmax")->capture_default_str();
+  speech->add_option("-a,--attention", sp.attentions, "linear, softmax (bidirectional), causal-linear, causal-softmax, or bilstm (the Bi-LSTM encoder instead of the transformer)")->capture_default_str();
   speech->add_option("--frame-stack", sp.stacks, "10 ms frames per encoder position")->capture_default_str()->check(CLI::Range(1, 16));
   speech->add_option("--frames", sp.frames, "10 ms frames per utterance")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("-b,--batch", sp.batch, "utterances per step")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--layers", sp.layers, "encoder layers")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--d-model", sp.d_model, "width (head dim = width / heads)")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--heads", sp.heads, "attention heads")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--lstm-layers", sp.lstm_layers, "bilstm: layers")->capture_default_str()->check(lt::app::kPositive);
+  speech->add_option("--lstm-hidden", sp.lstm_hidden, "bilstm: hidden units per direction")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--hours", sp.hours, "report an epoch of this many hours of audio")->capture_default_str();
   speech->add_option("-d,--device", sp.devices, "cpu and/or cuda")->capture_default_str();
   speech->add_option("-r,--repetitions", sp.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);

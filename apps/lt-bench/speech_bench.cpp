@@ -1,7 +1,8 @@
 // lt-bench speech: training time of the paper's speech encoder (section 4.3:
 // 9 layers, 6 heads of 32, CTC over 39 phones and the blank) on random
-// 40-bin filterbank frames, per attention, for the paper's Table 3: seconds
-// per step, frames/s, and the seconds an epoch of --hours of audio takes.
+// 40-bin filterbank frames, per attention, and of its Bi-LSTM baseline (3
+// layers of 320 per direction), for the paper's Table 3: seconds per step,
+// frames/s, and the seconds an epoch of --hours of audio takes.
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -42,6 +43,22 @@ SequenceBatch speech_batch(int64_t rows, int64_t frames, int stack, std::mt19937
   return b;
 }
 
+// The encoder a row names: an attention of the paper's transformer, or bilstm.
+SequenceModelConfig bench_model(const SpeechBenchOptions& o, const std::string& name, int stack, int64_t positions) {
+  if (name == "bilstm") {
+    LstmConfig l;
+    l.layers = o.lstm_layers;
+    l.hidden = o.lstm_hidden;
+    return speech_model_config(l, 40 * stack, kPhoneClasses, positions);
+  }
+  TransformerConfig t{o.layers, o.heads, o.d_model / o.heads, o.d_model, 4 * o.d_model,
+                      AttentionKind::linear, Direction::bidirectional, "elu", 0.1f};
+  const bool causal = name.rfind("causal-", 0) == 0;
+  t.set_attention(causal ? name.substr(7) : name);
+  t.direction = causal ? Direction::causal : Direction::bidirectional;
+  return speech_model_config(t, 40 * stack, kPhoneClasses, positions);
+}
+
 }  // namespace
 
 void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
@@ -53,13 +70,9 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
     options.precision = app::training_precision(o.bf16, o.tf32, dev);
     for (const std::string& name : o.attentions) {
       for (int stack : o.stacks) {
-        TransformerConfig t{o.layers, o.heads, o.d_model / o.heads, o.d_model, 4 * o.d_model,
-                            AttentionKind::linear, Direction::bidirectional, "elu", 0.1f};
-        const bool causal = name.rfind("causal-", 0) == 0;
-        t.set_attention(causal ? name.substr(7) : name);
-        t.direction = causal ? Direction::causal : Direction::bidirectional;
         const int64_t positions = (o.frames + stack - 1) / stack;
-        SequenceModel model(speech_model_config(t, 40 * stack, kPhoneClasses, positions), dev);
+        SequenceModel model(bench_model(o, name, stack, positions), dev);
+        const SequenceModelConfig& c = model.config();
         model.init_parameters(5);
         TrainOptions topt;
         topt.schedule.lr = 1e-4f;
@@ -82,8 +95,10 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
         const Stats s = Stats::of(step_s);
         const double frames_per_s = double(o.batch * o.frames) / s.mean;
         Row row = environment_row(dname, num_threads());
-        row.set("attention", attention_name(t)).set("frame_stack", int64_t(stack));
-        row.set("layers", t.layers).set("d_model", t.d_model).set("batch", o.batch).set("frames", o.frames);
+        row.set("attention", c.encoder_name()).set("frame_stack", int64_t(stack));
+        const bool lstm = c.encoder == EncoderKind::bilstm;  // d_model: the encoder's output width, 2H
+        row.set("layers", lstm ? c.lstm.layers : c.transformer.layers).set("d_model", c.width());
+        row.set("batch", o.batch).set("frames", o.frames);
         row.set("positions", positions).set("precision", products_name(options.precision.products));
         row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
         row.set("audio_s_per_s", frames_per_s / 100.0);

@@ -66,13 +66,44 @@ TransformerConfig asr_transformer(const TrainArgs& a) {
   return t;
 }
 
+// The paper's Bi-LSTM baseline (Table 3): 3 layers, 320 hidden units per direction.
+LstmConfig asr_bilstm(const TrainArgs& a) {
+  LstmConfig l;
+  l.layers = a.layers > 0 ? a.layers : 3;
+  l.hidden = a.d_model > 0 ? a.d_model : 320;
+  l.dropout = a.dropout >= 0 ? a.dropout : 0.1f;
+  return l;
+}
+
+SequenceModelConfig asr_model_config(const TrainArgs& a, int64_t features, int64_t max_positions) {
+  return a.encoder == "bilstm" ? speech_model_config(asr_bilstm(a), features, kPhoneClasses, max_positions)
+                               : speech_model_config(asr_transformer(a), features, kPhoneClasses, max_positions);
+}
+
+// What the command line asks of a resumed model: its encoder first, then that encoder's sizes.
+// An encoder not given is the checkpoint's.
+std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceModelConfig& have) {
+  TrainArgs asked = a;
+  if (!a.given.count("--encoder")) asked.encoder = encoder_kind_name(have.encoder);
+  const SequenceModelConfig want = asr_model_config(asked, have.input_features, have.max_positions);
+  std::vector<ArchitectureField> fields = {
+      {"--encoder", encoder_kind_name(want.encoder), encoder_kind_name(have.encoder)}};
+  if (want.encoder == EncoderKind::bilstm) {
+    fields.push_back({"--layers", std::to_string(want.lstm.layers), std::to_string(have.lstm.layers)});
+    fields.push_back({"--d-model", std::to_string(want.lstm.hidden), std::to_string(have.lstm.hidden)});
+  } else {
+    for (const ArchitectureField& f : transformer_fields(want.transformer, have.transformer)) fields.push_back(f);
+  }
+  return fields;
+}
+
 int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
 
 class SpeechRun final : public TaskRun {
  public:
   SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
     SpeechModel m = load_speech_model(path, d);
-    check_resumed_architecture(a, transformer_fields(asr_transformer(a), m.model->config().transformer), path);
+    check_resumed_architecture(a, asr_fields(a, m.model->config()), path);
     model_ = std::move(m.model);
     frontend_ = m.frontend;
     load_data(a, false);
@@ -81,8 +112,7 @@ class SpeechRun final : public TaskRun {
   SequenceModel& start(const TrainArgs& a, Device d) override {
     frontend_ = SpeechFrontEnd(FbankConfig{}, a.frame_stack);
     load_data(a, true);
-    model_ = std::make_unique<SequenceModel>(
-        speech_model_config(asr_transformer(a), frontend_.features(), kPhoneClasses, max_positions_of(a)), d);
+    model_ = std::make_unique<SequenceModel>(asr_model_config(a, frontend_.features(), max_positions_of(a)), d);
     model_->init_parameters(a.seed);
     return *model_;
   }

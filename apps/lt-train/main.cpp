@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
 
   auto* model = app.add_option_group("model", "model (0 or empty: the preset's value)");
   model->add_option("--preset", a.preset, "mnist or cifar10 (default: from the image size); copy: the paper's copy model")->capture_default_str();
-  model->add_option("--layers", a.layers, "transformer layers")->capture_default_str();
-  model->add_option("--d-model", a.d_model, "model width = heads x head dim")->capture_default_str();
+  model->add_option("--layers", a.layers, "transformer layers (asr --encoder bilstm: LSTM layers, default 3)")->capture_default_str();
+  model->add_option("--d-model", a.d_model, "model width = heads x head dim (asr --encoder bilstm: hidden units per direction, default 320)")->capture_default_str();
   model->add_option("--heads", a.heads, "attention heads")->capture_default_str();
   model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
   model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   auto* speech = app.add_option_group("speech", "--task asr");
   speech->add_option("--valid", a.valid, "validation manifest or LibriSpeech folder, scored every --eval-every steps and at the end");
   speech->add_option("--lexicon", a.lexicon, "pronunciations for words without phones (CMU dict format; default: pocketsphinx's CMU dict)");
+  speech->add_option("--encoder", a.encoder, "transformer, or bilstm: the paper's Table 3 baseline, a bidirectional LSTM (3 layers of 320 per direction, PyTorch nn.LSTM's gates, dropout between layers) over the same frames and CTC head; CPU only, no --stream")->capture_default_str()->check(CLI::IsMember({"transformer", "bilstm"}));
   speech->add_option("--frame-stack", a.frame_stack, "10 ms filterbank frames stacked per encoder position (1: the paper's rate)")->capture_default_str()->check(CLI::Range(1, 16));
   speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
   speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");
@@ -108,6 +109,8 @@ int main(int argc, char** argv) {
       lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task copy");
     }
     if (!a.eval && !a.export_ && a.task == "asr") lt::app::refuse_options(a, lt::app::kImageNotSpeechOptions, "--task asr");
+    if (!a.eval && !a.export_ && a.encoder == "bilstm")
+      lt::app::refuse_options(a, lt::app::kTransformerOnlyOptions, "--encoder bilstm");
     if (!a.eval && !a.export_ && a.task == "image") lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task image");
     if (a.eval) return lt::app::run_eval(a);
     if (a.export_) return lt::app::run_export(a);

@@ -56,13 +56,12 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
   for (const auto& [k, v] : recipe_metadata(a, opt.schedule, batch, steps)) s.metadata[k] = v;
   s.metadata["lt.train.plateau"] = std::to_string(opt.plateau_patience);
 
-  const TransformerConfig& t = model.config().transformer;
   if (!a.quiet)
     std::fprintf(stderr,
-                 "lt-train: %s; %lld layers, d %lld, %lld heads, %s, %lld params; batch %lld, %s lr %g; %s step %lld "
+                 "lt-train: %s; %s, %lld params; batch %lld, %s lr %g; %s step %lld "
                  "of %lld, seed %llu, %s, %d threads%s%s\n",
-                 run.description().c_str(), (long long)t.layers, (long long)t.d_model, (long long)t.heads,
-                 attention_name(t).c_str(), (long long)model.params().numel(), (long long)batch,
+                 run.description().c_str(), model.config().describe_encoder().c_str(),
+                 (long long)model.params().numel(), (long long)batch,
                  a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from", (long long)trainer.step(),
                  (long long)steps, (unsigned long long)a.seed, device_description(device).c_str(), num_threads(),
                  device == Device::cpu ? (", " + blas_description()).c_str() : "",

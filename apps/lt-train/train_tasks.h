@@ -39,6 +39,7 @@ struct TrainArgs {
   int plateau = -1;  // evaluations without a better test loss before the lr is halved (-1: the task's default)
   // --task asr
   std::string valid, lexicon;
+  std::string encoder = "transformer";  // or bilstm (the paper's Table 3 baseline)
   int frame_stack = 3;
   int64_t max_frames = 2400, beam = 1;
   bool spec_augment = false;
@@ -65,7 +66,10 @@ inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--prese
                                                     "--eval-images", "--recurrent"};
 // Options of the speech task, and those of the image task it has no use for.
 inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--max-frames",
-                                                     "--spec-augment", "--beam"};
+                                                     "--spec-augment", "--beam", "--encoder"};
+// Options of the transformer that a Bi-LSTM encoder has no use for.
+inline constexpr const char* kTransformerOnlyOptions[] = {"--heads", "--ff-dim", "--attention", "--feature-map",
+                                                          "--features", "--feature-redraw"};
 inline constexpr const char* kImageNotSpeechOptions[] = {"--init", "--preset", "--mixtures", "--output-head",
                                                          "--eval-images", "--recurrent"};
 // Throws one line naming the first of options given and what it does not apply to.

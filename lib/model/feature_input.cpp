@@ -44,6 +44,8 @@ class FeatureInput final : public InputPart {
     linear_backward(frames.reshape({B, T, features_}), params_.value(w_), dproj, none, dW, db);
   }
 
+  int64_t width() const override { return d_; }
+
   void init_parameters(std::mt19937_64& gen) const override {
     // torch.nn.Linear's default: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
     const double bound = 1.0 / std::sqrt(double(features_));

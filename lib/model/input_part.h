@@ -1,7 +1,8 @@
 // The input part of a SequenceModel: what turns a task's inputs into the
 // stack's [B, T, d_model]. Tokens: a value embedding beside the sinusoidal
 // position code (the reference's ImageGenerator and SequencePredictor);
-// features (speech's filterbank frames): a linear projection beside it.
+// features (speech's filterbank frames): a linear projection beside it, or
+// the frames as they are (the Bi-LSTM baseline's input).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,7 @@ class InputPart {
   virtual void backward(const Tensor& inputs, const Tensor& dx) = 0;
   // torch's defaults, drawn from gen in a fixed order.
   virtual void init_parameters(std::mt19937_64& gen) const = 0;
+  virtual int64_t width() const = 0;  // d of its outputs
 };
 
 // Token ids 0..vocabulary-1 -> value_embedding.weight [vocabulary, d/2] | the
@@ -34,5 +36,9 @@ std::unique_ptr<InputPart> make_token_input(Parameters& params, int64_t vocabula
 // Feature frames [.., features] -> input_projection (Linear(features, d/2)) |
 // the position code of the frame's position, computed on the fly (any length).
 std::unique_ptr<InputPart> make_feature_input(Parameters& params, int64_t features, int64_t d_model);
+
+// Feature frames [.., features] as they are: no tensors (an encoder reading
+// frames itself, the BiLstm).
+std::unique_ptr<InputPart> make_frame_input(int64_t features);
 
 }  // namespace lt

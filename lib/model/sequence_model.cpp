@@ -1,5 +1,6 @@
-// SequenceModel: input part (tokens or feature frames) + TransformerStack +
-// predictor + output head; training forward/backward and the recurrent form.
+// SequenceModel: input part (tokens or feature frames) + encoder (the
+// TransformerStack or the BiLstm) + predictor + output head; training
+// forward/backward and the recurrent form.
 // Save and load are in sequence_model_io.cpp.
 #include "lt/sequence_model.h"
 
@@ -36,22 +37,56 @@ SequenceBatch SequenceBatch::slice(int64_t begin, int64_t end) const {
   return s;
 }
 
+const char* encoder_kind_name(EncoderKind k) { return k == EncoderKind::bilstm ? "bilstm" : "transformer"; }
+
+EncoderKind parse_encoder_kind(const std::string& s) {
+  if (s == "transformer") return EncoderKind::transformer;
+  if (s == "bilstm") return EncoderKind::bilstm;
+  throw Error("encoder '" + s + "': expected transformer or bilstm");
+}
+
 void SequenceModelConfig::validate() const {
   check(vocabulary >= 1, "the vocabulary needs at least one token");
   check(input_features >= 0 && input_features <= (int64_t(1) << 16),
         "input_features " + std::to_string(input_features) + " outside 0..65536");
   check(max_positions >= 1, "a model needs at least one position");
+  check(head.kind == HeadKind::mixture_of_logistics ? head.mixtures >= 1 : head.classes >= (head.kind == HeadKind::ctc ? 2 : 1),
+        "the output head needs at least one class or mixture component (CTC: the blank and a label)");
+  check(max_positions <= (int64_t(1) << 22), std::to_string(max_positions) + " positions is past lt's limit of 2^22");
+  if (encoder == EncoderKind::bilstm) {
+    lstm.validate();
+    check(input_features > 0, "the bilstm encoder reads feature frames, not token ids");
+    return;
+  }
   transformer.validate();
   // A token model's position code is max_positions x d/2 floats, made before any weight is read.
-  check(max_positions <= (int64_t(1) << 22) &&
-            (input_features > 0 || max_positions * (transformer.d_model / 2) <= (int64_t(1) << 28)),
+  check(input_features > 0 || max_positions * (transformer.d_model / 2) <= (int64_t(1) << 28),
         std::to_string(max_positions) + " positions of width " + std::to_string(transformer.d_model) +
-            " is past lt's limits (2^22 positions, a 1 GiB position code)");
+            " is past lt's limits (a 1 GiB position code)");
   check(transformer.d_model % 4 == 0, "d_model " + std::to_string(transformer.d_model) +
                                           " must be a multiple of 4 (embedding and position code are d/2 each, "
                                           "the position code needs an even width)");
-  check(head.kind == HeadKind::mixture_of_logistics ? head.mixtures >= 1 : head.classes >= (head.kind == HeadKind::ctc ? 2 : 1),
-        "the output head needs at least one class or mixture component (CTC: the blank and a label)");
+}
+
+int64_t SequenceModelConfig::width() const {
+  return encoder == EncoderKind::bilstm ? 2 * lstm.hidden : transformer.d_model;
+}
+
+std::string SequenceModelConfig::encoder_name() const {
+  return encoder == EncoderKind::bilstm ? "bilstm" : attention_name(transformer);
+}
+
+std::string SequenceModelConfig::describe_encoder() const {
+  using std::to_string;
+  if (encoder == EncoderKind::bilstm)
+    return "bilstm, " + to_string(lstm.layers) + " layers, hidden " + to_string(lstm.hidden) + " per direction";
+  return to_string(transformer.layers) + " layers, d " + to_string(transformer.d_model) + ", " +
+         to_string(transformer.heads) + " heads, " + attention_name(transformer);
+}
+
+bool SequenceModelConfig::runs_as_rnn() const {
+  return encoder == EncoderKind::transformer && transformer.direction == Direction::causal &&
+         transformer.attention == AttentionKind::linear;
 }
 
 // Training and step buffers. Storage only grows: a smaller batch or a
@@ -76,13 +111,20 @@ SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
     : config_(config), device_(device), buf_(std::make_unique<Buffers>()) {
   config_.validate();
   require_device(device);
-  const int64_t d = config_.transformer.d_model;
+  const int64_t d = config_.transformer.d_model, F = config_.input_features;
   // Declared in the reference's order, which is also the flat buffer's (and
-  // so the optimizer state's) layout.
-  input_ = config_.input_features > 0 ? make_feature_input(params_, config_.input_features, d)
-                                      : make_token_input(params_, config_.vocabulary, d, config_.max_positions);
-  stack_ = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.", device);
-  predictor_w_ = params_.add("predictor.weight", {config_.head.width(), d});
+  // so the optimizer state's) layout. The paper's Bi-LSTM reads the frames
+  // themselves; the transformer a projection of them beside a position code.
+  if (config_.encoder == EncoderKind::bilstm) {
+    input_ = make_frame_input(F);
+    encoder_ = std::make_unique<BiLstm>(config_.lstm, F, params_, "lstm.", device);
+  } else {
+    input_ = F > 0 ? make_feature_input(params_, F, d) : make_token_input(params_, config_.vocabulary, d, config_.max_positions);
+    auto stack = std::make_unique<TransformerStack>(config_.transformer, params_, "transformer.", device);
+    stack_ = stack.get();
+    encoder_ = std::move(stack);
+  }
+  predictor_w_ = params_.add("predictor.weight", {config_.head.width(), config_.width()});
   predictor_b_ = params_.add("predictor.bias", {config_.head.width()});
   params_.allocate(device);
 }
@@ -98,12 +140,12 @@ void SequenceModel::copy_feature_maps(const SequenceModel& other) {
 }
 
 void SequenceModel::set_dropout(float p) {
-  stack_->set_dropout(p);
-  config_.transformer.dropout = p;
+  encoder_->set_dropout(p);
+  (config_.encoder == EncoderKind::bilstm ? config_.lstm.dropout : config_.transformer.dropout) = p;
 }
 
 void SequenceModel::init_parameters(uint64_t seed) {
-  stack_->init_parameters(seed);
+  encoder_->init_parameters(seed);
   std::mt19937_64 gen(seed ^ 0x5DEECE66Dull);
   auto fill = [&](size_t idx, auto dist) {
     Tensor t = params_.value(idx);
@@ -112,23 +154,23 @@ void SequenceModel::init_parameters(uint64_t seed) {
     t.copy_from(Tensor::from_vector(v, t.shape()));
   };
   input_->init_parameters(gen);
-  double bound = 1.0 / std::sqrt(double(config_.transformer.d_model));
+  double bound = 1.0 / std::sqrt(double(config_.width()));
   fill(predictor_w_, std::uniform_real_distribution<double>(-bound, bound));
   fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
 }
 
 void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
   Buffers& b = *buf_;
-  const int64_t d = config_.transformer.d_model, P = config_.head.width();
+  const int64_t d = config_.width(), P = config_.head.width(), in = input_->width();
   const Device dev = device_;
   b.rows = B, b.length = L, b.counted = counted;
   b.v_ids = config_.input_features > 0 ? grown_view(b.ids, {B, L, config_.input_features}, dev)
                                        : grown_view(b.ids, {B, L}, dev, DType::i32);
   b.v_targets = grown_view(b.targets, {counted}, dev, DType::i32);
-  b.v_x = grown_view(b.x, {B, L, d}, dev);
+  b.v_x = grown_view(b.x, {B, L, in}, dev);
   b.v_y = grown_view(b.y, {B, L, d}, dev);
   b.v_dy = grown_view(b.dy, {B, L, d}, dev);
-  b.v_dx = grown_view(b.dx, {B, L, d}, dev);
+  b.v_dx = grown_view(b.dx, {B, L, in}, dev);
   b.v_head = grown_view(b.head, {B * L, P}, dev);
   b.v_dhead = grown_view(b.dhead, {B * L, P}, dev);
   b.v_nll = grown_view(b.nll, {counted}, dev);
@@ -184,7 +226,7 @@ Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& opti
   else
     b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
   input_->forward(b.v_ids, 0, b.v_x);
-  stack_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
+  encoder_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
   Tensor head3 = b.v_head.reshape({B, L, P});
   linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, options.precision.head);
   head_products_ = options.precision.head;
@@ -270,7 +312,7 @@ Tensor SequenceModel::heads() const {
 void SequenceModel::backward() {
   Buffers& b = *buf_;
   check(b.rows > 0, "backward before forward");
-  const int64_t B = b.rows, L = b.length, d = config_.transformer.d_model;
+  const int64_t B = b.rows, L = b.length, d = config_.width();
   const float scale = 1.f / float(b.counted);
   if (!config_.head.per_position()) {
     Tensor dhead3 = b.v_dhead.reshape({B, L, config_.head.width()});
@@ -287,17 +329,28 @@ void SequenceModel::backward() {
   Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
   Tensor dy2 = b.v_dy.reshape({B * L, d});
   linear_backward(b.v_y.reshape({B * L, d}), params_.value(predictor_w_), b.v_dhead, dy2, dW, db, head_products_);
-  stack_->backward(b.v_dy, b.v_dx);
+  encoder_->backward(b.v_dy, b.v_dx);
   input_->backward(b.v_ids, b.v_dx);
 }
 
+TransformerStack& SequenceModel::recurrent_form(const char* what) const {
+  check(stack_ != nullptr, std::string(what) + ": a " + config_.encoder_name() +
+                               " model has no recurrent form (its backward direction starts at the end of the "
+                               "input): run it over whole inputs");
+  return *stack_;
+}
+
+int64_t SequenceModel::state_numel(int64_t batch, DType dtype) const {
+  return recurrent_form("state_numel").state_numel(batch, config_.max_positions, dtype);
+}
+
 RecurrentState SequenceModel::new_state(int64_t batch, DType dtype) const {
-  return stack_->new_state(batch, config_.max_positions, dtype);
+  return recurrent_form("new_state").new_state(batch, config_.max_positions, dtype);
 }
 
 void SequenceModel::prepare_step(const Precision& precision, bool pack_weights) {
   precision.check_runs_on(device_);
-  stack_->prepare_step(precision.products, pack_weights);
+  recurrent_form("prepare_step").prepare_step(precision.products, pack_weights);
   step_precision_ = precision;
 }
 
@@ -316,6 +369,7 @@ void check_inputs(const SequenceModelConfig& c, const Tensor& inputs, bool chunk
 }  // namespace
 
 void SequenceModel::step(RecurrentState& state, const Tensor& inputs, int64_t t, Tensor& head) {
+  TransformerStack& stack = recurrent_form("step");
   const int64_t d = config_.transformer.d_model;
   check_inputs(config_, inputs, false, "step");
   check(t >= 0 && (config_.input_features > 0 || t < config_.max_positions),
@@ -329,11 +383,12 @@ void SequenceModel::step(RecurrentState& state, const Tensor& inputs, int64_t t,
     b.step_y = Tensor::empty({B, d}, device_);
   }
   input_->forward(inputs, t, b.step_x);
-  stack_->step(state, b.step_x.reshape({B, d}), t, b.step_y);
+  stack.step(state, b.step_x.reshape({B, d}), t, b.step_y);
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
 
 void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, int64_t t0, Tensor& heads) {
+  TransformerStack& stack = recurrent_form("continue_chunk");
   const int64_t d = config_.transformer.d_model, P = config_.head.width();
   check_inputs(config_, inputs, true, "chunk");
   check(t0 >= 0 && (config_.input_features > 0 || t0 + inputs.dim(1) <= config_.max_positions),
@@ -344,7 +399,7 @@ void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, 
   // Grown, never shrunk: a stream of chunks allocates nothing after its largest.
   Tensor x = grown_view(buf_->chunk_x, {B, T, d}, device_), y = grown_view(buf_->chunk_y, {B, T, d}, device_);
   input_->forward(inputs, t0, x);
-  stack_->continue_chunk(state, x, t0, y);
+  stack.continue_chunk(state, x, t0, y);
   linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);
 }
 
@@ -362,7 +417,7 @@ void SequenceModel::prefill(const Tensor& inputs, RecurrentState& state, Tensor&
 
 void SequenceModel::copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to,
                                        int64_t dst) const {
-  stack_->copy_state_element(from, src, to, dst);
+  recurrent_form("copy_state_element").copy_state_element(from, src, to, dst);
 }
 
 }  // namespace lt

@@ -2,7 +2,9 @@
 // the shapes give layers, widths, vocabulary and head width, the metadata
 // what shapes cannot (heads, attention, direction, feature map, head kind,
 // positions). The input part shows in its tensor: value_embedding (tokens)
-// or input_projection (feature frames). docs/checkpoint-format.md.
+// or input_projection (feature frames); the metadata "encoder" names the body
+// (transformer when absent, or bilstm: torch.nn.LSTM's tensors under lstm.,
+// reading the frames themselves). docs/checkpoint-format.md.
 #include <set>
 
 #include "lt/sequence_model.h"
@@ -10,16 +12,21 @@
 namespace lt {
 
 std::map<std::string, std::string> SequenceModel::metadata() const {
-  const TransformerConfig& t = config_.transformer;
   std::map<std::string, std::string> m = {{"lt.format_version", "1"},
-          {"lt.model", config_.family},
-          {"attention", attention_name(t)},
+                                          {"lt.model", config_.family},
+                                          {"encoder", encoder_kind_name(config_.encoder)},
+                                          {"output_head", config_.head.name()},
+                                          {"max_positions", std::to_string(config_.max_positions)}};
+  if (config_.encoder == EncoderKind::bilstm) {  // its sizes are in its tensors' shapes
+    m["dropout"] = std::to_string(config_.lstm.dropout);
+    return m;
+  }
+  const TransformerConfig& t = config_.transformer;
+  m.insert({{"attention", attention_name(t)},
           {"direction", direction_name(t.direction)},
           {"heads", std::to_string(t.heads)},
           {"feature_map", t.feature_map},
-          {"output_head", config_.head.name()},
-          {"max_positions", std::to_string(config_.max_positions)},
-          {"dropout", std::to_string(t.dropout)}};
+          {"dropout", std::to_string(t.dropout)}});
   if (!stack_->feature_tensors().empty()) m["feature_dim"] = std::to_string(stack_->feature_dim());
   if (t.attention == AttentionKind::lsh) {  // the rounds are in the attention's name, lsh-N
     m["lsh_buckets"] = std::to_string(t.lsh_buckets);
@@ -33,16 +40,16 @@ void SequenceModel::save(const std::string& path, const std::map<std::string, st
   std::map<std::string, std::string> meta = metadata();
   for (const auto& [k, v] : extra) meta[k] = v;
   std::map<std::string, Tensor> tensors = params_.named_values();
-  for (const auto& [k, v] : stack_->feature_tensors()) tensors[k] = v;
+  for (const auto& [k, v] : encoder_->feature_tensors()) tensors[k] = v;
   for (const auto& [k, v] : extra_tensors) tensors[k] = v;
   save_safetensors(path, tensors, meta);
 }
 
 namespace {
-// Layers from the names transformer.layers.{i}.linear1.weight: they must be
-// 0..n-1, so that the count is bounded by the tensors the file holds.
-int64_t count_layers(const Checkpoint& ck) {
-  const std::string prefix = "transformer.layers.", suffix = ".linear1.weight";
+// Layers from the names {prefix}{i}{suffix} (transformer.layers.{i}.linear1.weight,
+// lstm.weight_ih_l{i}): they must be 0..n-1, so that the count is bounded by
+// the tensors the file holds.
+int64_t count_layers(const Checkpoint& ck, const std::string& prefix, const std::string& suffix) {
   std::set<int64_t> seen;
   for (const auto& [name, tensor] : ck.tensors) {
     if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
@@ -52,10 +59,10 @@ int64_t count_layers(const Checkpoint& ck) {
     if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) continue;
     seen.insert(std::stoll(index));
   }
-  check(!seen.empty(), ck.path + ": no transformer.layers.*.linear1.weight tensors: not an lt model checkpoint");
+  check(!seen.empty(), ck.path + ": no " + prefix + "*" + suffix + " tensors: not an lt model checkpoint");
   const int64_t layers = *seen.rbegin() + 1;
   check(layers == int64_t(seen.size()),
-        ck.path + ": transformer layer " + std::to_string(layers - 1) + " without layers 0.." +
+        ck.path + ": " + prefix + std::to_string(layers - 1) + suffix + " without layers 0.." +
             std::to_string(layers - 2) + " (" + std::to_string(seen.size()) + " layers in the file)");
   return layers;
 }
@@ -86,11 +93,12 @@ OutputHead read_head(const Checkpoint& ck, int64_t width) {
 }
 }  // namespace
 
-std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device device, int64_t max_positions) {
-  SequenceModelConfig c;
+namespace {
+// The transformer's sizes from its tensors and metadata: the values its
+// input part and stack hold.
+int64_t read_transformer(const Checkpoint& ck, SequenceModelConfig& c) {
   TransformerConfig& t = c.transformer;
-  c.family = ck.meta("lt.model", "image");
-  t.layers = count_layers(ck);
+  t.layers = count_layers(ck, "transformer.layers.", ".linear1.weight");
   // The input part from its tensor: token embeddings, or a projection of feature frames.
   const bool frames = ck.tensors.count("input_projection.weight") > 0;
   const std::string input_name = frames ? "input_projection.weight" : "value_embedding.weight";
@@ -122,10 +130,41 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   if (ck.metadata.count("lsh_chunk")) t.lsh_chunk = ck.meta_int("lsh_chunk");
   t.feature_map = ck.meta("feature_map", "elu");
   if (ck.metadata.count("feature_dim")) t.features = ck.meta_int("feature_dim");
+  check(t.layers <= 4096 && t.d_model <= (int64_t(1) << 20) && t.ff_dim <= (int64_t(1) << 22),
+        ck.path + ": its sizes (" + std::to_string(t.layers) + " layers, d_model " + std::to_string(t.d_model) +
+            ", ff " + std::to_string(t.ff_dim) + ") are past lt's limits");
+  return t.parameter_count() + input.numel();
+}
+
+// The Bi-LSTM's sizes from nn.LSTM's tensor shapes: the values it holds.
+int64_t read_bilstm(const Checkpoint& ck, SequenceModelConfig& c) {
+  LstmConfig& l = c.lstm;
+  l.layers = count_layers(ck, "lstm.weight_ih_l", "");
+  const Tensor &w_ih = need(ck, "lstm.weight_ih_l0"), &w_hh = need(ck, "lstm.weight_hh_l0");
+  check(w_hh.ndim() == 2 && w_hh.dim(1) >= 1 && w_hh.dim(0) == 4 * w_hh.dim(1) && w_ih.ndim() == 2 &&
+            w_ih.dim(0) == w_hh.dim(0) && w_ih.dim(1) >= 1,
+        ck.path + ": lstm.weight_ih_l0 " + shape_str(w_ih.shape()) + " and lstm.weight_hh_l0 " +
+            shape_str(w_hh.shape()) + ", expected [4H, features] and [4H, H]");
+  l.hidden = w_hh.dim(1);
+  c.input_features = w_ih.dim(1);
+  return l.parameter_count(c.input_features);
+}
+}  // namespace
+
+std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device device, int64_t max_positions) {
+  SequenceModelConfig c;
+  c.family = ck.meta("lt.model", "image");
+  try {
+    c.encoder = parse_encoder_kind(ck.meta("encoder", "transformer"));
+  } catch (const Error& e) {
+    throw Error(ck.path + ": metadata " + e.what());
+  }
+  const bool bilstm = c.encoder == EncoderKind::bilstm;
+  const int64_t encoder_values = bilstm ? read_bilstm(ck, c) : read_transformer(ck, c);
   if (ck.metadata.count("dropout")) {
     const double p = ck.meta_double("dropout");
     check(p >= 0 && p < 1, ck.path + ": metadata 'dropout' is '" + ck.meta("dropout") + "', not in [0, 1)");
-    t.dropout = float(p);
+    (bilstm ? c.lstm.dropout : c.transformer.dropout) = float(p);
   }
   const Tensor& predictor = need(ck, "predictor.weight");
   check(predictor.ndim() == 2 && predictor.dim(0) >= 1,
@@ -138,11 +177,10 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   // lets a file short of a few tensors reach the message naming them.
   int64_t held = 0;
   for (const auto& [name, tensor] : ck.tensors) held += tensor.numel();
-  const int64_t needed = t.parameter_count() + input.numel() + c.head.width() * (t.d_model + 1);
-  check(t.layers <= 4096 && t.d_model <= (int64_t(1) << 20) && t.ff_dim <= (int64_t(1) << 22) && needed <= held + (int64_t(1) << 24),
-        ck.path + ": its sizes (" + std::to_string(t.layers) + " layers, d_model " + std::to_string(t.d_model) +
-            ", ff " + std::to_string(t.ff_dim) + ") need more values than its " + std::to_string(held) +
-            " tensor values hold");
+  const int64_t needed = encoder_values + c.head.width() * (c.width() + 1);
+  check(needed <= held + (int64_t(1) << 24), ck.path + ": its sizes (" + c.describe_encoder() +
+                                                 ") need more values than its " + std::to_string(held) +
+                                                 " tensor values hold");
   std::unique_ptr<SequenceModel> model;
   try {
     c.validate();
@@ -166,8 +204,7 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
     // a speech front end's statistics (lt/speech.h).
     check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0 ||
               name.rfind("frontend.", 0) == 0,
-          ck.path + ": unexpected tensor '" + name + "' for a " + c.family + " model with " +
-              std::to_string(t.layers) + " layers");
+          ck.path + ": unexpected tensor '" + name + "' for a " + c.family + " model (" + c.describe_encoder() + ")");
   return model;
 }
 

@@ -41,6 +41,8 @@ class TokenInput final : public InputPart {
     embedding_backward(tokens, demb, dtable);
   }
 
+  int64_t width() const override { return d_; }
+
   void init_parameters(std::mt19937_64& gen) const override {
     Tensor t = params_.value(table_);
     std::vector<float> v(t.numel());

@@ -15,10 +15,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool runs_as_rnn(const SequenceModelConfig& c) {
-  return c.transformer.direction == Direction::causal && c.transformer.attention == AttentionKind::linear;
-}
-
 // Window starts covering 0..positions-1: every half window, the last one
 // flush with the end.
 std::vector<int64_t> window_starts(int64_t positions, int64_t window) {
@@ -55,7 +51,7 @@ std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, in
         "recognizer: " + std::to_string(inputs.size()) + " input floats for " + std::to_string(positions) +
             " positions of " + std::to_string(F));
   std::vector<float> out(size_t(positions * C));
-  if (runs_as_rnn(m.config())) {
+  if (m.config().runs_as_rnn()) {
     RecurrentState state = m.new_state(1, options_.precision.state);
     state.buffer.zero();
     for (int64_t t0 = 0; t0 < positions; t0 += W) {

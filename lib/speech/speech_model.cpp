@@ -94,15 +94,31 @@ SpeechFrontEnd SpeechFrontEnd::from_checkpoint(const Checkpoint& ck) {
   return f;
 }
 
-SequenceModelConfig speech_model_config(const TransformerConfig& transformer, int64_t features, int64_t classes,
-                                        int64_t max_positions) {
+namespace {
+SequenceModelConfig speech_config(int64_t features, int64_t classes, int64_t max_positions) {
   SequenceModelConfig c;
   c.family = "speech";
   c.input_features = features;
   c.max_positions = max_positions;
-  c.transformer = transformer;
   c.head.kind = HeadKind::ctc;
   c.head.classes = classes;
+  return c;
+}
+}  // namespace
+
+SequenceModelConfig speech_model_config(const TransformerConfig& transformer, int64_t features, int64_t classes,
+                                        int64_t max_positions) {
+  SequenceModelConfig c = speech_config(features, classes, max_positions);
+  c.transformer = transformer;
+  c.validate();
+  return c;
+}
+
+SequenceModelConfig speech_model_config(const LstmConfig& lstm, int64_t features, int64_t classes,
+                                        int64_t max_positions) {
+  SequenceModelConfig c = speech_config(features, classes, max_positions);
+  c.encoder = EncoderKind::bilstm;
+  c.lstm = lstm;
   c.validate();
   return c;
 }
@@ -113,7 +129,7 @@ SpeechModel load_speech_model(const std::string& path, Device device) {
         path + ": a " + ck.meta("lt.model", "image") + " model, not a speech model (lt.model=speech)");
   SpeechModel m{SequenceModel::load(ck, device), SpeechFrontEnd::from_checkpoint(ck)};
   check(m.model->config().input_features == m.frontend.features() && !m.model->config().head.per_position(),
-        path + ": its input_projection takes " + std::to_string(m.model->config().input_features) +
+        path + ": its encoder takes " + std::to_string(m.model->config().input_features) +
             " features, its front end gives " + std::to_string(m.frontend.features()));
   return m;
 }

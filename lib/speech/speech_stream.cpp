@@ -23,9 +23,8 @@ constexpr int64_t kChunk = 256;
 SpeechStream::SpeechStream(SpeechModel& model, const RecognizerOptions& options) : model_(model) {
   const SequenceModelConfig& c = model.model->config();
   check(c.family == "speech", "streaming recognition needs a speech model");
-  check(c.transformer.direction == Direction::causal && c.transformer.attention == AttentionKind::linear,
-        std::string("streaming needs a causal-linear model (its state has a fixed size); this one is ") +
-            attention_name(c.transformer.attention, c.transformer.direction) + ": transcribe whole files instead");
+  check(c.runs_as_rnn(), "streaming needs a causal-linear model (its state has a fixed size); this one is " +
+                            c.encoder_name() + ": transcribe whole files instead");
   model.model->prepare_step(options.precision, false);
   fbank_ = std::make_unique<FbankStream>(model.frontend.fbank());
   decoder_ = std::make_unique<speech::Decoding>(c.head.width(), options);

@@ -167,14 +167,15 @@ TEST_CASE("lt-bench train writes a csv header and a row per shape") {
   }
 }
 
-TEST_CASE("lt-bench speech writes a row per attention and frame rate, the softmax encoder slower per frame") {
+TEST_CASE("lt-bench speech writes a row per attention (and the Bi-LSTM) and frame rate, the softmax encoder slower per frame") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "speech --layers 1 --d-model 16 --heads 2 -t 1 -b 2 --frames 300 -r 1 -q -f json "
-                                  "-a linear softmax causal-linear --frame-stack 1 3 --hours 2");
+                                  "-a linear softmax causal-linear bilstm --lstm-layers 2 --lstm-hidden 8 "
+                                  "--frame-stack 1 3 --hours 2");
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json rows = nlohmann::json::parse(r.out);
-  REQUIRE(rows.size() == 6);
+  REQUIRE(rows.size() == 8);
   for (const auto& row : rows) {
     CHECK(row["ms_per_step"].get<double>() > 0);
     CHECK(row["positions"] == (row["frame_stack"] == 1 ? 300 : 100));
@@ -183,6 +184,9 @@ TEST_CASE("lt-bench speech writes a row per attention and frame rate, the softma
   }
   CHECK(rows[0]["attention"] == "linear");
   CHECK(rows[4]["attention"] == "causal-linear");
+  CHECK(rows[6]["attention"] == "bilstm");
+  CHECK(rows[6]["layers"] == 2);
+  CHECK(rows[6]["d_model"] == 16);  // both directions' 8
   check_one_line_error(lt_bench(dir, "speech -a quadratic -q"), "quadratic");
   check_one_line_error(lt_bench(dir, "speech --d-model 30 --heads 4 -q"), "--d-model");
 }

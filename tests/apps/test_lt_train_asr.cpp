@@ -39,6 +39,14 @@ std::string synthesize_manifest(const TempDir& dir, const std::string& name) {
   return path;
 }
 
+// A refusal: a non-zero exit and one line on stderr that says want.
+void one_line(const CommandResult& r, const std::string& want) {
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find(want) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 const std::string kTiny = "--layers 1 --d-model 16 --heads 2 --batch 2 --plateau 1 -q";
 
 }  // namespace
@@ -97,12 +105,6 @@ TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keepin
 
 TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
   TempDir tmp;
-  auto one_line = [](const CommandResult& r, const std::string& want) {
-    INFO(r.err);
-    CHECK(r.exit_code != 0);
-    CHECK(r.err.find(want) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  };
   const std::string missing = tmp.file("none.tsv");
   one_line(run_tool(tmp, "lt-train", "--task asr --data '" + missing + "' " + kTiny + " --steps 1 -o '" + tmp.file("m") + "'"),
            missing);
@@ -116,4 +118,37 @@ TEST_CASE("lt-train --task asr refuses bad input with one line naming the proble
            "bad.wav");
   one_line(run_tool(tmp, "lt-train", "--task image --frame-stack 2 --steps 1"), "--frame-stack");
   one_line(run_tool(tmp, "lt-train", "--task asr --mixtures 3 --steps 1"), "--mixtures");
+}
+
+TEST_CASE("lt-train --task asr --encoder bilstm trains the Bi-LSTM baseline, resumes bitwise, and evaluates") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train");
+  const std::string straight = tmp.file("straight.safetensors"), resumed = tmp.file("resumed.safetensors");
+  const std::string common =
+      "--task asr --data '" + train + "' --encoder bilstm --layers 2 --d-model 8 --batch 2 --dropout 0.2 -q ";
+  CommandResult r = run_tool(tmp, "lt-train", common + "--steps 4 -o '" + straight + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 2 -o '" + resumed + "'").exit_code == 0);
+  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --steps 4 -q -o '" + resumed + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(tensor_values(resumed) == tensor_values(straight));
+  const Checkpoint ck = load_safetensors(straight);
+  CHECK(ck.meta("encoder") == "bilstm");
+  CHECK(ck.tensors.count("lstm.weight_ih_l1_reverse") == 1);
+  CHECK(ck.tensors.count("input_projection.weight") == 0);  // the LSTM reads the frames themselves
+
+  r = run_tool(tmp, "lt-train", "--eval -m '" + straight + "' --data '" + train + "' -f json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["utterances"] == 4);
+  CHECK(j["per"].get<double>() >= 0);
+
+  one_line(run_tool(tmp, "lt-train", common + "--heads 2 --steps 1 -o '" + tmp.file("x.safetensors") + "'"),
+           "--heads does not apply to --encoder bilstm");
+  // --resume keeps the checkpoint's encoder.
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --encoder transformer -q -o '" + resumed + "'"),
+           "--encoder bilstm");
 }

@@ -1,16 +1,19 @@
-// One model for every task: an input part, the transformer stack, a linear
-// predictor and an output head. A task (images, the copy task, speech)
-// chooses the parts; parameters, initialisation, save and load, training and
-// the recurrent form are written once, here.
+// One model for every task: an input part, an encoder (the transformer stack,
+// or the bidirectional LSTM baseline), a linear predictor and an output head.
+// A task (images, the copy task, speech) chooses the parts; parameters,
+// initialisation, save and load, training and the recurrent form are written
+// once, here.
 //
 //   tokens ids [B, L] -> value_embedding [V, d/2] | position code [L, d/2]
 //   or frames [B, L, F] -> input_projection Linear(F, d/2) | position code
 //                     -> TransformerStack -> predictor Linear(d, P) -> head
+//   or frames [B, L, F] -> BiLstm (2H wide) -> predictor Linear(2H, P) -> head
 //   (mixture of logistics, categorical, or CTC over whole rows)
 //
 // Tensor names are the reference implementation's (fast-transformers'
 // ImageGenerator and SequencePredictor): value_embedding.weight,
-// transformer.layers.{i}...., predictor.weight, predictor.bias.
+// transformer.layers.{i}...., predictor.weight, predictor.bias; a BiLstm's
+// are torch.nn.LSTM's under lstm. (lt/bilstm.h).
 //
 //   auto model = lt::SequenceModel::load(lt::load_safetensors(path), lt::Device::cpu);
 //   double loss = model->forward(batch, {.train = true, .seed = s});
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/bilstm.h"
 #include "lt/ctc.h"
 #include "lt/heads.h"
 #include "lt/parameters.h"
@@ -33,15 +37,30 @@ namespace lt {
 
 class InputPart;  // model/input_part.h
 
+// The body between input part and predictor, as checkpoints name it in
+// their "encoder" metadata (absent: transformer).
+enum class EncoderKind { transformer, bilstm };
+const char* encoder_kind_name(EncoderKind k);  // "transformer" | "bilstm"
+EncoderKind parse_encoder_kind(const std::string& s);
+
 struct SequenceModelConfig {
   std::string family = "image";  // what the checkpoint's lt.model says: image, copy, speech
   int64_t vocabulary = 256;      // input token ids 0..vocabulary-1
   int64_t input_features = 0;    // > 0: inputs are frames of this many floats (speech), not tokens
   int64_t max_positions = 783;   // the longest input (tokens: the position code table's length)
-  TransformerConfig transformer;
+  EncoderKind encoder = EncoderKind::transformer;
+  TransformerConfig transformer;  // encoder transformer
+  LstmConfig lstm;                // encoder bilstm: over feature frames as they are (no projection)
   OutputHead head;
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
+  int64_t width() const;  // of the encoder's outputs: d_model, or 2 x hidden
+  // "bilstm", or the transformer's attention (attention_name).
+  std::string encoder_name() const;
+  // "9 layers, d 192, 6 heads, linear" or "bilstm, 3 layers, hidden 320 per direction".
+  std::string describe_encoder() const;
+  // A causal linear transformer: a recurrent form with a state of fixed size (streaming).
+  bool runs_as_rnn() const;
 };
 
 // A batch of sequences on the host; the model copies it to its device.
@@ -89,8 +108,8 @@ class SequenceModel {
   // The feature maps' own tensors (FAVOR+'s projections), saved and loaded
   // with the parameters but not trained; redrawn on request (training may
   // redraw them every few steps, as the Performer does).
-  std::map<std::string, Tensor> feature_tensors() const { return stack_->feature_tensors(); }
-  void redraw_feature_maps(uint64_t seed) { stack_->redraw_feature_maps(seed); }
+  std::map<std::string, Tensor> feature_tensors() const { return encoder_->feature_tensors(); }
+  void redraw_feature_maps(uint64_t seed) { encoder_->redraw_feature_maps(seed); }
   // Takes other's feature-map draws (a replica of the same config).
   void copy_feature_maps(const SequenceModel& other);
 
@@ -114,15 +133,15 @@ class SequenceModel {
   Tensor heads() const;  // the last forward's head outputs [rows, length, head width], on the device
 
   // ---- generation: the recurrent form ----
+  // A transformer's only: a bilstm model refuses every call here with one
+  // lt::Error line (its backward direction starts at the end of the input).
   // A state for batch rows at every position of the model (max_positions).
   RecurrentState new_state(int64_t batch, DType dtype = DType::f32) const;
   // The precision of step() and prefill(): products of the stack (packs the
   // weights now, see TransformerStack::prepare_step) and of the head. Call
   // again after changing the weights. pack_weights: see TransformerStack::prepare_step.
   void prepare_step(const Precision& precision, bool pack_weights = true);
-  int64_t state_numel(int64_t batch, DType dtype) const {
-    return stack_->state_numel(batch, config_.max_positions, dtype);
-  }
+  int64_t state_numel(int64_t batch, DType dtype) const;
   // Reads inputs at position t (tokens int32 [B], or frames float [B, F])
   // and writes head [B, head width]: the distribution of position t's
   // target. Allocation-free after the first call with a given B.
@@ -140,11 +159,13 @@ class SequenceModel {
   struct Buffers;
   void plan(int64_t rows, int64_t length, int64_t counted);
   Tensor run(const SequenceBatch& batch, const ForwardOptions& options, int64_t counted);
+  TransformerStack& recurrent_form(const char* what) const;
 
   SequenceModelConfig config_;
   Device device_;
   Parameters params_;
-  std::unique_ptr<TransformerStack> stack_;
+  std::unique_ptr<Encoder> encoder_;
+  TransformerStack* stack_ = nullptr;  // the encoder if it is the transformer stack (the recurrent form's)
   std::unique_ptr<InputPart> input_;
   size_t predictor_w_, predictor_b_;
   Precision step_precision_;

@@ -3,7 +3,8 @@
 // frames and whose head is CTC over the 39 phones and the blank.
 //
 //   audio 16 kHz -> Fbank (40 log mel) -> (x - mean) * inv_std -> stack k frames
-//                -> SequenceModel (bidirectional or causal stack) -> CTC logits
+//                -> SequenceModel (bidirectional or causal stack, or a
+//                   bidirectional LSTM) -> CTC logits
 //
 //   lt::SpeechModel m = lt::load_speech_model("asr.safetensors", lt::Device::cpu);
 //   std::vector<float> frames = m.frontend.frames_of(samples);   // [T, features]
@@ -55,6 +56,10 @@ class SpeechFrontEnd {
 // The paper's encoder (9 layers, 6 heads of 32, feed-forward 4 x d,
 // bidirectional linear attention) with a CTC head over kPhoneClasses.
 SequenceModelConfig speech_model_config(const TransformerConfig& transformer, int64_t features, int64_t classes,
+                                        int64_t max_positions);
+// The paper's Bi-LSTM baseline (Table 3: 3 layers of 320 per direction) over
+// the same frames and CTC head.
+SequenceModelConfig speech_model_config(const LstmConfig& lstm, int64_t features, int64_t classes,
                                         int64_t max_positions);
 
 struct SpeechModel {

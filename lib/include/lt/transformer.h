@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lt/attention.h"
+#include "lt/encoder.h"
 #include "lt/feature_map.h"
 #include "lt/packed_linear.h"
 #include "lt/parameters.h"
@@ -65,13 +66,6 @@ struct TransformerConfig {
 // direction), or lsh-N with the rounds.
 std::string attention_name(const TransformerConfig& c);
 
-// How one forward pass runs.
-struct ForwardOptions {
-  bool train = false;   // dropout on (at the config's rate)
-  uint64_t seed = 0;    // the dropout masks and LSH rotations derive from it
-  Precision precision;  // the stack's products (precision.products) and a model's head (precision.head)
-};
-
 // The recurrent state of a stack for one batch, owned by the caller (as
 // rwkv.cpp's): one flat buffer that knows its layout. Per layer, S [B, H, E, M]
 // then Z [B, H, E] for linear attention (eq. 18-19), or the KV cache
@@ -84,21 +78,21 @@ struct RecurrentState {
   DType dtype = DType::f32;  // of S; Z and KV caches are float32
 };
 
-class TransformerStack {
+class TransformerStack final : public Encoder {
  public:
   // Declares the stack's parameters in params under prefix ("transformer.");
   // the feature maps' tensors live on device (params' device once allocated).
   TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix = "transformer.",
                    Device device = Device::cpu);
-  ~TransformerStack();
+  ~TransformerStack() override;
   const TransformerConfig& config() const { return config_; }
   // The dropout of later training forwards (a resumed run may change it).
-  void set_dropout(float p);
+  void set_dropout(float p) override;
 
   // Fills the stack's parameters as torch's defaults do: Linear weights and
   // biases U(-1/sqrt(in), 1/sqrt(in)), LayerNorm ones and zeros; and draws
   // the feature maps' random tensors (layer i from seed and i).
-  void init_parameters(uint64_t seed);
+  void init_parameters(uint64_t seed) override;
 
   // ---- the feature maps' own tensors (FAVOR+'s projection) ----
   // F, the width of phi(q) and phi(k) per head (head_dim for elementwise maps).
@@ -106,10 +100,10 @@ class TransformerStack {
   // Every layer's map tensors, aliasing them, under the reference's names
   // {prefix}layers.{i}.attention.inner_attention.feature_map.{name}: saved
   // beside the parameters, loaded by copy_from, never trained.
-  std::map<std::string, Tensor> feature_tensors() const;
+  std::map<std::string, Tensor> feature_tensors() const override;
   // Draws every layer's map anew (layer i from seed and i); a recurrent
   // state made before means nothing after.
-  void redraw_feature_maps(uint64_t seed);
+  void redraw_feature_maps(uint64_t seed) override;
 
   // ---- training: all positions at once ----
   // x, y [B, L, d_model]; lengths int32 [B] (any device) or undefined for
@@ -117,10 +111,10 @@ class TransformerStack {
   // any real position's output or gradient, their outputs are zeros and
   // their input gradients too. Saves what backward needs in buffers planned
   // for the largest (B, L) so far: smaller shapes allocate nothing.
-  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options);
+  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) override;
   // dy [B, L, d] -> dx [B, L, d]; parameter gradients accumulate in params,
   // with the products of the last forward.
-  void backward(const Tensor& dy, Tensor& dx);
+  void backward(const Tensor& dy, Tensor& dx) override;
 
   // ---- generation: the recurrent form, one position for a batch ----
   // LSH attention has none: new_state, prepare_step and continue_chunk refuse it.

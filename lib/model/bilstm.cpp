@@ -1,0 +1,268 @@
+// BiLstm: forward and backward through time (BPTT) of the paper's Table 3
+// baseline. Inside, everything is time-major [L, B, ..] so that one step of
+// the whole batch is a contiguous [B, ..] block: the input projection of a
+// layer is one GEMM over all L x B positions (the linear op), the recurrent
+// product of a step one GEMM over the batch for the four fused gates, and the
+// weight gradients two GEMMs over all positions after the step loop.
+// Each direction keeps h and c in L + 1 slots, the extra one the zero state
+// before its first step (slot 0 forward, slot L backward): a step's previous
+// state is then always slot t + d, and the previous states of all steps are
+// one contiguous block for the dW_hh product.
+// Padding: h, c and the gate gradients of a position past its row's length
+// are zero, so the backward direction of a row starts at its last real frame
+// from a zero state and padded outputs pass no gradient back.
+#include "lt/bilstm.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/cpu_blas.h"
+#include "lt/ops.h"
+#include "lt/random.h"
+#include "model/grown_view.h"
+
+namespace lt {
+
+void LstmConfig::validate() const {
+  check(layers >= 1 && layers <= 64, "a bilstm needs 1..64 layers, not " + std::to_string(layers));
+  check(hidden >= 1 && hidden <= (int64_t(1) << 14),
+        "a bilstm's hidden size per direction must be 1..16384, not " + std::to_string(hidden));
+  check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
+}
+
+int64_t LstmConfig::parameter_count(int64_t input_width) const {
+  const int64_t H = hidden, G = 4 * hidden;
+  return 2 * (G * input_width + (layers - 1) * G * 2 * H + layers * (G * H + 2 * G));
+}
+
+// Views are time-major and planned for the largest (B, L) so far.
+struct BiLstm::Buffers {
+  int64_t B = 0, L = 0;
+  std::vector<int32_t> lengths;  // the last forward's, one per row
+  ForwardOptions pass;           // the last forward's, which backward repeats
+  // Storage, then the views of the last forward.
+  Tensor x_store, dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store;
+  std::vector<Tensor> out_store, gates_store, h_store, c_store;
+  Tensor x;                    // [L, B, in]: the input, transposed
+  std::vector<Tensor> out;     // per layer [L, B, 2H]: both directions' h (after dropout, but the last)
+  std::vector<Tensor> gates;   // per direction [L, B, 4H]: the activated gates i f g o
+  std::vector<Tensor> h, c;    // per direction [L + 1, B, H]
+};
+
+namespace {
+// dst [n1, n0, C] = src [n0, n1, C] with its leading axes swapped.
+void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, float* dst) {
+  for (int64_t a = 0; a < n0; ++a)
+    for (int64_t b = 0; b < n1; ++b) std::memcpy(dst + (b * n0 + a) * C, src + (a * n1 + b) * C, C * sizeof(float));
+}
+
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+// The dropout mask of layer l's output in a pass with this seed.
+uint64_t layer_seed(uint64_t seed, size_t l) { return splitmix64(seed + 0xBB67AE8584CAA73Bull * (l + 1)); }
+}  // namespace
+
+BiLstm::BiLstm(const LstmConfig& config, int64_t input_width, Parameters& params, const std::string& prefix,
+               Device device)
+    : config_(config), input_width_(input_width), params_(params), buf_(std::make_unique<Buffers>()) {
+  config_.validate();
+  check(input_width >= 1, "a bilstm needs inputs of at least one feature");
+  check(device == Device::cpu, "the bilstm encoder runs on the CPU only: train and run it with -d cpu");
+  const int64_t H = config_.hidden, G = 4 * H;
+  // nn.LSTM's state_dict order: per layer the forward direction's four tensors, then the _reverse ones.
+  for (int64_t l = 0; l < config_.layers; ++l)
+    for (const char* suffix : {"", "_reverse"}) {
+      const std::string k = "_l" + std::to_string(l) + suffix;
+      DirectionTensors d;
+      d.w_ih = params.add(prefix + "weight_ih" + k, {G, l == 0 ? input_width : 2 * H});
+      d.w_hh = params.add(prefix + "weight_hh" + k, {G, H});
+      d.b_ih = params.add(prefix + "bias_ih" + k, {G});
+      d.b_hh = params.add(prefix + "bias_hh" + k, {G});
+      dirs_.push_back(d);
+    }
+}
+
+BiLstm::~BiLstm() = default;
+
+void BiLstm::set_dropout(float p) {
+  check(p >= 0.f && p < 1.f, "dropout must be in [0, 1), got " + std::to_string(p));
+  config_.dropout = p;
+}
+
+void BiLstm::init_parameters(uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> uniform(-1.0 / std::sqrt(double(config_.hidden)),
+                                                 1.0 / std::sqrt(double(config_.hidden)));
+  for (const DirectionTensors& d : dirs_)
+    for (size_t i : {d.w_ih, d.w_hh, d.b_ih, d.b_hh}) {
+      Tensor t = params_.value(i);
+      std::vector<float> v(t.numel());
+      for (float& x : v) x = float(uniform(gen));
+      t.copy_from(Tensor::from_vector(v, t.shape()));
+    }
+}
+
+void BiLstm::plan(int64_t B, int64_t L) {
+  Buffers& b = *buf_;
+  const int64_t H = config_.hidden, G = 4 * H, n = config_.layers;
+  const Device cpu = Device::cpu;
+  b.B = B, b.L = L;
+  b.out_store.resize(n), b.gates_store.resize(2 * n), b.h_store.resize(2 * n), b.c_store.resize(2 * n);
+  b.out.resize(n), b.gates.resize(2 * n), b.h.resize(2 * n), b.c.resize(2 * n);
+  b.x = grown_view(b.x_store, {L, B, input_width_}, cpu);
+  for (int64_t l = 0; l < n; ++l) b.out[l] = grown_view(b.out_store[l], {L, B, 2 * H}, cpu);
+  for (int64_t k = 0; k < 2 * n; ++k) {
+    b.gates[k] = grown_view(b.gates_store[k], {L, B, G}, cpu);
+    b.h[k] = grown_view(b.h_store[k], {L + 1, B, H}, cpu);
+    b.c[k] = grown_view(b.c_store[k], {L + 1, B, H}, cpu);
+  }
+}
+
+// One direction d of layer l over in [L, B, in]: its h into columns d*H.. of out[l].
+void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
+  Buffers& b = *buf_;
+  const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
+  const DirectionTensors& p = dirs_[2 * l + d];
+  const size_t k = 2 * l + d;
+  Tensor gates2 = b.gates[k].reshape({L * B, G});
+  linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
+                 b.pass.precision.products);
+  float *gates = b.gates[k].data(), *h = b.h[k].data(), *c = b.c[k].data(), *out = b.out[l].data();
+  const float *w_hh = params_.value(p.w_hh).data(), *b_hh = params_.value(p.b_hh).data();
+  const int64_t zero_slot = d == 0 ? 0 : L;
+  std::memset(h + zero_slot * B * H, 0, B * H * sizeof(float));
+  std::memset(c + zero_slot * B * H, 0, B * H * sizeof(float));
+  for (int64_t s = 0; s < L; ++s) {
+    const int64_t t = d == 0 ? s : L - 1 - s;
+    const int64_t prev = t + d, next = t + 1 - d;  // slots of the state before and after the step
+    float* gt = gates + t * B * G;
+    cpu::sgemm(false, true, B, G, H, 1.f, h + prev * B * H, H, w_hh, H, 1.f, gt, G);  // += h_{t-1} W_hh^T
+    for (int64_t r = 0; r < B; ++r) {
+      float *a = gt + r * G, *ht = h + (next * B + r) * H, *ct = c + (next * B + r) * H;
+      const float* cp = c + (prev * B + r) * H;
+      if (t >= b.lengths[r]) {  // padding: a zero state, as before the row's first real step
+        std::memset(ht, 0, H * sizeof(float));
+        std::memset(ct, 0, H * sizeof(float));
+        continue;
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        const float i = sigmoid(a[j] + b_hh[j]), f = sigmoid(a[H + j] + b_hh[H + j]);
+        const float g = std::tanh(a[2 * H + j] + b_hh[2 * H + j]), o = sigmoid(a[3 * H + j] + b_hh[3 * H + j]);
+        a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
+        ct[j] = f * cp[j] + i * g;
+        ht[j] = o * std::tanh(ct[j]);
+      }
+    }
+    for (int64_t r = 0; r < B; ++r)
+      std::memcpy(out + (t * B + r) * 2 * H + d * H, h + (next * B + r) * H, H * sizeof(float));
+  }
+}
+
+void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
+  check(x.device() == Device::cpu && y.device() == Device::cpu, "the bilstm encoder runs on the CPU only");
+  check(x.ndim() == 3 && x.dim(2) == input_width_,
+        "bilstm input must be [B, L, " + std::to_string(input_width_) + "], got " + shape_str(x.shape()));
+  const int64_t B = x.dim(0), L = x.dim(1), H = config_.hidden;
+  check_shape(y, {B, L, 2 * H}, "bilstm output");
+  Buffers& b = *buf_;
+  plan(B, L);
+  b.lengths = lengths.defined() ? lengths.to(Device::cpu).to_vector_i32() : std::vector<int32_t>(B, int32_t(L));
+  check(int64_t(b.lengths.size()) == B, "bilstm lengths need one per row");
+  b.pass = options;
+  swap_leading_axes(x.data(), B, L, input_width_, b.x.data());
+  const size_t n = dirs_.size() / 2;
+  for (size_t l = 0; l < n; ++l) {
+    const Tensor& in = l == 0 ? b.x : b.out[l - 1];
+    direction_forward(l, 0, in);
+    direction_forward(l, 1, in);
+    // nn.LSTM's dropout: on the outputs of every layer but the last.
+    if (options.train && config_.dropout > 0 && l + 1 < n)
+      dropout_forward(b.out[l], config_.dropout, layer_seed(options.seed, l), b.out[l]);
+  }
+  swap_leading_axes(b.out[n - 1].data(), L, B, 2 * H, y.data());
+}
+
+// BPTT of one direction d of layer l: dout [L, B, 2H] (the gradient of
+// out[l]) -> din [L, B, in] (written, or added to); weight gradients accumulate.
+void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor& dout, Tensor& din,
+                                bool accumulate_din) {
+  Buffers& b = *buf_;
+  const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
+  const DirectionTensors& p = dirs_[2 * l + d];
+  const size_t k = 2 * l + d;
+  Tensor dgates = grown_view(b.dgates_store, {L, B, G}, Device::cpu);
+  Tensor dh = grown_view(b.dh_store, {B, H}, Device::cpu), dc = grown_view(b.dc_store, {B, H}, Device::cpu);
+  dh.zero(), dc.zero();
+  const float *gates = b.gates[k].data(), *c = b.c[k].data(), *dy = dout.data();
+  const float* w_hh = params_.value(p.w_hh).data();
+  float *dg = dgates.data(), *dhp = dh.data(), *dcp = dc.data();
+  for (int64_t s = 0; s < L; ++s) {
+    const int64_t t = d == 0 ? L - 1 - s : s;  // the forward pass's steps in reverse
+    const int64_t prev = t + d, next = t + 1 - d;
+    float* dgt = dg + t * B * G;
+    for (int64_t r = 0; r < B; ++r) {
+      float *da = dgt + r * G, *dhr = dhp + r * H, *dcr = dcp + r * H;
+      if (t >= b.lengths[r]) {  // padding: its state was a constant zero
+        std::memset(da, 0, G * sizeof(float));
+        std::memset(dcr, 0, H * sizeof(float));
+        continue;
+      }
+      const float *a = gates + (t * B + r) * G, *ct = c + (next * B + r) * H, *cp = c + (prev * B + r) * H;
+      const float* dyr = dy + (t * B + r) * 2 * H + d * H;
+      for (int64_t j = 0; j < H; ++j) {
+        const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], tc = std::tanh(ct[j]);
+        const float dht = dhr[j] + dyr[j];  // from the next step, and from the layer's output
+        const float dct = dcr[j] + dht * o * (1.f - tc * tc);
+        da[j] = dct * g * i * (1.f - i);
+        da[H + j] = dct * cp[j] * f * (1.f - f);
+        da[2 * H + j] = dct * i * (1.f - g * g);
+        da[3 * H + j] = dht * tc * o * (1.f - o);
+        dcr[j] = dct * f;
+      }
+    }
+    cpu::sgemm(false, false, B, H, G, 1.f, dgt, G, w_hh, H, 0.f, dhp, H);  // dh_{t-1} = dgates W_hh
+  }
+  // The previous states of all steps are slots d .. d+L-1: dW_hh += dgates^T h_prev, db_hh += sum dgates.
+  Tensor none, dw_hh = params_.grad(p.w_hh), db_hh = params_.grad(p.b_hh);
+  Tensor h_prev = b.h[k].reshape({(L + 1) * B, H}).rows(d * B, (d + L) * B);
+  Tensor dgates2 = dgates.reshape({L * B, G});
+  linear_backward(h_prev, params_.value(p.w_hh), dgates2, none, dw_hh, db_hh);
+  Tensor dw_ih = params_.grad(p.w_ih), db_ih = params_.grad(p.b_ih);
+  const int64_t width = in.dim(2);
+  Tensor in2 = in.reshape({L * B, width});
+  Tensor dx = accumulate_din ? grown_view(b.dtmp_store, {L * B, width}, Device::cpu) : din.reshape({L * B, width});
+  linear_backward(in2, params_.value(p.w_ih), dgates2, dx, dw_ih, db_ih, b.pass.precision.products);
+  if (accumulate_din) {
+    Tensor din2 = din.reshape({L * B, width});
+    accumulate(din2, dx);
+  }
+}
+
+void BiLstm::backward(const Tensor& dy, Tensor& dx) {
+  Buffers& b = *buf_;
+  check(b.B > 0, "bilstm backward before forward");
+  const int64_t B = b.B, L = b.L, H = config_.hidden;
+  check_shape(dy, {B, L, 2 * H}, "bilstm output gradient");
+  check_shape(dx, {B, L, input_width_}, "bilstm input gradient");
+  const size_t n = dirs_.size() / 2;
+  Tensor dthis = grown_view(b.dthis_store, {L, B, 2 * H}, Device::cpu);
+  swap_leading_axes(dy.data(), B, L, 2 * H, dthis.data());
+  for (size_t l = n; l-- > 0;) {
+    const Tensor& in = l == 0 ? b.x : b.out[l - 1];
+    Tensor din = l == 0 ? grown_view(b.dx_store, {L, B, input_width_}, Device::cpu)
+                        : grown_view(b.dnext_store, {L, B, 2 * H}, Device::cpu);
+    direction_backward(l, 0, in, dthis, din, false);
+    direction_backward(l, 1, in, dthis, din, true);
+    if (l == 0) {
+      swap_leading_axes(din.data(), L, B, input_width_, dx.data());
+    } else {
+      if (b.pass.train && config_.dropout > 0)
+        dropout_backward(din, config_.dropout, layer_seed(b.pass.seed, l - 1), din);
+      std::swap(b.dthis_store, b.dnext_store);
+      dthis = din;
+    }
+  }
+}
+
+}  // namespace lt
