@@ -40,6 +40,7 @@ else
   run generate-cpu-linear generate -b 1 16 64 256 -a linear
   run generate-cpu-softmax generate -b 1 16 64 256 -a softmax --steps 98
   run generate-cpu-length generate --shape mnist cifar --layers 8 -b 16 --steps 48 -a linear softmax
+  run generate-cpu-reformer generate -b 1 16 -a lsh-1 lsh-4 --steps 32 -r 2   # recomputation: O(L^2) an image
   run train-cpu train --shape mnist cifar -r 3
   run train-cpu-mnist-model train --layers 8 --d-model 192 --heads 6 -r 3      # the shipped models' shapes
   run train-cpu-fashion-model train --layers 6 --d-model 128 --heads 4 -r 3

@@ -14,13 +14,17 @@ Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen) {
   return Tensor::from_vector(v, s, d);
 }
 
-AttentionKind image_attention(const std::string& name) {
-  if (name == "linear" || name == "causal-linear") return AttentionKind::linear;
-  if (name == "softmax") return AttentionKind::softmax;
-  throw Error("unknown attention '" + name + "' (expected linear or softmax)");
+std::string image_attention(const std::string& name) {
+  if (name == "linear" || name == "causal-linear") return "causal-linear";
+  if (name == "softmax" || name.rfind("lsh-", 0) == 0) {
+    TransformerConfig t;
+    t.set_attention(name);  // refuses rounds outside 1..64
+    return name;
+  }
+  throw Error("unknown attention '" + name + "' (expected linear, softmax or lsh-N, N hashing rounds)");
 }
 
-ImageModelConfig bench_model_config(const std::string& shape, AttentionKind attention, int64_t layers,
+ImageModelConfig bench_model_config(const std::string& shape, const std::string& attention, int64_t layers,
                                     int64_t d_model, int64_t heads) {
   check(shape == "mnist" || shape == "cifar", "unknown shape '" + shape + "' (expected mnist or cifar)");
   ImageModelConfig c = ImageModelConfig::preset(shape == "cifar" ? "cifar10" : shape);
@@ -34,7 +38,7 @@ ImageModelConfig bench_model_config(const std::string& shape, AttentionKind atte
     c.transformer.head_dim = c.transformer.d_model / c.transformer.heads;
     c.transformer.ff_dim = 4 * c.transformer.d_model;
   }
-  c.transformer.attention = attention;
+  c.transformer.set_attention(attention);
   c.validate();
   return c;
 }

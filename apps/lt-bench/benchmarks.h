@@ -25,17 +25,18 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out);
 // Standard-normal values of the given shape on d.
 Tensor random_tensor(const Shape& s, Device d, std::mt19937& gen);
 
-// An image model's attention by its benchmark name: linear (= causal-linear) or softmax.
-AttentionKind image_attention(const std::string& name);
+// An image model's attention name for TransformerConfig::set_attention from
+// its benchmark name: linear (= causal-linear), softmax or lsh-N.
+std::string image_attention(const std::string& name);
 
 // The paper's MNIST ("mnist") or CIFAR-10 ("cifar") image model, with
 // layers, width (head dim = width / heads) and heads overridden where > 0.
-ImageModelConfig bench_model_config(const std::string& shape, AttentionKind attention, int64_t layers,
+ImageModelConfig bench_model_config(const std::string& shape, const std::string& attention, int64_t layers,
                                     int64_t d_model, int64_t heads);
 
 struct GenerateBenchOptions {
   std::vector<std::string> shapes{"mnist"};  // mnist (8 layers, 784 steps) or cifar (16 layers, 3072 steps)
-  std::vector<std::string> attentions{"linear", "softmax"};
+  std::vector<std::string> attentions{"linear", "softmax"};  // and lsh-N: recomputation
   std::vector<std::string> devices{"cpu"};
   std::vector<int64_t> batches{1, 16, 64, 256};
   int64_t steps = 0;  // positions timed per image (0: all of them)

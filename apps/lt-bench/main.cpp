@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str();
 
   lt::bench::GenerateBenchOptions gen;
-  CLI::App* generate = app.add_subcommand("generate", "images/s and memory of recurrent (linear) vs KV-cache (softmax) sampling vs batch size");
+  CLI::App* generate = app.add_subcommand("generate", "images/s and memory of recurrent (linear) vs KV-cache (softmax) vs recomputing (Reformer) sampling vs batch size");
   generate->add_option("--shape", gen.shapes, "mnist (8 layers, 784 steps) and/or cifar (16 layers, 3072 steps)")->capture_default_str();
-  generate->add_option("-a,--attention", gen.attentions, "linear and/or softmax")->capture_default_str();
+  generate->add_option("-a,--attention", gen.attentions, "linear (recurrent state), softmax (KV cache), lsh-1, lsh-4 (Reformer, no recurrent form: every step recomputes the prefix; CPU only)")->capture_default_str();
   generate->add_option("-b,--batch", gen.batches, "batch sizes")->capture_default_str()->check(lt::app::kPositive);
   generate->add_option("-d,--device", gen.devices, "cpu and/or cuda")->capture_default_str();
   generate->add_option("--steps", gen.steps, "time this many positions spread over the image and extrapolate (0: every step)")->capture_default_str()->check(lt::app::kNonNegative);
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   lt::bench::TrainBenchOptions tr;
   CLI::App* train = app.add_subcommand("train", "training examples/s and dense-layer GFLOP/s against the sgemm rate");
   train->add_option("--shape", tr.shapes, "mnist and/or cifar")->capture_default_str();
-  train->add_option("-a,--attention", tr.attention, "causal-linear or softmax")->capture_default_str();
+  train->add_option("-a,--attention", tr.attention, "causal-linear, softmax or lsh-N")->capture_default_str();
   train->add_option("-b,--batch", tr.batch, "batch size (0: the paper's, 16 mnist / 10 cifar)")->capture_default_str()->check(lt::app::kNonNegative);
   train->add_option("--layers", tr.layers, "override the shape's layers")->capture_default_str()->check(lt::app::kNonNegative);
   train->add_option("--d-model", tr.d_model, "override the width (head dim = width / heads)")->capture_default_str()->check(lt::app::kNonNegative);

@@ -54,7 +54,7 @@ double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repeti
 }  // namespace
 
 void run_train_bench(const TrainBenchOptions& o, Writer& out) {
-  const AttentionKind attention = image_attention(o.attention);
+  const std::string attention = image_attention(o.attention);
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
@@ -90,7 +90,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       const double gemm = sgemm_gflops(c, B, dev, o.repetitions, options.precision.products);
       const double dense = dense_flops(c, B) / s.mean / 1e9;
       Row row = environment_row(dname, num_threads());
-      row.set("shape", shape).set("attention", attention_name(c.transformer.attention));
+      row.set("shape", shape).set("attention", attention_name(c.transformer));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
       row.set("replicas", replicas.replicas()).set("precision", products_name(options.precision.products));
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);

@@ -1,7 +1,8 @@
 // lt-complete: completes occluded PNG images with an image-model checkpoint.
 // The known part comes from the alpha channel (transparent = unknown) or from
 // --keep-rows / --keep-pixels; the known prefix is consumed in one parallel
-// pass and its recurrent state forked into -n completions.
+// pass and its recurrent state forked into -n completions (an LSH model,
+// which has no recurrent form, recomputes the prefix at every subpixel).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>

@@ -1,11 +1,13 @@
 // lt-sample-image: samples images from an image-model checkpoint with the
-// recurrent form, streams them to the terminal pixel by pixel (stderr) and
-// writes PNGs. Per-image log-likelihoods go to stdout.
+// recurrent form (an LSH model, which has none, by recomputing the prefix at
+// every subpixel: O(L^2), slow), streams them to the terminal pixel by pixel
+// (stderr) and writes PNGs. Per-image log-likelihoods go to stdout.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include "process_setup.h"
@@ -83,7 +85,8 @@ int run(const Args& a) {
         file = (std::filesystem::path(a.out_dir) / name).string();
         lt::write_png(file, lt::app::image_at(all, first + i, c.height, c.width, c.channels, a.scale));
       }
-      std::printf("sample %lld: %.4f bits/dim%s%s\n", (long long)(first + i), nll[i] / double(S - 1) / std::log(2.0),
+      const double nats = std::accumulate(nll.begin() + i * (S - 1), nll.begin() + (i + 1) * (S - 1), 0.0);
+      std::printf("sample %lld: %.4f bits/dim%s%s\n", (long long)(first + i), nats / double(S - 1) / std::log(2.0),
                   file.empty() ? "" : " -> ", file.c_str());
       std::fflush(stdout);
     }

@@ -102,6 +102,20 @@ double ImageModel::forward(const Tensor& images, const ForwardOptions& options, 
   return core_->forward(batch(images.to_vector_i32(), images.dim(0)), options, nll);
 }
 
+void ImageModel::recompute_head(const std::vector<int32_t>& prefix, int64_t rows, Tensor& head,
+                                const Precision& precision) {
+  check(rows >= 1 && !prefix.empty() && int64_t(prefix.size()) % rows == 0,
+        "a prefix of " + std::to_string(prefix.size()) + " subpixels is not " + std::to_string(rows) + " equal rows");
+  const int64_t T = int64_t(prefix.size()) / rows, P = config_.head_width();
+  check_shape(head, {rows, P}, "recompute_head head");
+  SequenceBatch b;
+  b.rows = rows, b.length = T, b.inputs = prefix;
+  ForwardOptions options;  // seed 0, evaluation's: the same LSH rotations at every prefix length
+  options.precision = precision;
+  const Tensor heads = core_->predict(b, options).reshape({rows * T, P});
+  for (int64_t r = 0; r < rows; ++r) head.rows(r, r + 1).copy_from(heads.rows(r * T + T - 1, r * T + T));
+}
+
 void ImageModel::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& bytes) const {
   core_->config().head.sample(head, seed, step, bytes);
 }

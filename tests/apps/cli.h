@@ -20,13 +20,13 @@ struct CommandResult {
   std::string out, err;
 };
 
-// Runs LT_BIN_DIR/<tool> with args (a shell fragment, quote paths yourself)
-// and env (e.g. "NO_COLOR=1 "), capturing both streams through files in dir.
-inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const std::string& args,
-                              const std::string& env = "") {
+// Runs the program at path with args (a shell fragment, quote paths
+// yourself) and env (e.g. "NO_COLOR=1 "), capturing both streams through
+// files in dir.
+inline CommandResult run_program(const TempDir& dir, const std::string& path, const std::string& args,
+                                 const std::string& env = "") {
   const std::string out = dir.file(".cmd.out"), err = dir.file(".cmd.err");
-  const std::string cmd = env + "'" + std::string(LT_BIN_DIR) + "/" + tool + "' " + args + " >'" + out + "' 2>'" +
-                          err + "' </dev/null";
+  const std::string cmd = env + "'" + path + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
   int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -38,6 +38,12 @@ inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const
   r.err = slurp(err);
   INFO("command: ", cmd);
   return r;
+}
+
+// Runs LT_BIN_DIR/<tool>, as run_program.
+inline CommandResult run_tool(const TempDir& dir, const std::string& tool, const std::string& args,
+                              const std::string& env = "") {
+  return run_program(dir, std::string(LT_BIN_DIR) + "/" + tool, args, env);
 }
 
 // A checkpoint's tensors by name with their float values; metadata apart.

@@ -142,6 +142,30 @@ TEST_CASE("lt-bench generate writes jsonl rows with images_per_s, and the KV cac
   CHECK(blas_rows[0]["images_per_s"].get<double>() > 0);
 }
 
+TEST_CASE("lt-bench generate times LSH sampling by recomputation, and its cost grows with the prefix") {
+  TempDir dir;
+  CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 2 -a lsh-1 lsh-4 linear --steps 4 -q -f jsonl");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<nlohmann::json> rows = json_lines(r.out);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["attention"] == "lsh-1");
+  CHECK(rows[1]["attention"] == "lsh-4");
+  for (int i : {0, 1}) {
+    CHECK(rows[i]["sampling"] == "recompute");
+    CHECK(rows[i]["state"] == "none");
+    CHECK(rows[i]["state_mb_per_image"] == 0.0);
+    CHECK(rows[i]["images_per_s"].get<double>() > 0);
+    CHECK(rows[i]["peak_mb"].get<double>() > 0);
+  }
+  CHECK(rows[2]["sampling"] == "recurrent");
+  // A step of the recurrent state is constant, a recomputation a pass over
+  // ~400 positions on average: far slower even for this tiny model.
+  CHECK(rows[0]["ms_per_step"].get<double>() > 5 * rows[2]["ms_per_step"].get<double>());
+  check_one_line_error(lt_bench(dir, "generate -a lsh-0 -q"), "lsh-0");
+  check_one_line_error(lt_bench(dir, "generate -a reformer -q"), "reformer");
+}
+
 TEST_CASE("lt-bench train writes a csv header and a row per shape") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "train" + kTinyModel + "-b 2 -r 1 -q -f csv");

@@ -51,7 +51,8 @@ TEST_CASE("lt-sample-image writes the grid and one PNG per image with their bits
 
 TEST_CASE("lt-sample-image gives the same images for the same seed and batch") {
   TempDir dir;
-  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
+  // lsh (Reformer, lsh-1) has no recurrent form and samples by recomputation.
+  for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax, AttentionKind::lsh}) {
     const std::string model = tiny_image_checkpoint(dir, "m.safetensors", 4, 4, 3, kind);
     auto run = [&](const std::string& out, int seed) {
       REQUIRE(run_tool(dir, "lt-sample-image", "-q -m '" + model + "' -n 4 -b 2 -s " + std::to_string(seed) +

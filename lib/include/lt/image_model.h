@@ -8,6 +8,7 @@
 //   auto model = lt::ImageModel::load("weights/mnist.safetensors", lt::Device::cpu);
 //   lt::RecurrentState state = model->new_state(batch);
 //   for (t = 0; t < L; ++t) { model->step(state, tokens, t, head); model->sample(head, seed, t, tokens); }
+//   // a model without a recurrent form (LSH): model->recompute_head(pixels 0..t, B, head) for step t
 #pragma once
 #include <cstdint>
 #include <map>
@@ -95,6 +96,14 @@ class ImageModel {
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const {
     core_->copy_state_element(from, src, to, dst);
   }
+
+  // ---- generation by recomputation: any model, the only way for LSH ----
+  // One parallel pass over prefix [rows, T] (host bytes of subpixels
+  // 0..T-1, T <= sequence_length()) writing head [rows, head_width]: the
+  // distribution of subpixel T. The pass runs with ForwardOptions::seed 0,
+  // the one evaluation uses, so an LSH model hashes every prefix with the
+  // same rotations and a sample is a function of its sampling seed alone.
+  void recompute_head(const std::vector<int32_t>& prefix, int64_t rows, Tensor& head, const Precision& precision = {});
   // Draws bytes [B] from head [B, head_width]; a pure function of (seed, step,
   // row), identical on both backends.
   void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& bytes) const;

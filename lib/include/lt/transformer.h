@@ -57,6 +57,9 @@ struct TransformerConfig {
   // Sets attention (and lsh_rounds for lsh-N) from a name parse_attention accepts.
   void set_attention(const std::string& name);
   LshOptions lsh_options() const;  // the lsh fields, causal when the stack is
+  // Whether step, prefill and continue_chunk exist: causal linear or softmax
+  // attention; LSH attention is sampled by recomputing the prefix instead.
+  bool has_recurrent_form() const { return attention != AttentionKind::lsh && direction == Direction::causal; }
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
   int64_t parameter_count() const;  // values of its Linear and LayerNorm tensors
