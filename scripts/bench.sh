@@ -35,6 +35,8 @@ if [ "$device" = cuda ]; then
   run generate-cuda-cifar generate --tf32 -d cuda --shape cifar -a linear softmax -b 64 256 1024 4096 --steps 192 --max-memory 60
   run train-cuda-fp32 train -d cuda --shape mnist cifar -r 5
   run train-cuda-tf32 train --tf32 -d cuda --shape mnist cifar -r 5
+  run speech-cuda speech -d cuda -a linear softmax causal-linear --frame-stack 1 3 --tf32 -r 3
+  run asr-cuda asr -d cuda --thread-counts 1
 else
   run attention-cpu attention --tokens 16384 -r 3
   run generate-cpu-linear generate -b 1 16 64 256 -a linear
@@ -44,6 +46,9 @@ else
   run train-cpu train --shape mnist cifar -r 3
   run train-cpu-mnist-model train --layers 8 --d-model 192 --heads 6 -r 3      # the shipped models' shapes
   run train-cpu-fashion-model train --layers 6 --d-model 128 --heads 4 -r 3
+  run speech-cpu speech -a linear softmax causal-linear bilstm -r 2 --hours 20
+  run asr-cpu asr
+  run asr-cpu-stream-30min asr --mode stream --thread-counts 1 --stream-seconds 1800
   if grep -q avx512_bf16 /proc/cpuinfo; then
     run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
     run train-cpu-mnist-model-bf16 train --bf16 --layers 8 --d-model 192 --heads 6 -r 3
