@@ -82,12 +82,17 @@ void set_times(Row& row, const RecognitionTimes& times, double audio_s) {
     row.set(stream_only, "");
 }
 
-void offline(const AsrBenchOptions& o, const std::string& dname, Writer& out) {
-  const Device dev = parse_device(dname);
-  SpeechModel m = bench_model(o, false, dev);
+RecognizerOptions recognizer_options(const AsrBenchOptions& o, Device dev) {
   RecognizerOptions ro;
   ro.decoding.beam = o.beam;
   ro.precision = app::training_precision(o.bf16, false, dev);
+  return ro;
+}
+
+void offline(const AsrBenchOptions& o, const std::string& dname, Writer& out) {
+  const Device dev = parse_device(dname);
+  SpeechModel m = bench_model(o, false, dev);
+  const RecognizerOptions ro = recognizer_options(o, dev);
   const std::vector<float> audio = bench_audio(o.seconds, 11);
   for (int threads : o.thread_counts) {
     set_num_threads(threads);
@@ -110,9 +115,7 @@ void offline(const AsrBenchOptions& o, const std::string& dname, Writer& out) {
 void streaming(const AsrBenchOptions& o, const std::string& dname, Writer& out) {
   const Device dev = parse_device(dname);
   SpeechModel m = bench_model(o, true, dev);
-  RecognizerOptions ro;
-  ro.decoding.beam = o.beam;
-  ro.precision = app::training_precision(o.bf16, false, dev);
+  const RecognizerOptions ro = recognizer_options(o, dev);
   const int64_t piece = int64_t(o.chunk_ms * kSpeechSampleRate / 1000);
   // One minute of audio repeated: a long stream without minutes of setup.
   const std::vector<float> audio = bench_audio(std::min(o.stream_seconds, 60.0), 13);

@@ -110,6 +110,17 @@ class SpeechRun final : public TaskRun {
     return *model_;
   }
   SequenceModel& start(const TrainArgs& a, Device d) override {
+    if (!a.init.empty()) {  // its architecture, front end and statistics; a fresh optimizer
+      for (const char* flag : kArchitectureOptions)
+        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
+      for (const char* flag : {"--encoder", "--frame-stack"})
+        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the model comes from " + a.init);
+      SpeechModel m = load_speech_model(a.init, d);
+      model_ = std::move(m.model);
+      frontend_ = m.frontend;
+      load_data(a, false);
+      return *model_;
+    }
     frontend_ = SpeechFrontEnd(FbankConfig{}, a.frame_stack);
     load_data(a, true);
     model_ = std::make_unique<SequenceModel>(asr_model_config(a, frontend_.features(), max_positions_of(a)), d);
@@ -128,6 +139,7 @@ class SpeechRun final : public TaskRun {
     m["speech.valid_utterances"] = std::to_string(valid_.size());
     m["speech.spec_augment"] = a.spec_augment ? "1" : "0";
     m["speech.max_frames"] = std::to_string(a.max_frames);
+    if (!a.init.empty()) m["lt.train.init"] = a.init;
     return m;
   }
   std::map<std::string, Tensor> tensors() const override { return frontend_.tensors(); }

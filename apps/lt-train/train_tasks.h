@@ -70,7 +70,7 @@ inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--
 // Options of the transformer that a Bi-LSTM encoder has no use for.
 inline constexpr const char* kTransformerOnlyOptions[] = {"--heads", "--ff-dim", "--attention", "--feature-map",
                                                           "--features", "--feature-redraw"};
-inline constexpr const char* kImageNotSpeechOptions[] = {"--init", "--preset", "--mixtures", "--output-head",
+inline constexpr const char* kImageNotSpeechOptions[] = {"--preset", "--mixtures", "--output-head",
                                                          "--eval-images", "--recurrent"};
 // Throws one line naming the first of options given and what it does not apply to.
 template <size_t N>

@@ -103,6 +103,34 @@ TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keepin
   CHECK(tensor_values(resumed) == tensor_values(straight));
 }
 
+TEST_CASE("lt-train --task asr --init starts from a model's weights, front end and statistics with a fresh optimizer") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train");
+  const std::string first = tmp.file("first.safetensors"), second = tmp.file("second.safetensors");
+  REQUIRE(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny + " --frame-stack 2 --steps 3 -o '" +
+                                        first + "'").exit_code == 0);
+  // No optimizer step: the weights are the init model's.
+  CommandResult r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --init '" + first +
+                                                  "' --lr 1e-30 --batch 2 --steps 1 -q -o '" + second + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Checkpoint a = load_safetensors(first), b = load_safetensors(second);
+  CHECK(b.meta_int("lt.train.step") == 1);
+  CHECK(b.meta("lt.train.init") == first);
+  CHECK(b.meta("frame_stack") == "2");
+  CHECK(b.get("frontend.mean", {40}).to_vector() == a.get("frontend.mean", {40}).to_vector());
+  CHECK(b.get("frontend.inv_std", {40}).to_vector() == a.get("frontend.inv_std", {40}).to_vector());
+  const std::vector<float> w0 = a.get("predictor.weight", a.tensors.at("predictor.weight").shape()).to_vector(),
+                           w1 = b.get("predictor.weight", a.tensors.at("predictor.weight").shape()).to_vector();
+  double most = 0;
+  for (size_t i = 0; i < w0.size(); ++i) most = std::max(most, double(std::abs(w0[i] - w1[i])));
+  CHECK(most < 1e-20);
+  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --init '" + first + "' --layers 2 --steps 1 -o '" +
+                                    tmp.file("third.safetensors") + "'");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("--layers cannot be combined with --init") != std::string::npos);
+}
+
 TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
   TempDir tmp;
   const std::string missing = tmp.file("none.tsv");
