@@ -251,11 +251,30 @@ TEST_CASE("lt-asr refuses each bad input in one line, transcribes the others and
   CHECK(r.err.find("not a speech model") != std::string::npos);
 }
 
+TEST_CASE("lt-asr with no -m uses the shipped speech models, offline and streaming, and they hear a training voice") {
+  TempDir tmp;
+  // A voice of the training corpus (espeak-ng en-us) on a sentence it did not read.
+  const std::string a = espeak(tmp, "a.wav", "en-us", "the quick brown fox jumps over the lazy dog");
+  const std::string tsv = "path\twords\tphones\na.wav\tX\tDH AH K W IH K B R AW N F AA K S JH AH M P S OW V ER DH AH "
+                          "L EY Z IY D AO G\n";
+  write_bytes(tmp.file("ref.tsv"), std::vector<uint8_t>(tsv.begin(), tsv.end()));
+  for (const char* mode : {"", "--stream "}) {
+    const CommandResult r = run_tool(tmp, "lt-asr", std::string(mode) + "-f json --ref ref.tsv a.wav",
+                                     "cd '" + tmp.file("") + "' && env -u LT_WEIGHTS ");
+    INFO(mode << r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(lines(r.out).at(0));
+    CHECK(j["model"].get<std::string>().find(*mode ? "asr-stream.safetensors" : "asr.safetensors") != std::string::npos);
+    // A random model scores about 100%; the shipped ones (30-35% on held-out voices) far less.
+    CHECK(j["per"].get<double>() < 0.6);
+  }
+}
+
 TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");
   CHECK(r.exit_code == 0);
-  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=1", "--stream",
+  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=16", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
                         "--threads INT=0", "--bf16", "--tf32"})
     CHECK(r.out.find(o) != std::string::npos);
