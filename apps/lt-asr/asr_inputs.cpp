@@ -79,6 +79,13 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
       r.latency_max = std::max(r.latency_max, latency);
       ++r.latency_count;
     }
+    // Reads before the best hypothesis's first unsettled position are dropped,
+    // so a long silence, which settles nothing, does not grow the queue (a
+    // rival that wins later may end a phone earlier: its latency then counts
+    // from a later read).
+    const std::vector<CtcToken> pending = stream.tentative();
+    const int64_t unsettled = pending.empty() ? stream.positions() : pending.front().start;
+    while (arrivals.size() > 1 && arrivals.front().first <= unsettled) arrivals.pop_front();
     if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
     r.words.insert(r.words.end(), fresh_words.begin(), fresh_words.end());
     // The line shows words with --words, else phones.
@@ -89,7 +96,7 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
       for (const RecognizedWord& w : stream.tentative_words()) maybe.push_back(w.word);
     } else {
       for (const CtcToken& t : fresh) shown.push_back(phone_names()[size_t(t.label)]);
-      for (const CtcToken& t : stream.tentative()) maybe.push_back(phone_names()[size_t(t.label)]);
+      for (const CtcToken& t : pending) maybe.push_back(phone_names()[size_t(t.label)]);
     }
     out.update(shown, maybe);
   };
