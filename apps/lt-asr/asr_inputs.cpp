@@ -10,7 +10,6 @@
 #include <deque>
 
 #include "lt/error.h"
-#include "lt/speech_corpus.h"
 
 namespace lt::app {
 
@@ -65,7 +64,6 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
   std::vector<float> chunk;
   std::vector<CtcToken> fresh;
   std::vector<RecognizedWord> fresh_words;
-  std::vector<std::string> shown, maybe;
   auto hand_out = [&] {
     fresh.clear();
     fresh_words.clear();
@@ -89,16 +87,10 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
     if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
     r.words.insert(r.words.end(), fresh_words.begin(), fresh_words.end());
     // The line shows words with --words, else phones.
-    shown.clear();
-    maybe.clear();
-    if (out.words()) {
-      for (const RecognizedWord& w : fresh_words) shown.push_back(w.word);
-      for (const RecognizedWord& w : stream.tentative_words()) maybe.push_back(w.word);
-    } else {
-      for (const CtcToken& t : fresh) shown.push_back(phone_names()[size_t(t.label)]);
-      for (const CtcToken& t : pending) maybe.push_back(phone_names()[size_t(t.label)]);
-    }
-    out.update(shown, maybe);
+    if (out.words())
+      out.update(word_strings(fresh_words), word_strings(stream.tentative_words()));
+    else
+      out.update(phone_strings(fresh), phone_strings(pending));
   };
   while (in.read(chunk)) {
     if (chunk.empty()) continue;

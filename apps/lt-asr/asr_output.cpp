@@ -30,22 +30,23 @@ std::string joined(const std::vector<std::string>& items) {
   for (const std::string& i : items) s += (s.empty() ? "" : " ") + i;
   return s;
 }
-std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens) {
-  std::vector<std::string> out;
-  for (const CtcToken& t : tokens) out.push_back(phone_names()[size_t(t.label)]);
-  return out;
-}
-std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words) {
-  std::vector<std::string> out;
-  for (const RecognizedWord& w : words) out.push_back(w.word);
-  return out;
-}
-
 nlohmann::json counts_json(const ErrorCounts& c, const char* rate, const char* reference) {
   return {{rate, c.rate()}, {"errors", c.errors}, {reference, c.reference},
           {"substitutions", c.substitutions}, {"deletions", c.deletions}, {"insertions", c.insertions}};
 }
 }  // namespace
+
+std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens) {
+  std::vector<std::string> out;
+  for (const CtcToken& t : tokens) out.push_back(phone_names()[size_t(t.label)]);
+  return out;
+}
+
+std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words) {
+  std::vector<std::string> out;
+  for (const RecognizedWord& w : words) out.push_back(w.word);
+  return out;
+}
 
 References::References(const std::string& path, const std::string& lexicon) {
   for (const Utterance& u : read_corpus(path, lexicon)) {

@@ -28,6 +28,10 @@ struct AsrResult {
   double latency_mean = 0, latency_max = 0;
 };
 
+// The names of phones and words as the outputs print them.
+std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens);
+std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words);
+
 // References by audio file (--ref: a manifest or a LibriSpeech folder).
 struct Reference {
   std::vector<int32_t> phones;

@@ -21,8 +21,6 @@
 namespace lt::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Resident memory of this process in MB (Linux /proc), the honest measure of
 // what a stream holds: tensors, decoder, buffers and all.

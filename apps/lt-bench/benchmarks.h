@@ -1,6 +1,7 @@
 // The benchmarks of lt-bench, one function each, writing rows to a Writer.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -9,6 +10,9 @@
 #include "report.h"
 
 namespace lt::bench {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct AttentionBenchOptions {
   std::vector<std::string> kinds{"all"};

@@ -18,8 +18,6 @@
 namespace lt::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // A batch of rows x frames/stack positions, with 1 phone per 8 frames (read
 // speech runs about 12 phones a second: 1 per 8 frames of 10 ms).
 SequenceBatch speech_batch(int64_t rows, int64_t frames, int stack, std::mt19937& gen) {
@@ -88,7 +86,7 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
           replicas.forward_backward(batch, options);
           trainer.update();
           synchronize(dev);
-          const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+          const double secs = seconds_since(t0);
           if (r > 0) step_s.push_back(secs);
           if (o.verbose) std::cerr << "speech " << name << " x" << stack << " step " << r << ": " << secs << " s\n";
         }

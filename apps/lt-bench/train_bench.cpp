@@ -19,8 +19,6 @@
 namespace lt::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // FLOPs of the matrix products of one training step (forward once, backward
 // twice: input and weight gradients): the projections, the feed-forward

@@ -111,10 +111,7 @@ class SpeechRun final : public TaskRun {
   }
   SequenceModel& start(const TrainArgs& a, Device d) override {
     if (!a.init.empty()) {  // its architecture, front end and statistics; a fresh optimizer
-      for (const char* flag : kArchitectureOptions)
-        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
-      for (const char* flag : {"--encoder", "--frame-stack"})
-        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the model comes from " + a.init);
+      refuse_architecture_with_init(a, {"--encoder", "--frame-stack"});
       SpeechModel m = load_speech_model(a.init, d);
       model_ = std::move(m.model);
       frontend_ = m.frontend;

@@ -90,8 +90,7 @@ class ImageRun final : public TaskRun {
   }
   SequenceModel& start(const TrainArgs& a, Device d) override {
     if (!a.init.empty()) {
-      for (const char* flag : kArchitectureOptions)
-        check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
+      refuse_architecture_with_init(a);
       model_ = ImageModel::load(a.init, d);  // its architecture and histogram; a fresh optimizer
       return checked();
     }

@@ -97,6 +97,14 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--features", to_string(want.features ? want.features : have.features), to_string(have.features)}};
 }
 
+void refuse_architecture_with_init(const TrainArgs& a, std::initializer_list<const char*> extra) {
+  auto refuse = [&](const char* flag) {
+    check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
+  };
+  for (const char* flag : kArchitectureOptions) refuse(flag);
+  for (const char* flag : extra) refuse(flag);
+}
+
 void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,
                                 const std::string& path) {
   const bool preset = a.given.count("--preset") > 0;

@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -78,6 +79,10 @@ void refuse_options(const TrainArgs& a, const char* const (&options)[N], const s
   for (const char* o : options)
     if (a.given.count(o)) throw Error(std::string(o) + " does not apply to " + what);
 }
+
+// --init takes the architecture from its model: architecture flags (and the
+// extra ones a task names) are refused in one line naming the model.
+void refuse_architecture_with_init(const TrainArgs& a, std::initializer_list<const char*> extra = {});
 
 // --resume takes the architecture from the checkpoint. Architecture flags
 // repeated on the command line (so that one line starts a run and resumes

@@ -5,16 +5,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.h"
 #include "lt/error.h"
 #include "speech/decoding.h"
 
 namespace lt {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Window starts covering 0..positions-1: every half window, the last one
 // flush with the end.
 std::vector<int64_t> window_starts(int64_t positions, int64_t window) {

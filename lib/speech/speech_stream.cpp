@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.h"
 #include "lt/error.h"
 #include "lt/recognizer.h"
 #include "speech/decoding.h"
@@ -13,9 +14,6 @@
 namespace lt {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 // Positions per encoder call: a long push is cut so the buffers stay small.
 constexpr int64_t kChunk = 256;
 }  // namespace
