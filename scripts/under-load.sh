@@ -13,7 +13,11 @@ fi
 k="$1"
 shift
 pids=()
-stop_load() { [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true; }
+stop_load() {
+  [ ${#pids[@]} -eq 0 ] && return
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true   # gone, not just signalled, when the script ends
+}
 trap stop_load EXIT
 for ((i = 0; i < k; i++)); do
   ( trap - EXIT; while :; do :; done ) &
