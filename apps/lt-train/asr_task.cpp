@@ -135,15 +135,17 @@ class SpeechRun final : public TaskRun {
     m["speech.valid_data"] = a.valid;
     m["speech.valid_utterances"] = std::to_string(valid_.size());
     m["speech.spec_augment"] = a.spec_augment ? "1" : "0";
+    m["speech.vtlp"] = exact(a.vtlp);
     m["speech.max_frames"] = std::to_string(a.max_frames);
     if (!a.init.empty()) m["lt.train.init"] = a.init;
     return m;
   }
   std::map<std::string, Tensor> tensors() const override { return frontend_.tensors(); }
   TrainingTask& task(const TrainArgs& a, int64_t) override {
-    SpecAugment spec;
-    task_ = std::make_unique<SpeechTrainingTask>(std::move(train_), std::move(valid_), a.seed,
-                                                 a.spec_augment ? &spec : nullptr, frontend_.stack());
+    SpeechAugmentation augmentation;
+    augmentation.masks = a.spec_augment;
+    augmentation.vtlp = a.vtlp;
+    task_ = std::make_unique<SpeechTrainingTask>(std::move(train_), std::move(valid_), a.seed, frontend_, augmentation);
     return *task_;
   }
   std::string description() const override {

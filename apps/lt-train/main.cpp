@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   speech->add_option("--frame-stack", a.frame_stack, "10 ms filterbank frames stacked per encoder position (1: the paper's rate)")->capture_default_str()->check(CLI::Range(1, 16));
   speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
   speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");
+  speech->add_option("--vtlp", a.vtlp, "vocal tract length perturbation: warp each training utterance's spectrum by a factor drawn from [1 - V, 1 + V] (0: none; 0.1 is usual)")->capture_default_str()->check(CLI::Range(0.0, 0.5));
   speech->add_option("--beam", a.beam, "--eval: CTC prefix beam width (1: greedy)")->capture_default_str()->check(CLI::Range(1, 1024));
   optim->add_option("--plateau", a.plateau, "halve the lr after this many evaluations without a better test loss (0: never; -1: the task's, asr 3)")->capture_default_str();
 

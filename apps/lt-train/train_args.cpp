@@ -10,14 +10,13 @@
 
 namespace lt::app {
 
-namespace {
-// Floats as text that reads back to the same float.
 std::string exact(float v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", double(v));
   return buf;
 }
 
+namespace {
 float parse_float(const Checkpoint& ck, const std::string& key) {
   const std::string v = ck.meta(key);
   char* end = nullptr;
@@ -67,6 +66,7 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   // The speech task's data recipe (its model and front end come with the checkpoint).
   if (!given.count("--spec-augment") && ck.metadata.count("speech.spec_augment"))
     spec_augment = ck.meta("speech.spec_augment") == "1";
+  if (!given.count("--vtlp") && ck.metadata.count("speech.vtlp")) vtlp = parse_float(ck, "speech.vtlp");
   if (!given.count("--max-frames") && ck.metadata.count("speech.max_frames"))
     max_frames = ck.meta_int("speech.max_frames");
   if (ck.metadata.count("lt.train.command")) {

@@ -44,6 +44,7 @@ struct TrainArgs {
   int frame_stack = 3;
   int64_t max_frames = 2400, beam = 1;
   bool spec_augment = false;
+  float vtlp = 0;  // vocal tract warp: alpha in [1 - vtlp, 1 + vtlp] per utterance and step
 
   // The learning-rate schedule from the flags, with base_lr where --lr is 0.
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
@@ -95,6 +96,9 @@ struct ArchitectureField {
 std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want, const TransformerConfig& have);
 void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,
                                 const std::string& path);
+
+// A float as text that reads back to the same float (metadata).
+std::string exact(float v);
 
 // The resolved recipe as the lt.train.* metadata adopt_recipe reads (the
 // optimizer and seed come from Trainer::save_state).

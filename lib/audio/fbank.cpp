@@ -21,8 +21,12 @@ int64_t FbankConfig::fft_size() const {
   return n;
 }
 
+double FbankConfig::high_frequency() const { return high_hz > 0 ? high_hz : sample_rate / 2.0; }
+
+double hz_to_mel(double hz) { return 1127.0 * std::log(1.0 + hz / 700.0); }
+double mel_to_hz(double mel) { return 700.0 * (std::exp(mel / 1127.0) - 1.0); }
+
 namespace {
-double mel(double hz) { return 1127.0 * std::log(1.0 + hz / 700.0); }
 // FFTW's planner is not thread-safe; execution of a finished plan is.
 std::mutex& planner_mutex() {
   static std::mutex m;
@@ -79,7 +83,7 @@ Fbank::Fbank(const FbankConfig& c) : config_(c) {
   check(c.sample_rate >= 1000 && c.sample_rate <= 192000, "fbank: sample rate " + std::to_string(c.sample_rate));
   check(c.frame_ms > 0 && c.hop_ms > 0 && c.frame_length() >= 16 && c.frame_length() <= (1 << 16) && c.hop() >= 1,
         "fbank: frames of " + std::to_string(c.frame_ms) + " ms every " + std::to_string(c.hop_ms) + " ms");
-  const double nyquist = c.sample_rate / 2.0, high = c.high_hz > 0 ? c.high_hz : nyquist;
+  const double nyquist = c.sample_rate / 2.0, high = c.high_frequency();
   check(c.low_hz >= 0 && c.low_hz < high && high <= nyquist,
         "fbank: band " + std::to_string(c.low_hz) + ".." + std::to_string(high) + " Hz is not inside 0.." +
             std::to_string(nyquist) + " Hz");
@@ -93,13 +97,13 @@ Fbank::Fbank(const FbankConfig& c) : config_(c) {
   for (int64_t i = 0; i < p->L; ++i)
     p->window[size_t(i)] = float(std::pow(0.5 - 0.5 * std::cos(2 * M_PI * double(i) / double(p->L - 1)), 0.85));
   // Filter b rises from mel edge b to b + 1 and falls to b + 2 (Kaldi MelBanks).
-  const double lo = mel(c.low_hz), delta = (mel(high) - lo) / (c.bins + 1);
+  const double lo = hz_to_mel(c.low_hz), delta = (hz_to_mel(high) - lo) / (c.bins + 1);
   for (int b = 0; b < c.bins; ++b) {
     const double left = lo + b * delta, center = left + delta, right = center + delta;
     Plan::Filter f;
     f.first = -1;
     for (int64_t k = 0; k < p->N / 2; ++k) {
-      const double m = mel(double(k) * c.sample_rate / double(p->N));
+      const double m = hz_to_mel(double(k) * c.sample_rate / double(p->N));
       if (m <= left || m >= right) continue;
       if (f.first < 0) f.first = k;
       f.weights.resize(size_t(k - f.first), 0.f);  // (never grows over a gap: the span is contiguous)

@@ -31,6 +31,14 @@ void SpeechFrontEnd::normalize(float* frames, int64_t n) const {
   normalize_features(frames, n, fbank_->config().bins, mean_.data(), inv_std_.data());
 }
 
+void SpeechFrontEnd::warp_normalized(float* frames, int64_t n, double alpha) const {
+  check(has_statistics(), "the speech front end has no normalisation statistics");
+  const int bins = fbank_->config().bins;
+  for (int64_t i = 0; i < n * bins; ++i) frames[i] = frames[i] / inv_std_[size_t(i % bins)] + mean_[size_t(i % bins)];
+  MelWarp(fbank_->config(), alpha).apply(frames, n);
+  normalize(frames, n);
+}
+
 std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw) const {
   const int bins = fbank_->config().bins;
   const int64_t n = int64_t(raw.size()) / bins;

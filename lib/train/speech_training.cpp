@@ -140,13 +140,19 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
   return score;
 }
 
-SpeechTrainingTask::SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, const SpecAugment* augment,
-                                       int stack)
-    : train_(std::move(train)), valid_(std::move(valid)), seed_(seed), augment_(augment != nullptr), stack_(stack) {
-  check(stack >= 1 && train_.width % stack == 0, "speech task: rows of " + std::to_string(train_.width) +
-                                                     " features are not " + std::to_string(stack) + " stacked frames");
+SpeechTrainingTask::SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, SpeechFrontEnd frontend,
+                                       const SpeechAugmentation& augmentation)
+    : train_(std::move(train)),
+      valid_(std::move(valid)),
+      seed_(seed),
+      frontend_(std::move(frontend)),
+      augment_(augmentation) {
+  check(train_.width == frontend_.features(), "speech task: rows of " + std::to_string(train_.width) +
+                                                  " features do not fit the front end's " +
+                                                  std::to_string(frontend_.features()));
   check(train_.size() > 0, "no training utterances");
-  if (augment) spec_ = *augment;
+  check(augment_.vtlp >= 0 && augment_.vtlp <= 0.5,
+        "speech task: vocal tract warp " + std::to_string(augment_.vtlp) + " outside [0, 0.5]");
 }
 
 const std::vector<std::vector<int64_t>>& SpeechTrainingTask::plan(int64_t epoch, int64_t rows) {
@@ -182,11 +188,18 @@ void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
   const int64_t per_epoch = std::max<int64_t>(1, train_.size() / rows);
   const auto& batches = plan(step / per_epoch, rows);
   fill_batch(train_, batches[size_t(step % per_epoch)], out);
-  if (!augment_) return;
   const int64_t W = train_.width;
-  for (int64_t r = 0; r < out.rows; ++r)
-    spec_augment(out.features.data() + r * out.length * W, out.lengths[size_t(r)], int(W / stack_), stack_, spec_,
-                 splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r))));
+  const int bins = frontend_.fbank_config().bins, stack = frontend_.stack();
+  for (int64_t r = 0; r < out.rows; ++r) {
+    float* rows = out.features.data() + r * out.length * W;
+    const int64_t n = out.lengths[size_t(r)];
+    const uint64_t key = splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r)));
+    if (augment_.vtlp > 0) {  // rows of stacked frames are frames one after another
+      const double u = double(splitmix64(key ^ 0x7E17Aull) >> 11) * 0x1.0p-53;
+      frontend_.warp_normalized(rows, n * stack, 1 + augment_.vtlp * (2 * u - 1));
+    }
+    if (augment_.masks) spec_augment(rows, n, bins, stack, augment_.spec, key);
+  }
 }
 
 double SpeechTrainingTask::epoch(int64_t step, int64_t rows) const {

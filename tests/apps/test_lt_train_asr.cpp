@@ -87,20 +87,27 @@ TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports
   CHECK(nlohmann::json::parse(r.out)["per"] == j["per"]);
 }
 
-TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment") {
+TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment and warp") {
   TempDir tmp;
   const std::string train = synthesize_manifest(tmp, "train");
   const std::string straight = tmp.file("straight.safetensors"), resumed = tmp.file("resumed.safetensors");
+  const std::string unwarped = tmp.file("unwarped.safetensors");
   const std::string common = "--task asr --data '" + train + "' " + kTiny + " --spec-augment --dropout 0.2 ";
-  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 6 -o '" + straight + "'").exit_code == 0);
-  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 3 -o '" + resumed + "'").exit_code == 0);
-  // Resumed without repeating --spec-augment: the checkpoint's recipe has it.
+  REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 6 -o '" + straight + "'").exit_code == 0);
+  REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 3 -o '" + resumed + "'").exit_code == 0);
+  // Resumed without repeating --spec-augment or --vtlp: the checkpoint's recipe has them.
   const CommandResult r =
       run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --steps 6 -q -o '" + resumed + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(load_safetensors(resumed).meta("speech.spec_augment") == "1");
+  const Checkpoint ck = load_safetensors(resumed);
+  CHECK(ck.meta("speech.spec_augment") == "1");
+  CHECK(std::stof(ck.meta("speech.vtlp")) == 0.1f);
   CHECK(tensor_values(resumed) == tensor_values(straight));
+  // The warp changes what the model is trained on.
+  REQUIRE(run_tool(tmp, "lt-train", common + "--steps 6 -o '" + unwarped + "'").exit_code == 0);
+  CHECK(load_safetensors(unwarped).meta("speech.vtlp") == "0");
+  CHECK(tensor_values(unwarped) != tensor_values(straight));
 }
 
 TEST_CASE("lt-train --task asr --init starts from a model's weights, front end and statistics with a fresh optimizer") {

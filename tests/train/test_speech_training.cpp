@@ -1,6 +1,6 @@
 // The speech task on the one training loop: length-bucketed batches as a
-// function of (seed, step), bitwise resumption with SpecAugment and the
-// plateau rule, and the plateau rule itself.
+// function of (seed, step), bitwise resumption with SpecAugment, the vocal
+// tract warp and the plateau rule, and the plateau rule itself.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -41,6 +41,17 @@ SpeechSet random_set(Rng& rng, int64_t n, int64_t width) {
   return s;
 }
 
+// A front end of width bins, one frame per position, with the set's statistics.
+SpeechFrontEnd frontend_of(const SpeechSet& set) {
+  FbankConfig c;
+  c.bins = int(set.width);
+  SpeechFrontEnd f(c, 1);
+  FeatureStats stats(c.bins);
+  stats.add(set.inputs.data(), int64_t(set.inputs.size()) / set.width);
+  f.set_statistics(stats);
+  return f;
+}
+
 SequenceModelConfig tiny_config(int64_t width) {
   TransformerConfig t{2, 2, 4, 8, 16, AttentionKind::linear, Direction::bidirectional, "elu", 0.1f};
   return speech_model_config(t, width, 5, 64);
@@ -56,8 +67,8 @@ TEST_CASE("speech batches: an epoch's batches are disjoint, of similar lengths, 
   Rng rng(seed);
   const int64_t n = 203, rows = 8;
   SpeechSet set = random_set(rng, n, 3);
-  SpeechTrainingTask task(set, SpeechSet{}, seed);
-  SpeechTrainingTask again(set, SpeechSet{}, seed);
+  SpeechTrainingTask task(set, SpeechSet{}, seed, frontend_of(set));
+  SpeechTrainingTask again(set, SpeechSet{}, seed, frontend_of(set));
   const int64_t per_epoch = n / rows;
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
     std::multiset<std::vector<float>> rows_seen;
@@ -86,7 +97,42 @@ TEST_CASE("speech batches: an epoch's batches are disjoint, of similar lengths, 
   CHECK(task.epoch(per_epoch * 3, rows) == doctest::Approx(3.0));
 }
 
-TEST_CASE("speech training resumes bitwise: SpecAugment masks, dropout and the plateau rule come back") {
+TEST_CASE("speech batches with the warp: each row is its plain row warped by one factor in [1 - v, 1 + v]") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  SpeechSet set = random_set(rng, 40, 6);
+  const SpeechFrontEnd frontend = frontend_of(set);
+  SpeechAugmentation warp;
+  warp.vtlp = 0.1;
+  SpeechTrainingTask plain(set, SpeechSet{}, seed, frontend), warped(set, SpeechSet{}, seed, frontend, warp);
+  SequenceBatch a, b;
+  const int64_t step = rng.integer(0, 20);
+  plain.batch(step, 4, a);
+  warped.batch(step, 4, b);
+  REQUIRE(a.lengths == b.lengths);
+  for (int64_t r = 0; r < 4; ++r) {
+    const int64_t n = a.lengths[size_t(r)];
+    const float* got = b.features.data() + r * b.length * 6;
+    // The factor, found by search: the best of 2,001 candidates (steps of 1e-4)
+    // fits within 1e-2; the warp itself moves values by tenths.
+    double best = 1e9;
+    for (int k = 0; k <= 2000; ++k) {
+      std::vector<float> row(a.features.begin() + r * a.length * 6, a.features.begin() + (r * a.length + n) * 6);
+      frontend.warp_normalized(row.data(), n, 0.9 + 0.2 * k / 2000.0);
+      double err = 0;
+      for (int64_t i = 0; i < n * 6; ++i) err = std::max(err, double(std::abs(row[size_t(i)] - got[i])));
+      best = std::min(best, err);
+    }
+    CHECK(best < 1e-2);
+    bool changed = false;
+    for (int64_t i = 0; i < n * 6; ++i) changed |= got[i] != a.features[size_t(r * a.length * 6 + i)];
+    CHECK(changed);
+    for (int64_t i = n * 6; i < b.length * 6; ++i) CHECK(got[i] == 0.f);  // padding untouched
+  }
+}
+
+TEST_CASE("speech training resumes bitwise: SpecAugment masks, the warp, dropout and the plateau rule come back") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -101,12 +147,15 @@ TEST_CASE("speech training resumes bitwise: SpecAugment masks, dropout and the p
   s.steps = 8;
   s.eval_every = 2;
   s.checkpoint_every = 0;
-  SpecAugment spec{1, 2, 1, 3};
+  SpeechAugmentation augmentation;
+  augmentation.masks = true;
+  augmentation.spec = SpecAugment{1, 2, 1, 3};
+  augmentation.vtlp = 0.1;
   auto run = [&](SequenceModel& model, Trainer& trainer, int64_t steps, const std::string& path) {
     TrainLoopSettings t = s;
     t.steps = steps;
     t.checkpoint = path;
-    SpeechTrainingTask task(train, valid, seed, &spec);
+    SpeechTrainingTask task(train, valid, seed, frontend_of(train), augmentation);
     return train_model(model, trainer, task, t, nullptr);
   };
   SequenceModel straight(tiny_config(4), Device::cpu);

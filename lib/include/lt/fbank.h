@@ -36,7 +36,12 @@ struct FbankConfig {
   int64_t frame_length() const;  // samples per frame: 400 at 16 kHz
   int64_t hop() const;           // 160
   int64_t fft_size() const;      // 512
+  double high_frequency() const;  // high_hz, or Nyquist when 0
 };
+
+// The mel scale of step 5, 1127 ln(1 + f / 700), and its inverse.
+double hz_to_mel(double hz);
+double mel_to_hz(double mel);
 
 class Fbank {
  public:
@@ -93,6 +98,25 @@ struct SpecAugment {
   int freq_masks = 2, freq_width = 8, time_masks = 2, time_width = 20;
 };
 void spec_augment(float* rows, int64_t n, int bins, int stack, const SpecAugment& options, uint64_t seed);
+
+// Vocal tract length perturbation (Jaitly and Hinton 2013) on log mel
+// frames: the spectrum a vocal tract alpha times shorter would give,
+// S'(f) = S(w(f)) with w(f) = f / alpha up to f_b = 0.8 high min(1, alpha)
+// and linear from there to w(high) = high, so the band keeps its ends.
+// Filter b, centred at c_b, takes the log energy at mel(w(c_b)),
+// interpolated linearly between the filters' centres on the mel scale (held
+// at the first and last centre beyond them). alpha > 1 moves formants up.
+class MelWarp {
+ public:
+  MelWarp(const FbankConfig& config, double alpha);  // alpha in [0.5, 2]
+  // frames [n, bins] of log mel energies (Fbank's output), in place.
+  void apply(float* frames, int64_t n) const;
+
+ private:
+  int bins_;
+  std::vector<int> below_;      // per filter: the centre at or below its warped place
+  std::vector<float> weight_;   // and the share of the next one
+};
 
 // k consecutive frames side by side, keeping every k-th position: the x2..x4
 // cheaper frame rate. out [stacked_frames(n, k), k * bins]; a last partial

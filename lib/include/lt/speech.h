@@ -39,6 +39,9 @@ class SpeechFrontEnd {
   std::vector<float> filterbank(const std::vector<float>& samples) const;
   // frames [n, bins] = (frames - mean) * inv_std, in place.
   void normalize(float* frames, int64_t n) const;
+  // MelWarp by alpha on normalised frames [n, bins], in place: the log
+  // energies they stand for are warped and normalised again.
+  void warp_normalized(float* frames, int64_t n, double alpha) const;
   // Normalised, stacked encoder inputs [positions(raw frames), features] of raw filterbank frames.
   std::vector<float> encoder_inputs(const std::vector<float>& raw) const;
   int64_t positions(int64_t raw_frames) const { return stacked_frames(raw_frames, stack_); }

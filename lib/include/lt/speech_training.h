@@ -4,7 +4,7 @@
 //   auto raw = lt::compute_filterbanks(utterances, frontend);     // threads over utterances
 //   frontend.set_statistics(lt::filterbank_statistics(raw, 40));  // training set only
 //   lt::SpeechSet train = lt::make_speech_set(utterances, raw, frontend, max_positions);
-//   lt::SpeechTrainingTask task(std::move(train), std::move(valid), seed);
+//   lt::SpeechTrainingTask task(std::move(train), std::move(valid), seed, frontend);
 //   lt::train_model(model, trainer, task, settings, on_event);
 #pragma once
 #include <cstdint>
@@ -60,14 +60,22 @@ struct SpeechScore {
 SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
                          const CtcBeamOptions& decoding = {});
 
+// What training changes in each utterance, drawn from (seed, step, row):
+// first the vocal tract warp, then SpecAugment's masks.
+struct SpeechAugmentation {
+  bool masks = false;  // SpecAugment (lt-train --spec-augment)
+  SpecAugment spec;
+  double vtlp = 0;     // MelWarp by alpha uniform in [1 - vtlp, 1 + vtlp] (--vtlp); 0: none
+};
+
 // The task: batches of utterances of similar length (bucketing keeps padding
 // a small share), drawn in an order that is a function of (seed, step), with
-// optional SpecAugment masks drawn from the same (rows being `stack` frames
-// side by side: SpeechFrontEnd::stack()).
+// the augmentation drawn from the same. The front end is the one that made
+// the sets (its frame stack, filterbank and statistics).
 class SpeechTrainingTask final : public TrainingTask {
  public:
-  SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, const SpecAugment* augment = nullptr,
-                     int stack = 1);
+  SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_t seed, SpeechFrontEnd frontend,
+                     const SpeechAugmentation& augmentation = {});
   void batch(int64_t step, int64_t rows, SequenceBatch& out) override;
   double epoch(int64_t step, int64_t rows) const override;
   Evaluation evaluate(ReplicaSet& replicas, const ForwardOptions& options) override;
@@ -79,9 +87,8 @@ class SpeechTrainingTask final : public TrainingTask {
   const std::vector<std::vector<int64_t>>& plan(int64_t epoch, int64_t rows);
   SpeechSet train_, valid_;
   uint64_t seed_;
-  bool augment_ = false;
-  int stack_;
-  SpecAugment spec_;
+  SpeechFrontEnd frontend_;
+  SpeechAugmentation augment_;
   int64_t planned_epoch_ = -1, planned_rows_ = 0;
   std::vector<std::vector<int64_t>> batches_;  // the planned epoch's batches of utterance indices
 };
