@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -183,6 +184,21 @@ nlohmann::json counts_json(const ErrorCounts& c) {
           {"deletions", c.deletions}, {"insertions", c.insertions}};
 }
 
+// PER of a manifest under --beam, --batch, --bf16/--tf32; left_out counts the
+// utterances it could not score (too short for their phones, too long, none).
+SpeechScore score_manifest(const TrainArgs& a, SpeechModel& m, const std::string& manifest, int64_t& left_out) {
+  const std::vector<Utterance> utts = read_corpus(manifest, a.lexicon);
+  SpeechSetReport report;
+  const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, m.frontend), m.frontend,
+                                        m.model->config().max_positions, &report);
+  ForwardOptions options;
+  options.precision = training_precision(a.bf16, a.tf32, m.model->device());
+  CtcBeamOptions beam;
+  beam.beam = int(a.beam);
+  left_out = report.too_short + report.too_long + report.no_phones;
+  return score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, beam);
+}
+
 }  // namespace
 
 int run_asr_training(const TrainArgs& a, const std::atomic<bool>& stop) {
@@ -195,17 +211,9 @@ int run_asr_eval(const TrainArgs& a) {
   require_device(device);
   SpeechModel m = load_speech_model(a.model, device);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Utterance> utts = read_corpus(a.data, a.lexicon);
-  SpeechSetReport report;
-  const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, m.frontend), m.frontend,
-                                        m.model->config().max_positions, &report);
-  ForwardOptions options;
-  options.precision = training_precision(a.bf16, a.tf32, device);
-  CtcBeamOptions beam;
-  beam.beam = int(a.beam);
-  const SpeechScore s = score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, beam);
+  int64_t left_out = 0;
+  const SpeechScore s = score_manifest(a, m, a.data, left_out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t left_out = report.too_short + report.too_long + report.no_phones;
   if (a.format == "json") {
     nlohmann::json speakers = nlohmann::json::object();
     for (const auto& [name, c] : s.by_speaker) speakers[name] = counts_json(c);
@@ -233,6 +241,20 @@ int run_asr_export(const TrainArgs& a, const Checkpoint& ck) {
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)
     if (!m.model->metadata().count(k) && k.rfind("optimizer.", 0) != 0) meta[k] = v;
+  for (const std::string& manifest : a.score) {
+    std::string name = std::filesystem::path(manifest).filename().string();
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0) name.resize(name.size() - 4);
+    int64_t left_out = 0;
+    const SpeechScore s = score_manifest(a, m, manifest, left_out);
+    char line[512];
+    std::snprintf(line, sizeof line, "%.2f%% (%s decoding%s; %lld utterances, %lld phones; %s)", 100 * s.overall.rate(),
+                  a.beam > 1 ? "beam" : "greedy", a.beam > 1 ? (", width " + std::to_string(a.beam)).c_str() : "",
+                  (long long)s.utterances, (long long)s.overall.reference, manifest.c_str());
+    meta["speech.per." + name] = line;
+    std::printf("%s: PER %s\n", a.output.c_str(), line);
+    if (left_out > 0) std::fprintf(stderr, "lt-train: %s: %lld utterances left out\n", manifest.c_str(), (long long)left_out);
+  }
+  add_notes(a, meta);
   m.model->save(a.output, meta, m.frontend.tensors());
   std::printf("%s: speech model written without optimizer state\n", a.output.c_str());
   return 0;

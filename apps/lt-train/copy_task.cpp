@@ -118,6 +118,7 @@ int run_copy_export(const TrainArgs& a, const Checkpoint& ck) {
   const Evaluation e = evaluate_copy(*model, a.seed, copy_batch(a));
   meta["test_accuracy"] = std::to_string(e.accuracy);
   meta["test_loss"] = std::to_string(e.loss);
+  add_notes(a, meta);
   std::printf("%s: test loss %.4f, accuracy %.4f on %lld test sequences\n", a.output.c_str(), e.loss, e.accuracy,
               (long long)e.examples);
   model->save(a.output, meta);

@@ -202,8 +202,9 @@ int run_export(const TrainArgs& a) {
   check(!a.model.empty(), "--export needs -m CHECKPOINT");
   check(a.output != a.model, "--export: -o must differ from -m");
   Checkpoint ck = load_safetensors(a.model);
-  if (ck.meta("lt.model", "image") == "copy") return run_copy_export(a, ck);
   if (ck.meta("lt.model", "image") == "speech") return run_asr_export(a, ck);
+  check(a.score.empty(), "--score: " + a.model + " is not a speech model (an image or copy model's --export scores --data)");
+  if (ck.meta("lt.model", "image") == "copy") return run_copy_export(a, ck);
   auto model = ImageModel::load(a.model, parse_device(a.device));
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)
@@ -215,6 +216,7 @@ int run_export(const TrainArgs& a) {
     meta["test_images"] = std::to_string(ev.images);
     std::printf("%s: %.4f bits/dim on %lld test images\n", a.output.c_str(), ev.bits_per_dim, (long long)ev.images);
   }
+  add_notes(a, meta);
   model->save(a.output, meta);
   return 0;
 }

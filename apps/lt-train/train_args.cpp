@@ -1,6 +1,8 @@
 // lt-train's training recipe in checkpoints: written as lt.train.* metadata,
 // read back by --resume for every option the command line leaves out; and
 // the check that flags repeated on --resume match the checkpoint's model.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,6 +16,17 @@ std::string exact(float v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", double(v));
   return buf;
+}
+
+void add_notes(const TrainArgs& a, std::map<std::string, std::string>& meta) {
+  for (const std::string& note : a.notes) {
+    const size_t eq = note.find('=');
+    const std::string key = note.substr(0, eq);
+    check(eq != std::string::npos && !key.empty() &&
+              std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-'; }),
+          "--note '" + note + "': expected KEY=TEXT, KEY of letters, digits, '_', '.' or '-'");
+    meta["note." + key] = note.substr(eq + 1);
+  }
 }
 
 namespace {

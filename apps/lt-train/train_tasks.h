@@ -25,6 +25,8 @@ struct TrainArgs {
   bool recurrent = false;  // --eval through the recurrent step
   bool bf16 = false;       // bf16 products (CPU): training and --eval; the state too with --recurrent
   bool tf32 = false;       // TF32 products (CUDA)
+  // --export of a speech model: manifests to score into the metadata, and KEY=TEXT notes.
+  std::vector<std::string> score, notes;
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0, features = 0, feature_redraw = 0;
@@ -68,7 +70,7 @@ inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--prese
                                                     "--eval-images", "--recurrent"};
 // Options of the speech task, and those of the image task it has no use for.
 inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--max-frames",
-                                                     "--spec-augment", "--beam", "--encoder"};
+                                                     "--spec-augment", "--vtlp", "--beam", "--encoder", "--score"};
 // Options of the transformer that a Bi-LSTM encoder has no use for.
 inline constexpr const char* kTransformerOnlyOptions[] = {"--heads", "--ff-dim", "--attention", "--feature-map",
                                                           "--features", "--feature-redraw"};
@@ -99,6 +101,8 @@ void check_resumed_architecture(const TrainArgs& a, const std::vector<Architectu
 
 // A float as text that reads back to the same float (metadata).
 std::string exact(float v);
+// --export's --note KEY=TEXT entries into meta as note.KEY.
+void add_notes(const TrainArgs& a, std::map<std::string, std::string>& meta);
 
 // The resolved recipe as the lt.train.* metadata adopt_recipe reads (the
 // optimizer and seed come from Trainer::save_state).

@@ -2,6 +2,7 @@
 // and the optimizer's share of a checkpoint.
 #include "lt/train.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "lt/error.h"
@@ -52,6 +53,9 @@ void Trainer::save_state(std::map<std::string, Tensor>& tensors, std::map<std::s
   metadata["lt.train.step"] = std::to_string(step());
   metadata["lt.train.optimizer"] = optimizer_->name();
   metadata["lt.train.seed"] = std::to_string(options_.seed);
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.3f", seconds_);
+  metadata["lt.train.seconds"] = seconds;
   if (options_.plateau_patience > 0) {
     // Round-trip digits: a resumed run compares against exactly these numbers.
     char buf[64];
@@ -74,6 +78,10 @@ void Trainer::restore(const Checkpoint& ck) {
     dst.copy_from(ck.get("optimizer." + name, {params_.numel()}));
   }
   optimizer_->set_step_count(ck.meta_int("lt.train.step"));
+  if (ck.metadata.count("lt.train.seconds")) {  // absent in checkpoints older than it
+    seconds_ = ck.meta_double("lt.train.seconds");
+    check(seconds_ >= 0 && std::isfinite(seconds_), ck.path + ": metadata lt.train.seconds out of range");
+  }
   if (ck.metadata.count("lt.train.lr_scale")) {
     lr_scale_ = float(ck.meta_double("lt.train.lr_scale"));
     best_eval_ = ck.meta("lt.train.best_eval") == "inf" ? HUGE_VAL : ck.meta_double("lt.train.best_eval");

@@ -28,10 +28,18 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   auto emit = [&](const TrainEvent& e) {
     if (on_event) on_event(e);
   };
+  const auto start = std::chrono::steady_clock::now();
+  auto counted = start;  // training time up to here is in trainer.seconds()
+  auto count_time = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    trainer.add_seconds(std::chrono::duration<double>(now - counted).count());
+    counted = now;
+  };
   // The step of the checkpoint on disk: a resumed run's own, or the last written.
   int64_t last_saved = trainer.step() > 0 ? trainer.step() : -1;
   auto checkpoint = [&] {
     if (s.checkpoint.empty()) return;
+    count_time();
     save_training_checkpoint(s.checkpoint, model, trainer, s.metadata, s.tensors);
     last_saved = trainer.step();
     TrainEvent e;
@@ -47,7 +55,6 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   ForwardOptions eval;
   eval.precision = s.eval_precision;
 
-  const auto start = std::chrono::steady_clock::now();
   const int64_t first = trainer.step();
   TrainResult result;
   while (trainer.step() < s.steps) {

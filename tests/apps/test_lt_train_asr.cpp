@@ -1,6 +1,8 @@
 // lt-train --task asr end to end on utterances the test synthesizes with
 // espeak-ng: train, resume, evaluate (text and JSON, per speaker), export,
 // and one-line refusals of bad input.
+#include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
@@ -87,6 +89,45 @@ TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports
   CHECK(nlohmann::json::parse(r.out)["per"] == j["per"]);
 }
 
+TEST_CASE("lt-train --export of a speech model scores --score manifests and adds --note entries to its metadata") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train"), model = tmp.file("asr.safetensors");
+  REQUIRE(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny + " --steps 3 -o '" + model + "'")
+              .exit_code == 0);
+  const Checkpoint trained = load_safetensors(model);
+  CHECK(std::stod(trained.meta("lt.train.seconds")) > 0);  // the loop's training time
+
+  const std::string exported = tmp.file("export.safetensors");
+  CommandResult r = run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + exported + "' --score '" + train +
+                                                  "' --beam 4 --note 'corpus=four espeak-ng sentences' --note x.y-1_z=");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Checkpoint ck = load_safetensors(exported);
+  // The same PER --eval prints, with its decoding and counts.
+  r = run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' --beam 4 -f json");
+  REQUIRE(r.exit_code == 0);
+  char want[64];
+  std::snprintf(want, sizeof want, "%.2f%% (beam decoding, width 4; 4 utterances, 33 phones; ",
+                100 * nlohmann::json::parse(r.out)["per"].get<double>());
+  CHECK(ck.meta("speech.per.train").rfind(want, 0) == 0);
+  CHECK(ck.meta("note.corpus") == "four espeak-ng sentences");
+  CHECK(ck.meta("note.x.y-1_z") == "");
+  CHECK(ck.meta("lt.train.seconds") == trained.meta("lt.train.seconds"));
+  CHECK(ck.tensors.count("optimizer.exp_avg") == 0);
+
+  one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note '=x'"),
+           "--note '=x': expected KEY=TEXT");
+  one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note 'a b=x'"),
+           "expected KEY=TEXT");
+  one_line(run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' --note a=b"),
+           "--score and --note are options of --export");
+  one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("c.safetensors") + "' --score '" +
+                                         tmp.file("missing.tsv") + "'"),
+           "missing.tsv");
+  CHECK(!std::filesystem::exists(tmp.file("b.safetensors")));
+  CHECK(!std::filesystem::exists(tmp.file("c.safetensors")));
+}
+
 TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment and warp") {
   TempDir tmp;
   const std::string train = synthesize_manifest(tmp, "train");
@@ -95,6 +136,7 @@ TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keepin
   const std::string common = "--task asr --data '" + train + "' " + kTiny + " --spec-augment --dropout 0.2 ";
   REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 6 -o '" + straight + "'").exit_code == 0);
   REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 3 -o '" + resumed + "'").exit_code == 0);
+  const std::string half_seconds = load_safetensors(resumed).meta("lt.train.seconds");
   // Resumed without repeating --spec-augment or --vtlp: the checkpoint's recipe has them.
   const CommandResult r =
       run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --steps 6 -q -o '" + resumed + "'");
@@ -104,6 +146,8 @@ TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keepin
   CHECK(ck.meta("speech.spec_augment") == "1");
   CHECK(std::stof(ck.meta("speech.vtlp")) == 0.1f);
   CHECK(tensor_values(resumed) == tensor_values(straight));
+  // Training time adds up over the two runs.
+  CHECK(std::stod(ck.meta("lt.train.seconds")) > std::stod(half_seconds));
   // The warp changes what the model is trained on.
   REQUIRE(run_tool(tmp, "lt-train", common + "--steps 6 -o '" + unwarped + "'").exit_code == 0);
   CHECK(load_safetensors(unwarped).meta("speech.vtlp") == "0");

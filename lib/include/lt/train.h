@@ -51,9 +51,13 @@ class Trainer {
   bool report_evaluation(double loss);
   float lr_scale() const { return lr_scale_; }
   const Optimizer& optimizer() const { return *optimizer_; }
+  // Wall seconds of training so far, over every resumed run (the loop adds
+  // its own); saved and restored with the optimizer's state.
+  double seconds() const { return seconds_; }
+  void add_seconds(double s) { seconds_ += s; }
 
   // Adds "optimizer.exp_avg", "optimizer.exp_avg_sq" and the metadata
-  // lt.train.step, lt.train.optimizer, lt.train.seed and the plateau rule's
+  // lt.train.step, lt.train.optimizer, lt.train.seed, lt.train.seconds and the plateau rule's
   // lt.train.lr_scale, lt.train.best_eval, lt.train.evals_without_gain.
   void save_state(std::map<std::string, Tensor>& tensors, std::map<std::string, std::string>& metadata) const;
   // Restores what save_state wrote; errors name the checkpoint's file.
@@ -67,6 +71,7 @@ class Trainer {
   float lr_scale_ = 1;
   double best_eval_ = HUGE_VAL;
   int64_t evals_without_gain_ = 0;
+  double seconds_ = 0;
 };
 
 // Examples in a deterministic order: epoch after epoch, each a permutation of
