@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("-m,--model", a.model, "checkpoint to evaluate or export");
   app.add_option("-o,--output", a.output, "checkpoint written during training (and by --export)")->capture_default_str();
   app.add_option("--init", a.init, "start from this model's parameters and architecture with a fresh optimizer at step 0 (ignored when --resume finds --output)")->check(CLI::ExistingFile);
-  app.add_flag("--resume", a.resume, "continue training --output: its model (architecture flags, if repeated, must match it), optimizer state and step, and its seed, batch, steps and schedule unless given");
+  app.add_flag("--resume", a.resume, "continue training --output: its model (architecture flags, if repeated, must match it), optimizer state and step, and its seed, batch, steps, schedule and evaluation and checkpoint intervals unless given");
 
   auto* model = app.add_option_group("model", "model (0 or empty: the preset's value)");
   model->add_option("--preset", a.preset, "mnist or cifar10 (default: from the image size); copy: the paper's copy model")->capture_default_str();

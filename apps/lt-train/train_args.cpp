@@ -53,6 +53,8 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
                                               {"lt.train.min_lr", exact(s.min_lr)},
                                               {"lt.train.clip", exact(a.clip)},
                                               {"lt.train.feature_redraw", std::to_string(a.feature_redraw)},
+                                              {"lt.train.eval_every", std::to_string(a.eval_every)},
+                                              {"lt.train.checkpoint_every", std::to_string(a.checkpoint_every)},
                                               {"lt.train.precision", a.bf16 ? "bf16" : "fp32"},
                                               {"lt.train.command", a.command}};
   if (!a.resumed_with.empty()) meta["lt.train.resumed_with"] = a.resumed_with;
@@ -75,6 +77,8 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   if (adopt("--clip", "clip")) clip = parse_float(ck, "lt.train.clip");
   if (adopt("--feature-redraw", "feature_redraw")) feature_redraw = ck.meta_int("lt.train.feature_redraw");
   if (adopt("--plateau", "plateau")) plateau = int(ck.meta_int("lt.train.plateau"));
+  if (adopt("--eval-every", "eval_every")) eval_every = ck.meta_int("lt.train.eval_every");
+  if (adopt("--checkpoint-every", "checkpoint_every")) checkpoint_every = ck.meta_int("lt.train.checkpoint_every");
   if (device == "cpu" && ck.meta("lt.train.precision", "fp32") == "bf16") bf16 = true;  // a bf16 run stays one
   // The speech task's data recipe (its model and front end come with the checkpoint).
   if (!given.count("--spec-augment") && ck.metadata.count("speech.spec_augment"))

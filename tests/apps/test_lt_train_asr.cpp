@@ -41,6 +41,11 @@ std::string synthesize_manifest(const TempDir& dir, const std::string& name) {
   return path;
 }
 
+std::string text_of(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
 // A refusal: a non-zero exit and one line on stderr that says want.
 void one_line(const CommandResult& r, const std::string& want) {
   INFO(r.err);
@@ -62,10 +67,14 @@ TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("PER") != std::string::npos);
 
-  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --valid '" + train + "' --resume --steps 6 -q -o '" + model + "'");
+  // Resumed without --eval-every: the run's own (2) evaluates at step 6.
+  const std::string log = tmp.file("resumed.jsonl");
+  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --valid '" + train + "' --resume --steps 8 -q -o '" +
+                                    model + "' --log '" + log + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("step 6") != std::string::npos);
+  CHECK(r.out.find("step 8") != std::string::npos);
+  CHECK(text_of(log).find("\"event\":\"eval\",\"step\":6") != std::string::npos);
 
   r = run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' -f json");
   INFO(r.err);
