@@ -34,7 +34,7 @@ TEST_CASE("under-load.sh runs the command beside K busy processes and stops them
   const std::string listing = dir.file("children"), self = dir.file("self");
   // The command records its own pid and its parent's (the script's) children,
   // then sleeps long enough for the loops to be seen running.
-  const std::string command = "sh -c 'echo $$ > \"" + self + "\"; ps -o pid= --ppid $PPID > \"" + listing +
+  const std::string command = "sh -c 'echo $$ > \"" + self + "\"; cat /proc/$PPID/task/$PPID/children > \"" + listing +
                               "\"; grep procs_running /proc/stat >&2; sleep 0.3'";
   const CommandResult r = run_program(dir, kScript, "3 " + command);
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
