@@ -142,7 +142,7 @@ TEST_CASE("lt-bench generate writes jsonl rows with images_per_s, and the KV cac
   CHECK(blas_rows[0]["images_per_s"].get<double>() > 0);
 }
 
-TEST_CASE("lt-bench generate times LSH sampling by recomputation, and its cost grows with the prefix") {
+TEST_CASE("lt-bench generate times LSH sampling by recomputation and says so in its rows") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "generate" + kTinyModel + "-b 2 -a lsh-1 lsh-4 linear --steps 4 -q -f jsonl");
   INFO("stderr: " << r.err);
@@ -159,9 +159,9 @@ TEST_CASE("lt-bench generate times LSH sampling by recomputation, and its cost g
     CHECK(rows[i]["peak_mb"].get<double>() > 0);
   }
   CHECK(rows[2]["sampling"] == "recurrent");
-  // A step of the recurrent state is constant, a recomputation a pass over
-  // ~400 positions on average: far slower even for this tiny model.
-  CHECK(rows[0]["ms_per_step"].get<double>() > 5 * rows[2]["ms_per_step"].get<double>());
+  // (How much slower recomputation is belongs to docs/benchmarks.md, not to a
+  // timed test: that it recomputes the prefix is pinned by the LSH sampling
+  // test against the parallel pass.)
   check_one_line_error(lt_bench(dir, "generate -a lsh-0 -q"), "lsh-0");
   check_one_line_error(lt_bench(dir, "generate -a reformer -q"), "reformer");
 }
