@@ -30,12 +30,8 @@ inline CommandResult run_program(const TempDir& dir, const std::string& path, co
   int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const std::string& path) {
-    std::vector<uint8_t> b = read_bytes(path);
-    return std::string(b.begin(), b.end());
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_text(out);
+  r.err = read_text(err);
   INFO("command: ", cmd);
   return r;
 }

@@ -41,11 +41,6 @@ std::string synthesize_manifest(const TempDir& dir, const std::string& name) {
   return path;
 }
 
-std::string text_of(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
-
 // A refusal: a non-zero exit and one line on stderr that says want.
 void one_line(const CommandResult& r, const std::string& want) {
   INFO(r.err);
@@ -74,7 +69,7 @@ TEST_CASE("lt-train --task asr trains on a manifest, resumes, and --eval reports
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("step 8") != std::string::npos);
-  CHECK(text_of(log).find("\"event\":\"eval\",\"step\":6") != std::string::npos);
+  CHECK(read_text(log).find("\"event\":\"eval\",\"step\":6") != std::string::npos);
 
   r = run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' -f json");
   INFO(r.err);

@@ -13,11 +13,6 @@ namespace {
 
 const std::string kScript = std::string(LT_SCRIPTS_DIR) + "/under-load.sh";
 
-std::string text_of(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
-
 // The script's other children while the command runs: its busy loops.
 std::vector<int> siblings(const std::string& listing, int self) {
   std::vector<int> pids;
@@ -44,7 +39,7 @@ TEST_CASE("under-load.sh runs the command beside K busy processes and stops them
   CHECK(seconds < 10);
   CHECK(r.err.find("procs_running") != std::string::npos);  // the command's stdout goes to stderr
 
-  const std::vector<int> loops = siblings(text_of(listing), std::stoi(text_of(self)));
+  const std::vector<int> loops = siblings(read_text(listing), std::stoi(read_text(self)));
   REQUIRE(loops.size() == 3);
   for (int pid : loops) CHECK(kill(pid, 0) != 0);  // all stopped
 

@@ -48,6 +48,11 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+inline std::string read_text(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
 inline std::vector<uint8_t> random_bytes(Rng& rng, int64_t n) {
   std::vector<uint8_t> v(static_cast<size_t>(n));
   for (auto& b : v) b = uint8_t(rng.integer(0, 255));

@@ -114,27 +114,3 @@ TEST_CASE("LSH with one bucket: sampling NLLs equal one parallel pass over the f
     for (size_t i = 0; i < nll.size(); ++i) CHECK(nll[i] == doctest::Approx(full[i]).epsilon(1e-5));
   }
 }
-
-TEST_CASE("LSH completions by recomputation keep the known subpixels") {
-  const uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  ImageModel model(small_config("lsh-4", 64), Device::cpu);
-  model.init_parameters(seed);
-  const int64_t K = 4, S = model.config().subpixels();
-  ImageGenerator gen(model, K);
-  ImageConstraint k;
-  for (int64_t i = 0; i < S; ++i) {
-    k.values.push_back(uint8_t(rng.integer(0, 255)));
-    k.known.push_back(i < 7 || rng.integer(0, 1));
-  }
-  std::vector<uint8_t> pixels;
-  gen.generate(seed, pixels, &k);
-  bool differ = false;
-  for (int64_t b = 0; b < K; ++b)
-    for (int64_t i = 0; i < S; ++i) {
-      if (k.known[i]) REQUIRE(pixels[b * S + i] == k.values[i]);
-      differ |= pixels[b * S + i] != pixels[i];
-    }
-  CHECK(differ);
-}

@@ -3,10 +3,8 @@
 // <unk> sums to 1; a manifest's words column gives the same file as the
 // text; the vocabulary options send other words to <unk>.
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "lt/language_model.h"
 #include "speech/arpa_reference.h"
@@ -22,10 +20,7 @@ int make_lm(const TempDir& tmp, const std::string& arguments, std::string* log) 
   const std::string command =
       "python3 '" + std::string(LT_SCRIPTS_DIR) + "/speech/make_lm.py' " + arguments + " 2>'" + err + "'";
   const int status = std::system(command.c_str());
-  std::ifstream f(err);
-  std::stringstream s;
-  s << f.rdbuf();
-  *log = s.str();
+  *log = read_text(err);
   return status;
 }
 
