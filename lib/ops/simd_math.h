@@ -13,9 +13,12 @@ namespace lt::simd_math {
 // 2^n written into the exponent bits. Below -87.3 (where 2^n would be
 // denormal) the result is 0; a NaN stays NaN.
 inline float exp(float x) {
-  // fmax/fmin send a NaN to -87.3, so that the integer conversion below
-  // stays defined; the NaN itself is returned at the end.
-  const float xc = std::fmin(std::fmax(x, -87.3f), 88.f);
+  // The clamp sends a NaN to -87.3, so that the integer conversion below
+  // stays defined; the NaN itself is returned at the end. Comparisons, not
+  // std::fmin/fmax: GCC does not vectorise those calls without -ffast-math,
+  // which would leave every loop that calls exp scalar.
+  const float low = x > -87.3f ? x : -87.3f;
+  const float xc = low < 88.f ? low : 88.f;
   const float shifter = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (xc * 1.44269504f + shifter) - shifter;
   float r = xc - n * 0.693359375f;  // ln2 split in two; n * 0.693359375 is exact
