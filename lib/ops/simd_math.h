@@ -1,4 +1,4 @@
-// exp and erfc as straight-line float code that the compiler vectorises inside
+// exp, sigmoid, tanh and erfc as straight-line float code that the compiler vectorises inside
 // `omp simd` loops; libm's expf and erff are scalar calls (erff ~11 ns each
 // here), which would dominate softmax attention rows and the activations.
 #pragma once
@@ -34,6 +34,24 @@ inline float exp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return x < -87.3f ? 0.f : (x == x ? p * scale : x);
+}
+
+// 1 / (1 + e^-x): below 1e-38 under -88, 1 above 87.3, NaN stays NaN.
+inline float sigmoid(float x) { return 1.f / (1.f + exp(-x)); }
+
+// tanh(x) within a few ulp: Cephes' tanhf, an odd polynomial below 0.625,
+// where 1 - 2 / (e^2|x| + 1) would lose the low bits of a small result, and
+// that formula above. NaN stays NaN.
+inline float tanh(float x) {
+  const float ax = x < 0.f ? -x : x, z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * x + x;
+  const float large = 1.f - 2.f / (exp(2.f * ax) + 1.f);
+  return ax < 0.625f ? small : (x < 0.f ? -large : large);
 }
 
 // The elementwise feature maps phi (eq. 7), here so that the activation ops

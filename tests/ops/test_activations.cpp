@@ -116,3 +116,24 @@ TEST_CASE("the vectorised exp is within 2 ulp of libm's, 0 below -87.3, and keep
   elu_plus_one_forward(x, y);
   CHECK(std::isnan(y.to_vector()[1]));
 }
+
+TEST_CASE("the vectorised sigmoid and tanh are within a few ulp of float64's, saturate, and keep NaN") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (int i = 0; i < 20000; ++i) {
+    // Half the draws small, where tanh's result is small and must keep its low bits.
+    const float x = float(i % 2 ? rng.uniform(-30, 30) : rng.uniform(-1, 1) * std::pow(10.0, rng.uniform(-6, 0)));
+    INFO("x " << x);
+    const double s = 1 / (1 + std::exp(-double(x))), t = std::tanh(double(x));
+    CHECK(std::abs(double(simd_math::sigmoid(x)) - s) <= 4e-7 * s);
+    CHECK(std::abs(double(simd_math::tanh(x)) - t) <= 4e-7 * std::abs(t));
+  }
+  CHECK(simd_math::sigmoid(-200.f) < 1e-38f);  // e^-x saturates at e^88
+  CHECK(simd_math::sigmoid(200.f) == 1.f);
+  CHECK(simd_math::tanh(200.f) == 1.f);
+  CHECK(simd_math::tanh(-200.f) == -1.f);
+  CHECK(simd_math::tanh(0.f) == 0.f);
+  CHECK(std::isnan(simd_math::sigmoid(NAN)));
+  CHECK(std::isnan(simd_math::tanh(NAN)));
+}
