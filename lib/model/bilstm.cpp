@@ -18,7 +18,9 @@
 #include <random>
 
 #include "backend/cpu_blas.h"
+#include "lt/backend.h"
 #include "lt/ops.h"
+#include "lt/packed_linear.h"
 #include "lt/random.h"
 #include "model/grown_view.h"
 #include "ops/simd_math.h"
@@ -43,7 +45,8 @@ struct BiLstm::Buffers {
   std::vector<int32_t> lengths;  // the last forward's, one per row
   ForwardOptions pass;           // the last forward's, which backward repeats
   // Storage, then the views of the last forward.
-  Tensor x_store, dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store;
+  Tensor x_store, dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store, rec_store,
+      w_hh_t_store;
   std::vector<Tensor> out_store, gates_store, h_store, c_store;
   Tensor x;                    // [L, B, in]: the input, transposed
   std::vector<Tensor> out;     // per layer [L, B, 2H]: both directions' h (after dropout, but the last)
@@ -58,16 +61,39 @@ void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, floa
     for (int64_t b = 0; b < n1; ++b) std::memcpy(dst + (b * n0 + a) * C, src + (a * n1 + b) * C, C * sizeof(float));
 }
 
-// One row's step: a [4H] holds x W_ih^T + b_ih + h W_hh^T and becomes the
-// activated gates i f g o; the new state from the previous cell state cp.
+// y [rows, out] = x [rows, in] W^T (+ b) for the many small products of a
+// pass, one per step, with W [out, in] packed once per pass (OpenBLAS would
+// pack it again at every step: a tenth of a training step); plain sgemm
+// where the CPU lacks AVX-512.
+class StepProduct {
+ public:
+  void prepare(const Tensor& W) {
+    W_ = W;
+    if (cpu_has_avx512()) packed_ = PackedLinear(W, Products::fp32);
+  }
+  void run(const Tensor& x, const Tensor& b, Tensor& y) const {
+    if (packed_.out() > 0) return packed_.forward(x, b, y);
+    const int64_t rows = x.dim(0), out = W_.dim(0), in = W_.dim(1);
+    for (int64_t r = 0; r < rows && b.defined(); ++r) std::memcpy(y.data() + r * out, b.data(), out * sizeof(float));
+    cpu::sgemm(false, true, rows, out, in, 1.f, x.data(), in, W_.data(), in, b.defined() ? 1.f : 0.f, y.data(), out);
+  }
+
+ private:
+  Tensor W_;
+  PackedLinear packed_;
+};
+
+// One row's step: a [4H] holds x W_ih^T + b_ih, rec h W_hh^T + b_hh; a
+// becomes the activated gates i f g o, and the new state comes from the
+// previous cell state cp.
 // Vectorised along the hidden units (simd_math: libm's tanhf and expf are
 // scalar calls, a fifth of a training step when they were used here).
-void lstm_cell(float* a, const float* b_hh, const float* cp, float* ct, float* ht, int64_t H) {
+void lstm_cell(float* a, const float* rec, const float* cp, float* ct, float* ht, int64_t H) {
 #pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
-    const float i = simd_math::sigmoid(a[j] + b_hh[j]), f = simd_math::sigmoid(a[H + j] + b_hh[H + j]);
-    const float g = simd_math::tanh(a[2 * H + j] + b_hh[2 * H + j]);
-    const float o = simd_math::sigmoid(a[3 * H + j] + b_hh[3 * H + j]);
+    const float i = simd_math::sigmoid(a[j] + rec[j]), f = simd_math::sigmoid(a[H + j] + rec[H + j]);
+    const float g = simd_math::tanh(a[2 * H + j] + rec[2 * H + j]);
+    const float o = simd_math::sigmoid(a[3 * H + j] + rec[3 * H + j]);
     a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
     const float c = f * cp[j] + i * g;
     ct[j] = c;
@@ -163,7 +189,10 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
   linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
                  b.pass.precision.products);
   float *gates = b.gates[k].data(), *h = b.h[k].data(), *c = b.c[k].data(), *out = b.out[l].data();
-  const float *w_hh = params_.value(p.w_hh).data(), *b_hh = params_.value(p.b_hh).data();
+  StepProduct recurrent;
+  recurrent.prepare(params_.value(p.w_hh));
+  const Tensor b_hh = params_.value(p.b_hh), h_slots = b.h[k].reshape({(L + 1) * B, H});
+  Tensor rec = grown_view(b.rec_store, {B, G}, Device::cpu);
   const int64_t zero_slot = d == 0 ? 0 : L;
   std::memset(h + zero_slot * B * H, 0, B * H * sizeof(float));
   std::memset(c + zero_slot * B * H, 0, B * H * sizeof(float));
@@ -171,7 +200,7 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
     const int64_t t = d == 0 ? s : L - 1 - s;
     const int64_t prev = t + d, next = t + 1 - d;  // slots of the state before and after the step
     float* gt = gates + t * B * G;
-    cpu::sgemm(false, true, B, G, H, 1.f, h + prev * B * H, H, w_hh, H, 1.f, gt, G);  // += h_{t-1} W_hh^T
+    recurrent.run(h_slots.rows(prev * B, prev * B + B), b_hh, rec);  // h_{t-1} W_hh^T + b_hh
     for (int64_t r = 0; r < B; ++r) {
       float *a = gt + r * G, *ht = h + (next * B + r) * H, *ct = c + (next * B + r) * H;
       const float* cp = c + (prev * B + r) * H;
@@ -180,7 +209,7 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
         std::memset(ct, 0, H * sizeof(float));
         continue;
       }
-      lstm_cell(a, b_hh, cp, ct, ht, H);
+      lstm_cell(a, rec.data() + r * G, cp, ct, ht, H);
     }
     for (int64_t r = 0; r < B; ++r)
       std::memcpy(out + (t * B + r) * 2 * H + d * H, h + (next * B + r) * H, H * sizeof(float));
@@ -223,7 +252,14 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
   Tensor dh = grown_view(b.dh_store, {B, H}, Device::cpu), dc = grown_view(b.dc_store, {B, H}, Device::cpu);
   dh.zero(), dc.zero();
   const float *gates = b.gates[k].data(), *c = b.c[k].data(), *dy = dout.data();
-  const float* w_hh = params_.value(p.w_hh).data();
+  // dh_{t-1} = dgates W_hh: products with W_hh^T [H, G] as the weights.
+  const Tensor w_hh = params_.value(p.w_hh);
+  Tensor w_hh_t = grown_view(b.w_hh_t_store, {H, G}, Device::cpu);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t j = 0; j < H; ++j) w_hh_t.data()[j * G + g] = w_hh.data()[g * H + j];
+  StepProduct recurrent;
+  recurrent.prepare(w_hh_t);
+  const Tensor dgates2 = dgates.reshape({L * B, G});
   float *dg = dgates.data(), *dhp = dh.data(), *dcp = dc.data();
   for (int64_t s = 0; s < L; ++s) {
     const int64_t t = d == 0 ? L - 1 - s : s;  // the forward pass's steps in reverse
@@ -240,13 +276,12 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
       const float* dyr = dy + (t * B + r) * 2 * H + d * H;
       lstm_cell_backward(a, ct, cp, dyr, dhr, dcr, da, H);
     }
-    cpu::sgemm(false, false, B, H, G, 1.f, dgt, G, w_hh, H, 0.f, dhp, H);  // dh_{t-1} = dgates W_hh
+    recurrent.run(dgates2.rows(t * B, t * B + B), Tensor(), dh);
   }
   // The previous states of all steps are slots d .. d+L-1: dW_hh += dgates^T h_prev, db_hh += sum dgates.
   Tensor none, dw_hh = params_.grad(p.w_hh), db_hh = params_.grad(p.b_hh);
   Tensor h_prev = b.h[k].reshape({(L + 1) * B, H}).rows(d * B, (d + L) * B);
-  Tensor dgates2 = dgates.reshape({L * B, G});
-  linear_backward(h_prev, params_.value(p.w_hh), dgates2, none, dw_hh, db_hh);
+  linear_backward(h_prev, w_hh, dgates2, none, dw_hh, db_hh);
   Tensor dw_ih = params_.grad(p.w_ih), db_ih = params_.grad(p.b_ih);
   const int64_t width = in.dim(2);
   Tensor in2 = in.reshape({L * B, width});
