@@ -17,12 +17,10 @@
 #include <cstring>
 #include <random>
 
-#include "backend/cpu_blas.h"
-#include "lt/backend.h"
 #include "lt/ops.h"
-#include "lt/packed_linear.h"
 #include "lt/random.h"
 #include "model/grown_view.h"
+#include "model/step_linear.h"
 #include "ops/simd_math.h"
 
 namespace lt {
@@ -52,6 +50,11 @@ struct BiLstm::Buffers {
   std::vector<Tensor> out;     // per layer [L, B, 2H]: both directions' h (after dropout, but the last)
   std::vector<Tensor> gates;   // per direction [L, B, 4H]: the activated gates i f g o
   std::vector<Tensor> h, c;    // per direction [L + 1, B, H]
+  // The recurrent products, one per step, with weights packed once per pass
+  // (OpenBLAS would pack them again at every step: a tenth of a training
+  // step): W_hh in forward, W_hh^T in backward (every layer's have the same
+  // shape, so one packing's storage serves them all).
+  StepLinear forward_step, backward_step;
 };
 
 namespace {
@@ -60,28 +63,6 @@ void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, floa
   for (int64_t a = 0; a < n0; ++a)
     for (int64_t b = 0; b < n1; ++b) std::memcpy(dst + (b * n0 + a) * C, src + (a * n1 + b) * C, C * sizeof(float));
 }
-
-// y [rows, out] = x [rows, in] W^T (+ b) for the many small products of a
-// pass, one per step, with W [out, in] packed once per pass (OpenBLAS would
-// pack it again at every step: a tenth of a training step); plain sgemm
-// where the CPU lacks AVX-512.
-class StepProduct {
- public:
-  void prepare(const Tensor& W) {
-    W_ = W;
-    if (cpu_has_avx512()) packed_ = PackedLinear(W, Products::fp32);
-  }
-  void run(const Tensor& x, const Tensor& b, Tensor& y) const {
-    if (packed_.out() > 0) return packed_.forward(x, b, y);
-    const int64_t rows = x.dim(0), out = W_.dim(0), in = W_.dim(1);
-    for (int64_t r = 0; r < rows && b.defined(); ++r) std::memcpy(y.data() + r * out, b.data(), out * sizeof(float));
-    cpu::sgemm(false, true, rows, out, in, 1.f, x.data(), in, W_.data(), in, b.defined() ? 1.f : 0.f, y.data(), out);
-  }
-
- private:
-  Tensor W_;
-  PackedLinear packed_;
-};
 
 // One row's step: a [4H] holds x W_ih^T + b_ih, rec h W_hh^T + b_hh; a
 // becomes the activated gates i f g o, and the new state comes from the
@@ -189,8 +170,8 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
   linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
                  b.pass.precision.products);
   float *gates = b.gates[k].data(), *h = b.h[k].data(), *c = b.c[k].data(), *out = b.out[l].data();
-  StepProduct recurrent;
-  recurrent.prepare(params_.value(p.w_hh));
+  StepLinear& recurrent = b.forward_step;
+  recurrent.prepare(params_.value(p.w_hh), Products::fp32, StepLinear::packing_pays(Device::cpu, Products::fp32));
   const Tensor b_hh = params_.value(p.b_hh), h_slots = b.h[k].reshape({(L + 1) * B, H});
   Tensor rec = grown_view(b.rec_store, {B, G}, Device::cpu);
   const int64_t zero_slot = d == 0 ? 0 : L;
@@ -200,7 +181,7 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
     const int64_t t = d == 0 ? s : L - 1 - s;
     const int64_t prev = t + d, next = t + 1 - d;  // slots of the state before and after the step
     float* gt = gates + t * B * G;
-    recurrent.run(h_slots.rows(prev * B, prev * B + B), b_hh, rec);  // h_{t-1} W_hh^T + b_hh
+    recurrent.forward(h_slots.rows(prev * B, prev * B + B), b_hh, rec);  // h_{t-1} W_hh^T + b_hh
     for (int64_t r = 0; r < B; ++r) {
       float *a = gt + r * G, *ht = h + (next * B + r) * H, *ct = c + (next * B + r) * H;
       const float* cp = c + (prev * B + r) * H;
@@ -257,8 +238,8 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
   Tensor w_hh_t = grown_view(b.w_hh_t_store, {H, G}, Device::cpu);
   for (int64_t g = 0; g < G; ++g)
     for (int64_t j = 0; j < H; ++j) w_hh_t.data()[j * G + g] = w_hh.data()[g * H + j];
-  StepProduct recurrent;
-  recurrent.prepare(w_hh_t);
+  StepLinear& recurrent = b.backward_step;
+  recurrent.prepare(w_hh_t, Products::fp32, StepLinear::packing_pays(Device::cpu, Products::fp32));
   const Tensor dgates2 = dgates.reshape({L * B, G});
   float *dg = dgates.data(), *dhp = dh.data(), *dcp = dc.data();
   for (int64_t s = 0; s < L; ++s) {
@@ -276,7 +257,7 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
       const float* dyr = dy + (t * B + r) * 2 * H + d * H;
       lstm_cell_backward(a, ct, cp, dyr, dhr, dcr, da, H);
     }
-    recurrent.run(dgates2.rows(t * B, t * B + B), Tensor(), dh);
+    recurrent.forward(dgates2.rows(t * B, t * B + B), Tensor(), dh);
   }
   // The previous states of all steps are slots d .. d+L-1: dW_hh += dgates^T h_prev, db_hh += sum dgates.
   Tensor none, dw_hh = params_.grad(p.w_hh), db_hh = params_.grad(p.b_hh);

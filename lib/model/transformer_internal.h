@@ -3,6 +3,7 @@
 #pragma once
 #include "lt/ops.h"
 #include "lt/transformer.h"
+#include "model/step_linear.h"
 
 namespace lt {
 
@@ -34,22 +35,6 @@ struct TransformerStack::StepBuffers {
   Tensor att, o, x1, cur, next;           // [B, d]
   Tensor h;                               // [B, ff]
   Tensor mean, rstd;                      // [B]: the final norm's
-};
-
-// One product of the step: the weights packed for this CPU's vector units
-// (PackedLinear), or the plain matrix for OpenBLAS and cuBLAS.
-struct StepLinear {
-  PackedLinear packed;
-  Tensor W;  // defined when not packed
-  Products products = Products::fp32;
-  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const {
-    if (!W.defined())
-      packed.forward(x, b, y, relu);
-    else if (relu)
-      linear_relu_forward(x, W, b, y, products);
-    else
-      linear_forward(x, W, b, y, products);
-  }
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.

@@ -120,18 +120,12 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
   check_recurrent_form();
   const Device dev = params_.device();
   Precision{products}.check_runs_on(dev);
-  // Packing pays on an AVX-512 CPU; elsewhere OpenBLAS or cuBLAS take the
-  // plain matrices.
   check(pack_weights || products != Products::bf16, "bf16 step products need packed weights");
-  const bool pack = pack_weights && dev == Device::cpu && (products == Products::bf16 || cpu_has_avx512());
+  const bool pack = pack_weights && StepLinear::packing_pays(dev, products);
   const int64_t d = config_.d_model;
   auto linear = [&](const Tensor& W) {
     StepLinear s;
-    if (pack)
-      s.packed = PackedLinear(W, products);
-    else
-      s.W = W;
-    s.products = products;
+    s.prepare(W, products, pack);
     return s;
   };
   auto w = std::make_unique<StepWeights>();

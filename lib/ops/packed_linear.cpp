@@ -120,16 +120,29 @@ PackedLinear::PackedLinear(const Tensor& W, Products products) : products_(produ
     check(cpu_has_avx512(), "packed fp32 products need a CPU with AVX-512 (this one lacks it)");
   out_ = W.dim(0), in_ = W.dim(1);
   const int64_t panels = (out_ + kPanel - 1) / kPanel;
-  const float* w = W.data();
-  if (products == Products::fp32) {
+  // Zeros where a panel or a pair runs past W: pack() writes only W's values.
+  if (products == Products::fp32)
     packed_ = Tensor::zeros({panels * in_ * kPanel});
+  else
+    packed_ = Tensor::zeros({panels * ((in_ + 1) / 2) * kPanel}, Device::cpu, DType::i32);
+  pack(W.data());
+}
+
+void PackedLinear::repack(const Tensor& W) {
+  check(W.device() == Device::cpu && W.ndim() == 2 && W.dim(0) == out_ && W.dim(1) == in_,
+        "packed linear weights to repack must be [" + std::to_string(out_) + ", " + std::to_string(in_) +
+            "] on the CPU, got " + shape_str(W.shape()));
+  pack(W.data());
+}
+
+void PackedLinear::pack(const float* w) {
+  if (products_ == Products::fp32) {
     float* p = packed_.data();
     for (int64_t n = 0; n < out_; ++n)
       for (int64_t i = 0; i < in_; ++i) p[((n / kPanel) * in_ + i) * kPanel + n % kPanel] = w[n * in_ + i];
     return;
   }
   const int64_t pairs = (in_ + 1) / 2;
-  packed_ = Tensor::zeros({panels * pairs * kPanel}, Device::cpu, DType::i32);
   uint16_t* p = reinterpret_cast<uint16_t*>(packed_.data_i32());
   for (int64_t n = 0; n < out_; ++n)
     for (int64_t i = 0; i < in_; ++i)

@@ -70,3 +70,21 @@ TEST_CASE("packed linear keeps leading axes, ignores the thread count and reject
     CHECK_THROWS_AS(L.forward(x, rng.randn({69}), y), Error);
   }
 }
+
+TEST_CASE("packed linear repacks new weights into its storage as a fresh packing would, and rejects a new shape") {
+  for (Products prec : {Products::fp32, Products::bf16}) {
+    if (skip_without(prec)) continue;
+    const uint64_t seed = fresh_seed();
+    INFO("seed " << seed << " " << products_name(prec));
+    Rng rng(seed);
+    const int64_t in = rng.integer(1, 90), out = rng.integer(1, 90);  // odd sizes leave padded panels and pairs
+    Tensor x = rng.randn({5, in}), b = rng.randn({out}), again = Tensor::empty({5, out}), fresh = again.clone();
+    PackedLinear L(rng.randn({out, in}), prec);
+    const Tensor W = rng.randn({out, in});
+    L.repack(W);
+    L.forward(x, b, again);
+    PackedLinear(W, prec).forward(x, b, fresh);
+    CHECK(again.to_vector() == fresh.to_vector());
+    CHECK_THROWS_WITH_AS(L.repack(rng.randn({out + 1, in})), doctest::Contains("to repack must be"), Error);
+  }
+}

@@ -18,6 +18,9 @@ class PackedLinear {
   // later changes to W are not seen. Throws lt::Error when the CPU lacks
   // what the precision needs (AVX-512; AVX512_BF16 for bf16).
   PackedLinear(const Tensor& W, Products products);
+  // Packs new values of W, shaped as before, into the same storage: for
+  // weights that change between passes (training), without allocating.
+  void repack(const Tensor& W);
   // y = x W^T + b (then max(0, .) when relu); x [..., in], y [..., out], b
   // [out] or undefined. Every output is computed by one thread in a fixed
   // order: the result does not depend on the number of threads. Not
@@ -30,6 +33,7 @@ class PackedLinear {
  private:
   int64_t in_ = 0, out_ = 0;
   Products products_ = Products::fp32;
+  void pack(const float* w);
   // Tensors, so that memory accounting (lt-bench's peak) sees them: fp32
   // panels, or bf16 pairs stored as one i32 each.
   Tensor packed_;
