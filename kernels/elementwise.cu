@@ -1,6 +1,7 @@
 // Elementwise sum and accumulation: grid-stride loops, so any n fits a grid
 // of bounded size. y may alias a or b: each element is read before written by
-// the same thread. Column copies are one strided cudaMemcpy2D.
+// the same thread. Column copies are one strided cudaMemcpy2D. Swapping two
+// leading axes writes dst in order (coalesced), reading src by blocks of C.
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -22,6 +23,15 @@ __global__ void accumulate_kernel(float* dst, const float* src, long long n) {
     dst[i] += src[i];
 }
 
+// dst element e = (b * n0 + a) * C + c comes from src (a * n1 + b) * C + c.
+__global__ void swap_kernel(const float* src, long long n0, long long n1, long long C, float* dst) {
+  const long long n = n0 * n1 * C;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
+    const long long c = e % C, ba = e / C, a = ba % n0, b = ba / n0;
+    dst[e] = src[(a * n1 + b) * C + c];
+  }
+}
+
 }  // namespace
 
 void add(const float* a, const float* b, float* y, int64_t n) {
@@ -40,6 +50,13 @@ void copy_columns(const float* src, int64_t src_cols, int64_t first, float* dst,
   if (rows == 0 || cols == 0) return;
   LT_CUDA_CHECK(cudaMemcpy2DAsync(dst, cols * sizeof(float), src + first, src_cols * sizeof(float),
                                   cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, 0));
+}
+
+void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, float* dst) {
+  const int64_t n = n0 * n1 * C;
+  if (n == 0) return;
+  swap_kernel<<<grid_for(n), kThreads>>>(src, n0, n1, C, dst);
+  LT_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace lt::cuda

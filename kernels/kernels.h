@@ -51,6 +51,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "layernorm.h"
 #include "linear_attention.h"
 #include "linear_attention_step.h"
+#include "lstm_cell.h"
 #include "optim.h"
 #include "position_code.h"
 #include "softmax.h"

@@ -35,7 +35,7 @@ if [ "$device" = cuda ]; then
   run generate-cuda-cifar generate --tf32 -d cuda --shape cifar -a linear softmax -b 64 256 1024 4096 --steps 192 --max-memory 60
   run train-cuda-fp32 train -d cuda --shape mnist cifar -r 5
   run train-cuda-tf32 train --tf32 -d cuda --shape mnist cifar -r 5
-  run speech-cuda speech -d cuda -a linear softmax causal-linear --frame-stack 1 3 --tf32 -r 3
+  run speech-cuda speech -d cuda -a linear softmax causal-linear bilstm --frame-stack 1 3 --tf32 -r 3
   run asr-cuda asr -d cuda --thread-counts 1
 else
   run attention-cpu attention --tokens 16384 -r 3

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   auto* speech = app.add_option_group("speech", "--task asr");
   speech->add_option("--valid", a.valid, "validation manifest or LibriSpeech folder, scored every --eval-every steps and at the end");
   speech->add_option("--lexicon", a.lexicon, "pronunciations for words without phones (CMU dict format; default: pocketsphinx's CMU dict)");
-  speech->add_option("--encoder", a.encoder, "transformer, or bilstm: the paper's Table 3 baseline, a bidirectional LSTM (3 layers of 320 per direction, PyTorch nn.LSTM's gates, dropout between layers) over the same frames and CTC head; CPU only, no --stream")->capture_default_str()->check(CLI::IsMember({"transformer", "bilstm"}));
+  speech->add_option("--encoder", a.encoder, "transformer, or bilstm: the paper's Table 3 baseline, a bidirectional LSTM (3 layers of 320 per direction, PyTorch nn.LSTM's gates, dropout between layers) over the same frames and CTC head; no --stream")->capture_default_str()->check(CLI::IsMember({"transformer", "bilstm"}));
   speech->add_option("--frame-stack", a.frame_stack, "10 ms filterbank frames stacked per encoder position (1: the paper's rate)")->capture_default_str()->check(CLI::Range(1, 16));
   speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
   speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");

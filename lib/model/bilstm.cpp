@@ -3,7 +3,9 @@
 // the whole batch is a contiguous [B, ..] block: the input projection of a
 // layer is one GEMM over all L x B positions (the linear op), the recurrent
 // product of a step one GEMM over the batch for the four fused gates, and the
-// weight gradients two GEMMs over all positions after the step loop.
+// weight gradients two GEMMs over all positions after the step loop; the
+// cell between them is an op (lstm_cell_forward/backward), so the same code
+// runs on the CPU and on CUDA (cuBLAS products, a kernel per step).
 // Each direction keeps h and c in L + 1 slots, the extra one the zero state
 // before its first step (slot 0 forward, slot L backward): a step's previous
 // state is then always slot t + d, and the previous states of all steps are
@@ -14,14 +16,12 @@
 #include "lt/bilstm.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 #include "lt/ops.h"
 #include "lt/random.h"
 #include "model/grown_view.h"
 #include "model/step_linear.h"
-#include "ops/simd_math.h"
 
 namespace lt {
 
@@ -40,7 +40,7 @@ int64_t LstmConfig::parameter_count(int64_t input_width) const {
 // Views are time-major and planned for the largest (B, L) so far.
 struct BiLstm::Buffers {
   int64_t B = 0, L = 0;
-  std::vector<int32_t> lengths;  // the last forward's, one per row
+  Tensor lengths_store, lengths;  // the last forward's, one per row (int32, on the device)
   ForwardOptions pass;           // the last forward's, which backward repeats
   // Storage, then the views of the last forward.
   Tensor x_store, dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store, rec_store,
@@ -58,58 +58,19 @@ struct BiLstm::Buffers {
 };
 
 namespace {
-// dst [n1, n0, C] = src [n0, n1, C] with its leading axes swapped.
-void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, float* dst) {
-  for (int64_t a = 0; a < n0; ++a)
-    for (int64_t b = 0; b < n1; ++b) std::memcpy(dst + (b * n0 + a) * C, src + (a * n1 + b) * C, C * sizeof(float));
-}
-
-// One row's step: a [4H] holds x W_ih^T + b_ih, rec h W_hh^T + b_hh; a
-// becomes the activated gates i f g o, and the new state comes from the
-// previous cell state cp.
-// Vectorised along the hidden units (simd_math: libm's tanhf and expf are
-// scalar calls, a fifth of a training step when they were used here).
-void lstm_cell(float* a, const float* rec, const float* cp, float* ct, float* ht, int64_t H) {
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float i = simd_math::sigmoid(a[j] + rec[j]), f = simd_math::sigmoid(a[H + j] + rec[H + j]);
-    const float g = simd_math::tanh(a[2 * H + j] + rec[2 * H + j]);
-    const float o = simd_math::sigmoid(a[3 * H + j] + rec[3 * H + j]);
-    a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
-    const float c = f * cp[j] + i * g;
-    ct[j] = c;
-    ht[j] = o * simd_math::tanh(c);
-  }
-}
-
-// Its gradient: from the gates a, the cell states ct (this step) and cp
-// (the previous), and dh = dhr (from the next step) + dyr (from the
-// layer's output), the gate gradients da; dcr becomes the previous step's.
-void lstm_cell_backward(const float* a, const float* ct, const float* cp, const float* dyr, const float* dhr,
-                        float* dcr, float* da, int64_t H) {
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], tc = simd_math::tanh(ct[j]);
-    const float dht = dhr[j] + dyr[j];
-    const float dct = dcr[j] + dht * o * (1.f - tc * tc);
-    da[j] = dct * g * i * (1.f - i);
-    da[H + j] = dct * cp[j] * f * (1.f - f);
-    da[2 * H + j] = dct * i * (1.f - g * g);
-    da[3 * H + j] = dht * tc * o * (1.f - o);
-    dcr[j] = dct * f;
-  }
-}
-
 // The dropout mask of layer l's output in a pass with this seed.
 uint64_t layer_seed(uint64_t seed, size_t l) { return splitmix64(seed + 0xBB67AE8584CAA73Bull * (l + 1)); }
 }  // namespace
 
 BiLstm::BiLstm(const LstmConfig& config, int64_t input_width, Parameters& params, const std::string& prefix,
                Device device)
-    : config_(config), input_width_(input_width), params_(params), buf_(std::make_unique<Buffers>()) {
+    : config_(config),
+      input_width_(input_width),
+      device_(device),
+      params_(params),
+      buf_(std::make_unique<Buffers>()) {
   config_.validate();
   check(input_width >= 1, "a bilstm needs inputs of at least one feature");
-  check(device == Device::cpu, "the bilstm encoder runs on the CPU only: train and run it with -d cpu");
   const int64_t H = config_.hidden, G = 4 * H;
   // nn.LSTM's state_dict order: per layer the forward direction's four tensors, then the _reverse ones.
   for (int64_t l = 0; l < config_.layers; ++l)
@@ -147,16 +108,16 @@ void BiLstm::init_parameters(uint64_t seed) {
 void BiLstm::plan(int64_t B, int64_t L) {
   Buffers& b = *buf_;
   const int64_t H = config_.hidden, G = 4 * H, n = config_.layers;
-  const Device cpu = Device::cpu;
+  const Device dev = device_;
   b.B = B, b.L = L;
   b.out_store.resize(n), b.gates_store.resize(2 * n), b.h_store.resize(2 * n), b.c_store.resize(2 * n);
   b.out.resize(n), b.gates.resize(2 * n), b.h.resize(2 * n), b.c.resize(2 * n);
-  b.x = grown_view(b.x_store, {L, B, input_width_}, cpu);
-  for (int64_t l = 0; l < n; ++l) b.out[l] = grown_view(b.out_store[l], {L, B, 2 * H}, cpu);
+  b.x = grown_view(b.x_store, {L, B, input_width_}, dev);
+  for (int64_t l = 0; l < n; ++l) b.out[l] = grown_view(b.out_store[l], {L, B, 2 * H}, dev);
   for (int64_t k = 0; k < 2 * n; ++k) {
-    b.gates[k] = grown_view(b.gates_store[k], {L, B, G}, cpu);
-    b.h[k] = grown_view(b.h_store[k], {L + 1, B, H}, cpu);
-    b.c[k] = grown_view(b.c_store[k], {L + 1, B, H}, cpu);
+    b.gates[k] = grown_view(b.gates_store[k], {L, B, G}, dev);
+    b.h[k] = grown_view(b.h_store[k], {L + 1, B, H}, dev);
+    b.c[k] = grown_view(b.c_store[k], {L + 1, B, H}, dev);
   }
 }
 
@@ -169,46 +130,39 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
   Tensor gates2 = b.gates[k].reshape({L * B, G});
   linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
                  b.pass.precision.products);
-  float *gates = b.gates[k].data(), *h = b.h[k].data(), *c = b.c[k].data(), *out = b.out[l].data();
   StepLinear& recurrent = b.forward_step;
-  recurrent.prepare(params_.value(p.w_hh), Products::fp32, StepLinear::packing_pays(Device::cpu, Products::fp32));
-  const Tensor b_hh = params_.value(p.b_hh), h_slots = b.h[k].reshape({(L + 1) * B, H});
-  Tensor rec = grown_view(b.rec_store, {B, G}, Device::cpu);
+  recurrent.prepare(params_.value(p.w_hh), Products::fp32, StepLinear::packing_pays(device_, Products::fp32));
+  const Tensor b_hh = params_.value(p.b_hh);
+  const Tensor h_slots = b.h[k].reshape({(L + 1) * B, H}), c_slots = b.c[k].reshape({(L + 1) * B, H});
+  Tensor out2 = b.out[l].reshape({L * B, 2 * H});
+  Tensor rec = grown_view(b.rec_store, {B, G}, device_);
   const int64_t zero_slot = d == 0 ? 0 : L;
-  std::memset(h + zero_slot * B * H, 0, B * H * sizeof(float));
-  std::memset(c + zero_slot * B * H, 0, B * H * sizeof(float));
+  h_slots.rows(zero_slot * B, zero_slot * B + B).zero();
+  c_slots.rows(zero_slot * B, zero_slot * B + B).zero();
   for (int64_t s = 0; s < L; ++s) {
     const int64_t t = d == 0 ? s : L - 1 - s;
     const int64_t prev = t + d, next = t + 1 - d;  // slots of the state before and after the step
-    float* gt = gates + t * B * G;
     recurrent.forward(h_slots.rows(prev * B, prev * B + B), b_hh, rec);  // h_{t-1} W_hh^T + b_hh
-    for (int64_t r = 0; r < B; ++r) {
-      float *a = gt + r * G, *ht = h + (next * B + r) * H, *ct = c + (next * B + r) * H;
-      const float* cp = c + (prev * B + r) * H;
-      if (t >= b.lengths[r]) {  // padding: a zero state, as before the row's first real step
-        std::memset(ht, 0, H * sizeof(float));
-        std::memset(ct, 0, H * sizeof(float));
-        continue;
-      }
-      lstm_cell(a, rec.data() + r * G, cp, ct, ht, H);
-    }
-    for (int64_t r = 0; r < B; ++r)
-      std::memcpy(out + (t * B + r) * 2 * H + d * H, h + (next * B + r) * H, H * sizeof(float));
+    Tensor gt = gates2.rows(t * B, t * B + B), ct = c_slots.rows(next * B, next * B + B),
+           ht = h_slots.rows(next * B, next * B + B), ot = out2.rows(t * B, t * B + B);
+    lstm_cell_forward(gt, rec, c_slots.rows(prev * B, prev * B + B), b.lengths, t, ct, ht, ot, d * H);
   }
 }
 
 void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
-  check(x.device() == Device::cpu && y.device() == Device::cpu, "the bilstm encoder runs on the CPU only");
+  check(common_device({&x, &y}, "bilstm") == device_, "bilstm input and output must live on the model's device");
   check(x.ndim() == 3 && x.dim(2) == input_width_,
         "bilstm input must be [B, L, " + std::to_string(input_width_) + "], got " + shape_str(x.shape()));
   const int64_t B = x.dim(0), L = x.dim(1), H = config_.hidden;
   check_shape(y, {B, L, 2 * H}, "bilstm output");
   Buffers& b = *buf_;
   plan(B, L);
-  b.lengths = lengths.defined() ? lengths.to(Device::cpu).to_vector_i32() : std::vector<int32_t>(B, int32_t(L));
-  check(int64_t(b.lengths.size()) == B, "bilstm lengths need one per row");
+  check(!lengths.defined() || (lengths.dtype() == DType::i32 && lengths.numel() == B),
+        "bilstm lengths need one int32 per row");
+  b.lengths = grown_view(b.lengths_store, {B}, device_, DType::i32);
+  b.lengths.copy_from(lengths.defined() ? lengths : Tensor::from_vector(std::vector<int32_t>(B, int32_t(L)), {B}));
   b.pass = options;
-  swap_leading_axes(x.data(), B, L, input_width_, b.x.data());
+  swap_leading_axes(x, b.x);
   const size_t n = dirs_.size() / 2;
   for (size_t l = 0; l < n; ++l) {
     const Tensor& in = l == 0 ? b.x : b.out[l - 1];
@@ -218,7 +172,7 @@ void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const Fo
     if (options.train && config_.dropout > 0 && l + 1 < n)
       dropout_forward(b.out[l], config_.dropout, layer_seed(options.seed, l), b.out[l]);
   }
-  swap_leading_axes(b.out[n - 1].data(), L, B, 2 * H, y.data());
+  swap_leading_axes(b.out[n - 1], y);
 }
 
 // BPTT of one direction d of layer l: dout [L, B, 2H] (the gradient of
@@ -229,35 +183,25 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
   const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
   const DirectionTensors& p = dirs_[2 * l + d];
   const size_t k = 2 * l + d;
-  Tensor dgates = grown_view(b.dgates_store, {L, B, G}, Device::cpu);
-  Tensor dh = grown_view(b.dh_store, {B, H}, Device::cpu), dc = grown_view(b.dc_store, {B, H}, Device::cpu);
+  Tensor dgates = grown_view(b.dgates_store, {L, B, G}, device_);
+  Tensor dh = grown_view(b.dh_store, {B, H}, device_), dc = grown_view(b.dc_store, {B, H}, device_);
   dh.zero(), dc.zero();
-  const float *gates = b.gates[k].data(), *c = b.c[k].data(), *dy = dout.data();
   // dh_{t-1} = dgates W_hh: products with W_hh^T [H, G] as the weights.
   const Tensor w_hh = params_.value(p.w_hh);
-  Tensor w_hh_t = grown_view(b.w_hh_t_store, {H, G}, Device::cpu);
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t j = 0; j < H; ++j) w_hh_t.data()[j * G + g] = w_hh.data()[g * H + j];
+  Tensor w_hh_t = grown_view(b.w_hh_t_store, {H, G, 1}, device_);
+  swap_leading_axes(w_hh.reshape({G, H, 1}), w_hh_t);
   StepLinear& recurrent = b.backward_step;
-  recurrent.prepare(w_hh_t, Products::fp32, StepLinear::packing_pays(Device::cpu, Products::fp32));
-  const Tensor dgates2 = dgates.reshape({L * B, G});
-  float *dg = dgates.data(), *dhp = dh.data(), *dcp = dc.data();
+  recurrent.prepare(w_hh_t.reshape({H, G}), Products::fp32, StepLinear::packing_pays(device_, Products::fp32));
+  const Tensor dgates2 = dgates.reshape({L * B, G}), dout2 = dout.reshape({L * B, 2 * H});
+  const Tensor gates2 = b.gates[k].reshape({L * B, G}), c_slots = b.c[k].reshape({(L + 1) * B, H});
   for (int64_t s = 0; s < L; ++s) {
     const int64_t t = d == 0 ? L - 1 - s : s;  // the forward pass's steps in reverse
     const int64_t prev = t + d, next = t + 1 - d;
-    float* dgt = dg + t * B * G;
-    for (int64_t r = 0; r < B; ++r) {
-      float *da = dgt + r * G, *dhr = dhp + r * H, *dcr = dcp + r * H;
-      if (t >= b.lengths[r]) {  // padding: its state was a constant zero
-        std::memset(da, 0, G * sizeof(float));
-        std::memset(dcr, 0, H * sizeof(float));
-        continue;
-      }
-      const float *a = gates + (t * B + r) * G, *ct = c + (next * B + r) * H, *cp = c + (prev * B + r) * H;
-      const float* dyr = dy + (t * B + r) * 2 * H + d * H;
-      lstm_cell_backward(a, ct, cp, dyr, dhr, dcr, da, H);
-    }
-    recurrent.forward(dgates2.rows(t * B, t * B + B), Tensor(), dh);
+    Tensor dgt = dgates2.rows(t * B, t * B + B);
+    lstm_cell_backward(gates2.rows(t * B, t * B + B), c_slots.rows(next * B, next * B + B),
+                       c_slots.rows(prev * B, prev * B + B), dh, dout2.rows(t * B, t * B + B), d * H, b.lengths, t,
+                       dc, dgt);
+    recurrent.forward(dgt, Tensor(), dh);
   }
   // The previous states of all steps are slots d .. d+L-1: dW_hh += dgates^T h_prev, db_hh += sum dgates.
   Tensor none, dw_hh = params_.grad(p.w_hh), db_hh = params_.grad(p.b_hh);
@@ -266,7 +210,7 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
   Tensor dw_ih = params_.grad(p.w_ih), db_ih = params_.grad(p.b_ih);
   const int64_t width = in.dim(2);
   Tensor in2 = in.reshape({L * B, width});
-  Tensor dx = accumulate_din ? grown_view(b.dtmp_store, {L * B, width}, Device::cpu) : din.reshape({L * B, width});
+  Tensor dx = accumulate_din ? grown_view(b.dtmp_store, {L * B, width}, device_) : din.reshape({L * B, width});
   linear_backward(in2, params_.value(p.w_ih), dgates2, dx, dw_ih, db_ih, b.pass.precision.products);
   if (accumulate_din) {
     Tensor din2 = din.reshape({L * B, width});
@@ -281,16 +225,16 @@ void BiLstm::backward(const Tensor& dy, Tensor& dx) {
   check_shape(dy, {B, L, 2 * H}, "bilstm output gradient");
   check_shape(dx, {B, L, input_width_}, "bilstm input gradient");
   const size_t n = dirs_.size() / 2;
-  Tensor dthis = grown_view(b.dthis_store, {L, B, 2 * H}, Device::cpu);
-  swap_leading_axes(dy.data(), B, L, 2 * H, dthis.data());
+  Tensor dthis = grown_view(b.dthis_store, {L, B, 2 * H}, device_);
+  swap_leading_axes(dy, dthis);
   for (size_t l = n; l-- > 0;) {
     const Tensor& in = l == 0 ? b.x : b.out[l - 1];
-    Tensor din = l == 0 ? grown_view(b.dx_store, {L, B, input_width_}, Device::cpu)
-                        : grown_view(b.dnext_store, {L, B, 2 * H}, Device::cpu);
+    Tensor din = l == 0 ? grown_view(b.dx_store, {L, B, input_width_}, device_)
+                        : grown_view(b.dnext_store, {L, B, 2 * H}, device_);
     direction_backward(l, 0, in, dthis, din, false);
     direction_backward(l, 1, in, dthis, din, true);
     if (l == 0) {
-      swap_leading_axes(din.data(), L, B, input_width_, dx.data());
+      swap_leading_axes(din, dx);
     } else {
       if (b.pass.train && config_.dropout > 0)
         dropout_backward(din, config_.dropout, layer_seed(b.pass.seed, l - 1), din);

@@ -1,5 +1,5 @@
 // Elementwise sum and in-place accumulation: the residual connection and the
-// gradient fan-in of a tensor used twice; and column copies. Plain loops the compiler vectorises;
+// gradient fan-in of a tensor used twice; and layout copies (columns, swapped axes). Plain loops the compiler vectorises;
 // OpenMP only pays off above a few tens of thousands of elements.
 #include <algorithm>
 
@@ -53,6 +53,21 @@ void copy_columns(const Tensor& src, int64_t first, Tensor& dst) {
   const float* sp = src.data() + first;
   float* dp = dst.data();
   for (int64_t r = 0; r < rows; ++r) std::copy_n(sp + r * C, c, dp + r * c);
+}
+
+void swap_leading_axes(const Tensor& src, Tensor& dst) {
+  check(src.ndim() >= 2, "swap_leading_axes: needs two leading axes, got " + shape_str(src.shape()));
+  Shape swapped = src.shape();
+  std::swap(swapped[0], swapped[1]);
+  check_shape(dst, swapped, "swap_leading_axes output");
+  Device dev = common_device({&src, &dst}, "swap_leading_axes");
+  const int64_t n0 = src.dim(0), n1 = src.dim(1), C = n0 * n1 > 0 ? src.numel() / (n0 * n1) : 0;
+  if (dev == Device::cuda) LT_ON_CUDA(cuda::swap_leading_axes(src.data(), n0, n1, C, dst.data()));
+
+  const float* sp = src.data();
+  float* dp = dst.data();
+  for (int64_t a = 0; a < n0; ++a)
+    for (int64_t b = 0; b < n1; ++b) std::copy_n(sp + (a * n1 + b) * C, C, dp + (b * n0 + a) * C);
 }
 
 }  // namespace lt

@@ -232,3 +232,40 @@ TEST_CASE("cuda position code and its concatenation match the CPU") {
   concat_position_backward(dy.to(kGpu), gdx);
   CHECK(rel_error(gdx, dx) == 0);
 }
+
+TEST_CASE("cuda lstm cell forward and backward and swap_leading_axes match the CPU") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t B = rng.integer(1, 40), H = rng.integer(1, 400), W = 2 * H, first = rng.integer(0, 1) * H;
+  const int64_t t = rng.integer(0, 20);
+  INFO("B " << B << " H " << H << " t " << t);
+  std::vector<int32_t> len(B);
+  for (auto& l : len) l = int32_t(rng.integer(0, 40));
+  const Tensor lengths = Tensor::from_vector(len, {B}), rec = rng.randn({B, 4 * H}), cp = rng.randn({B, H});
+  Tensor gates = rng.randn({B, 4 * H}), ggates = gates.to(kGpu);
+  Tensor c = Tensor::empty({B, H}), h = Tensor::empty({B, H}), out = rng.randn({B, W});
+  Tensor gc = Tensor::empty({B, H}, kGpu), gh = Tensor::empty({B, H}, kGpu), gout = out.to(kGpu);
+  lstm_cell_forward(gates, rec, cp, lengths, t, c, h, out, first);
+  lstm_cell_forward(ggates, rec.to(kGpu), cp.to(kGpu), lengths.to(kGpu), t, gc, gh, gout, first);
+  CHECK(rel_error(ggates, gates) < 1e-5);
+  CHECK(rel_error(gc, c) < 1e-5);
+  CHECK(rel_error(gh, h) < 1e-5);
+  CHECK(rel_error(gout, out) < 1e-5);
+
+  const Tensor dh = rng.randn({B, H}), dout = rng.randn({B, W});
+  Tensor dc = rng.randn({B, H}), gdc = dc.to(kGpu), dgates = Tensor::empty({B, 4 * H});
+  Tensor gdgates = Tensor::empty({B, 4 * H}, kGpu);
+  lstm_cell_backward(gates, c, cp, dh, dout, first, lengths, t, dc, dgates);
+  lstm_cell_backward(ggates, gc, cp.to(kGpu), dh.to(kGpu), dout.to(kGpu), first, lengths.to(kGpu), t, gdc, gdgates);
+  CHECK(rel_error(gdgates, dgates) < 1e-5);
+  CHECK(rel_error(gdc, dc) < 1e-5);
+
+  const int64_t n0 = rng.integer(1, 300), n1 = rng.integer(1, 300), C = rng.integer(1, 5);
+  const Tensor src = rng.randn({n0, n1, C});
+  Tensor dst = Tensor::empty({n1, n0, C}), gdst = Tensor::empty({n1, n0, C}, kGpu);
+  swap_leading_axes(src, dst);
+  swap_leading_axes(src.to(kGpu), gdst);
+  CHECK(gdst.to_vector() == dst.to_vector());
+}

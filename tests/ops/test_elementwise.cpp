@@ -70,3 +70,22 @@ TEST_CASE("copy_columns copies a block of columns of every row") {
   Tensor wide = Tensor::empty({rows, C - first + 1});
   CHECK_THROWS_WITH_AS(copy_columns(src, first, wide), doctest::Contains("do not fit"), lt::Error);
 }
+
+TEST_CASE("swap_leading_axes moves element [a, b, c] to [b, a, c] and refuses a wrong output shape") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t n0 = rng.integer(1, 30), n1 = rng.integer(1, 30), C = rng.integer(1, 9);
+  INFO(n0 << " x " << n1 << " x " << C);
+  Tensor src = rng.randn({n0, n1, C}), dst = Tensor::empty({n1, n0, C});
+  swap_leading_axes(src, dst);
+  const std::vector<float> s = src.to_vector(), d = dst.to_vector();
+  for (int64_t a = 0; a < n0; ++a)
+    for (int64_t b = 0; b < n1; ++b)
+      for (int64_t c = 0; c < C; ++c) REQUIRE(d[(b * n0 + a) * C + c] == s[(a * n1 + b) * C + c]);
+  Tensor back = Tensor::empty({n0, n1, C});
+  swap_leading_axes(dst, back);
+  CHECK(back.to_vector() == s);
+  Tensor wrong = Tensor::empty({n1 + 1, n0, C});
+  CHECK_THROWS_WITH_AS(swap_leading_axes(src, wrong), doctest::Contains("swap_leading_axes output"), lt::Error);
+}

@@ -1,7 +1,7 @@
 // The bidirectional LSTM encoder of the paper's speech baseline (Table 3:
 // "Bi-LSTM", 3 layers of 320 hidden units per direction over the same
 // filterbank features and CTC head as the transformers), with explicit
-// forward and backward (BPTT) passes on the CPU. Gates are PyTorch's nn.LSTM:
+// forward and backward (BPTT) passes on the CPU and CUDA. Gates are PyTorch's nn.LSTM:
 //   [i f g o] = x W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh   (4H fused gates)
 //   i, f, o = sigmoid, g = tanh;  c_t = f c_{t-1} + i g;  h_t = o tanh(c_t)
 // run forward in time and, with their own weights, backward in time; the two
@@ -35,7 +35,7 @@ struct LstmConfig {
 class BiLstm final : public Encoder {
  public:
   // Declares the layers' tensors in params under prefix ("lstm."), which
-  // must not be allocated yet. CPU only: device cuda throws.
+  // must not be allocated yet; the model's tensors live on device.
   BiLstm(const LstmConfig& config, int64_t input_width, Parameters& params, const std::string& prefix = "lstm.",
          Device device = Device::cpu);
   ~BiLstm() override;
@@ -47,7 +47,7 @@ class BiLstm final : public Encoder {
   // positions 0..lengths[b]-1, its backward direction starts at lengths[b]-1
   // from a zero state. Products: precision.products for the input projection
   // of all positions at once and the weight gradients; the recurrent product
-  // of each step is fp32.
+  // of each step is fp32. lengths may live on any device.
   void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) override;
   void backward(const Tensor& dy, Tensor& dx) override;
 
@@ -62,6 +62,7 @@ class BiLstm final : public Encoder {
 
   LstmConfig config_;
   int64_t input_width_;
+  Device device_;
   Parameters& params_;
   std::vector<DirectionTensors> dirs_;  // layer l's forward direction at 2l, its backward one at 2l + 1
   std::unique_ptr<Buffers> buf_;

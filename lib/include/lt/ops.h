@@ -65,6 +65,24 @@ void accumulate(Tensor& dst, const Tensor& src);
 // dst [R, c] = columns first .. first + c - 1 of src [R, C] (leading axes
 // flattened into R): one strided copy, e.g. q out of packed q | k | v rows.
 void copy_columns(const Tensor& src, int64_t first, Tensor& dst);
+// dst [n1, n0, C] = src [n0, n1, C] with its two leading axes swapped: a
+// batch-major sequence made time-major and back (C = 1 transposes a matrix).
+void swap_leading_axes(const Tensor& src, Tensor& dst);
+
+// One LSTM step t over a batch of B rows of H units (torch.nn.LSTM's gates
+// i f g o): gates [B, 4H] holds x W_ih^T + b_ih and becomes the activated
+// gates; rec [B, 4H] = h_{t-1} W_hh^T + b_hh; c_prev [B, H] gives c and h
+// [B, H], h written also into columns first .. first + H - 1 of out [B, W].
+// A row with lengths[r] <= t (int32 [B]) is padding: h and c are zero.
+void lstm_cell_forward(Tensor& gates, const Tensor& rec, const Tensor& c_prev, const Tensor& lengths, int64_t t,
+                       Tensor& c, Tensor& h, Tensor& out, int64_t first);
+// Its gradient dgates [B, 4H], from the activated gates, c, c_prev, dh [B, H]
+// (from the next step) plus columns first .. of dout [B, W] (from the layer's
+// output), and dc [B, H] from the next step, which becomes the previous
+// step's. Padding rows get zeros in both.
+void lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_prev, const Tensor& dh,
+                        const Tensor& dout, int64_t first, const Tensor& lengths, int64_t t, Tensor& dc,
+                        Tensor& dgates);
 
 // Inverted dropout with probability p in [0, 1) (p = 0 is the identity):
 // y = x * mask / (1 - p). The mask is a pure function of (seed, flat element
