@@ -33,9 +33,14 @@ SECONDS_PER_PHONE = 0.085  # planning estimate only; the manifest has measured d
 
 # Voices: (engine, voice, weight). Validation voices never train.
 TRAIN_VOICES = [("flite", "rms", 3), ("flite", "slt", 3), ("flite", "kal16", 2), ("festival", "kal_diphone", 2),
-                ("espeak", "en-us", 2), ("espeak", "en-us-nyc", 1), ("espeak", "en-gb", 2), ("espeak", "en-gb-x-rp", 1),
+                ("festival", "ked_diphone", 2), ("festival", "cmu_us_slt_arctic_hts", 2), ("espeak", "en-us", 2), ("espeak", "en-us-nyc", 1), ("espeak", "en-gb", 2), ("espeak", "en-gb-x-rp", 1),
                 ("espeak", "en-gb-x-gbclan", 1), ("espeak", "en-gb-x-gbcwmd", 1), ("espeak", "en-029", 1)]
 VALID_VOICES = [("flite", "awb", 1), ("espeak", "en-gb-scotland", 1)]
+# espeak-ng's variants are speakers (formants, pitch range, breathiness);
+# these are its human-sounding ones, robots, whispers and croaks left out.
+ESPEAK_VARIANTS = ["", "klatt", "klatt2", "klatt3", "klatt4", "klatt5", "klatt6", "m1", "m2", "m3", "m4", "m5", "m6",
+                   "m7", "m8", "f1", "f2", "f3", "f4", "f5", "adam", "Andy", "Annie", "edward", "john", "linda", "paul",
+                   "rob", "steph", "travis", "victor", "norbert", "grandpa", "grandma"]
 
 
 def log(*args):
@@ -137,7 +142,8 @@ def plan(sentences, lex, hours, voices, split, rng_seed, start):
         engine, voice, _ = rng.choice(weighted)
         u = {"id": f"{split}{len(utts):06d}", "words": words, "engine": engine, "voice": voice}
         if engine == "espeak":
-            u["variant"] = rng.choice(["", "+klatt", "+klatt2", "+klatt3", "+klatt4", "+klatt5", "+klatt6"])
+            variant = rng.choice(ESPEAK_VARIANTS)
+            u["variant"] = "+" + variant if variant else ""
             u["pitch"] = rng.randint(30, 70)
             u["speed"] = rng.randint(135, 185)
         elif engine == "flite":
@@ -181,8 +187,11 @@ def festival_batch(utts, tmp):
     """Synthesizes every festival utterance of a shard in one process (its start-up costs 0.6 s)."""
     script = os.path.join(tmp, "batch.scm")
     with open(script, "w") as f:
-        f.write("(voice_kal_diphone)\n")
-        for u in utts:
+        voice = None
+        for u in sorted(utts, key=lambda u: (u["voice"], u["id"])):
+            if u["voice"] != voice:
+                voice = u["voice"]
+                f.write(f"(voice_{voice})\n")
             wav = os.path.join(tmp, u["id"] + ".raw.wav")
             f.write(f'(set! u (utt.synth (Utterance Text "{u["words"].lower()}")))\n'
                     f'(utt.save.wave u "{wav}" \'riff)\n'
