@@ -1,16 +1,19 @@
 // Running the built command-line tools from tests: exit code, stdout and
-// stderr of one invocation, and a tiny image model checkpoint to feed them.
+// stderr of one invocation, and a tiny image model checkpoint and dataset to
+// feed them.
 #pragma once
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "io/temp_dir.h"
+#include "lt/dataset.h"
 #include "lt/image_model.h"
 
 namespace lt::test {
@@ -66,6 +69,21 @@ inline std::string tiny_image_checkpoint(const TempDir& dir, const std::string& 
   const std::string path = dir.file(name);
   model.save(path);
   return path;
+}
+
+// dir/data: 5x4 grey images, 24 to train on and 6 to test, as MNIST's IDX files.
+inline std::string tiny_idx_dataset(const TempDir& dir, uint64_t seed, int64_t height = 5, int64_t width = 4) {
+  Rng rng(seed);
+  const std::string data = dir.file("data/.keep");
+  for (const char* split : {"train", "t10k"}) {
+    ImageSet s;
+    s.count = std::string(split) == "train" ? 24 : 6;
+    s.height = height, s.width = width, s.channels = 1;
+    s.pixels = random_bytes(rng, s.count * s.image_bytes());
+    write_idx_images(dir.file(std::string("data/") + split + "-images-idx3-ubyte"), s);
+  }
+  std::filesystem::remove(data);
+  return dir.file("data");
 }
 
 }  // namespace lt::test

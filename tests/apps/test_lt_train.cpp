@@ -27,21 +27,6 @@ namespace {
 
 std::string q(const std::string& path) { return "'" + path + "'"; }
 
-// dir/data: 5x4 grey images, 24 to train on and 6 to test, as MNIST's IDX files.
-std::string tiny_idx_dataset(const TempDir& dir, uint64_t seed, int64_t height = 5, int64_t width = 4) {
-  Rng rng(seed);
-  const std::string data = dir.file("data/.keep");
-  for (const char* split : {"train", "t10k"}) {
-    ImageSet s;
-    s.count = std::string(split) == "train" ? 24 : 6;
-    s.height = height, s.width = width, s.channels = 1;
-    s.pixels = random_bytes(rng, s.count * s.image_bytes());
-    write_idx_images(dir.file(std::string("data/") + split + "-images-idx3-ubyte"), s);
-  }
-  std::filesystem::remove(data);
-  return dir.file("data");
-}
-
 // lt-train on one thread: at these sizes OpenMP's fork and join cost more
 // than they save, and far more when ctest runs tests side by side.
 CommandResult lt_train(const TempDir& dir, const std::string& args) { return run_tool(dir, "lt-train", args + " -t 1"); }
