@@ -2,11 +2,13 @@
 """Builds lt's offline speech corpus (docs/speech.md, "Corpus") from Debian
 packages: sentences from WordNet's examples, fortunes and the KJV bible, read
 by flite, festival and espeak-ng voices, some of them augmented with sox,
-labelled with the 39 ARPAbet phones. Deterministic: the same arguments give
+labelled with the 39 ARPAbet phones; and a control set, validation sentences
+read by the training voices, which tells how much of the validation error
+is the voices' and how much the sentences'. Deterministic: the same arguments give
 the same files. Work is split into shards; a finished shard's manifest is
 written atomically, so a rerun resumes where the last one stopped.
 
-  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [-j N] [--out data/speech] [--text-only]
+  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [--control 160] [-j N] [--out data/speech] [--text-only]
 """
 import argparse
 import glob
@@ -162,6 +164,21 @@ def plan(sentences, lex, hours, voices, split, rng_seed, start):
     return utts, i
 
 
+def control_plan(valid, n):
+    """The first n validation sentences, each read by the next training voice
+    in turn at its plain settings (no variant, stretch or augmentation)."""
+    utts = []
+    for i, v in enumerate(valid[:n]):
+        engine, voice, _ = TRAIN_VOICES[i % len(TRAIN_VOICES)]
+        u = {"id": f"control{i:06d}", "words": v["words"], "engine": engine, "voice": voice}
+        if engine == "espeak":
+            u.update(variant="", pitch=50, speed=160)
+        elif engine == "flite":
+            u["stretch"] = 1.0
+        utts.append(u)
+    return utts
+
+
 def engine_phones(names):
     out = []
     for n in names:
@@ -298,6 +315,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hours", type=float, default=21.0, help="training audio to make (estimated from phone counts)")
     ap.add_argument("--valid-hours", type=float, default=0.5, help="validation audio, voices never trained on")
+    ap.add_argument("--control", type=int, default=160,
+                    help="validation sentences read by the training voices (OUT/control.tsv; 0: none)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="parallel synthesis processes")
     ap.add_argument("--out", default="data/speech", help="output folder")
     ap.add_argument("--seed", type=int, default=1, help="sentence order, voices and augmentation")
@@ -311,6 +330,7 @@ def main():
     sentences = choose_sentences(lex, a.seed)
     valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
     train, _ = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
+    control = control_plan(valid, a.control)
     log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
     if a.text_only:
         os.makedirs(a.out, exist_ok=True)
@@ -321,7 +341,8 @@ def main():
         return
     os.makedirs(os.path.join(a.out, "shards"), exist_ok=True)
     jobs = []
-    for split, utts in (("valid", valid), ("train", train)):
+    splits = (("valid", valid), ("control", control), ("train", train))
+    for split, utts in splits:
         for k in range(0, len(utts), a.shard):
             jobs.append((split, k // a.shard, utts[k:k + a.shard], a.out, lex))
     done = 0
@@ -329,7 +350,7 @@ def main():
         for _ in pool.imap_unordered(run_shard, jobs):
             done += 1
             log(f"shard {done}/{len(jobs)} done, {time.time() - t0:.0f} s")
-    for split in ("train", "valid"):
+    for split in (name for name, utts in splits if utts):
         hours, n = 0.0, 0
         path = os.path.join(a.out, f"{split}.tsv")
         with open(path + ".part", "w") as out:
