@@ -23,8 +23,8 @@ struct StepLinear {
   // storage of an earlier packing of the same shape (training repacks the
   // changed weights every pass without allocating).
   void prepare(const Tensor& weights, Products p, bool pack) {
-    const bool reuse = pack && !W.defined() && packed.out() == weights.dim(0) && packed.in() == weights.dim(1) &&
-                       packed.products() == p;
+    const bool reuse =
+        pack && packed.out() == weights.dim(0) && packed.in() == weights.dim(1) && packed.products() == p;
     products = p;
     W = pack ? Tensor() : weights;
     if (reuse)

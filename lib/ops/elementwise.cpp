@@ -1,6 +1,7 @@
 // Elementwise sum and in-place accumulation: the residual connection and the
-// gradient fan-in of a tensor used twice; and layout copies (columns, swapped axes). Plain loops the compiler vectorises;
-// OpenMP only pays off above a few tens of thousands of elements.
+// gradient fan-in of a tensor used twice; and layout copies (columns, swapped
+// axes). Plain loops the compiler vectorises; OpenMP only pays off above a
+// few tens of thousands of elements.
 #include <algorithm>
 
 #include "backend/dispatch.h"

@@ -4,11 +4,12 @@ packages: sentences from WordNet's examples, fortunes and the KJV bible, read
 by flite, festival and espeak-ng voices, some of them augmented with sox,
 labelled with the 39 ARPAbet phones; and a control set, validation sentences
 read by the training voices, which tells how much of the validation error
-is the voices' and how much the sentences'. Deterministic: the same arguments give
-the same files. Work is split into shards; a finished shard's manifest is
+is the voices' and how much the sentences'. Deterministic: the same
+arguments give the same files. Work is split into shards; a finished shard's manifest is
 written atomically, so a rerun resumes where the last one stopped.
 
-  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [--control 160] [-j N] [--out data/speech] [--text-only]
+  scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [--control 160] [-j N]
+                                [--out data/speech] [--text-only]
 """
 import argparse
 import glob
@@ -34,8 +35,10 @@ SENTENCE_WORDS = (4, 30)
 SECONDS_PER_PHONE = 0.085  # planning estimate only; the manifest has measured durations
 
 # Voices: (engine, voice, weight). Validation voices never train.
-TRAIN_VOICES = [("flite", "rms", 3), ("flite", "slt", 3), ("flite", "kal16", 2), ("festival", "kal_diphone", 2),
-                ("festival", "ked_diphone", 2), ("festival", "cmu_us_slt_arctic_hts", 2), ("espeak", "en-us", 2), ("espeak", "en-us-nyc", 1), ("espeak", "en-gb", 2), ("espeak", "en-gb-x-rp", 1),
+TRAIN_VOICES = [("flite", "rms", 3), ("flite", "slt", 3), ("flite", "kal16", 2),
+                ("festival", "kal_diphone", 2), ("festival", "ked_diphone", 2),
+                ("festival", "cmu_us_slt_arctic_hts", 2),
+                ("espeak", "en-us", 2), ("espeak", "en-us-nyc", 1), ("espeak", "en-gb", 2), ("espeak", "en-gb-x-rp", 1),
                 ("espeak", "en-gb-x-gbclan", 1), ("espeak", "en-gb-x-gbcwmd", 1), ("espeak", "en-029", 1)]
 VALID_VOICES = [("flite", "awb", 1), ("espeak", "en-gb-scotland", 1)]
 # espeak-ng's variants are speakers (formants, pitch range, breathiness);

@@ -14,8 +14,8 @@ TEST_CASE("table1.sh trains the four attentions alike and tabulates their held-o
   TempDir dir;
   const std::string data = tiny_idx_dataset(dir, fresh_seed()), out = dir.file("table");
   const std::string options = " --steps 3 --layers 1 --d-model 16 --heads 2 --mixtures 2 -b 4 -t 1 -q";
-  CommandResult r = run_program(dir, std::string(LT_SCRIPTS_DIR) + "/table1.sh", "'" + data + "' '" + out + "'" + options,
-                                "LT_BIN='" + std::string(LT_BIN_DIR) + "' ");
+  CommandResult r = run_program(dir, std::string(LT_SCRIPTS_DIR) + "/table1.sh",
+                                "'" + data + "' '" + out + "'" + options, "LT_BIN='" + std::string(LT_BIN_DIR) + "' ");
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   std::ifstream saved(out + "/table1.md");

@@ -36,7 +36,8 @@ struct Step {
 
 Step random_step(Rng& rng) {
   Step s;
-  s.B = rng.integer(2, 6), s.H = rng.integer(1, 40), s.W = s.H + rng.integer(0, 20), s.first = rng.integer(0, s.W - s.H);
+  s.B = rng.integer(2, 6), s.H = rng.integer(1, 40), s.W = s.H + rng.integer(0, 20),
+  s.first = rng.integer(0, s.W - s.H);
   s.t = rng.integer(0, 5);
   s.gates = rng.randn({s.B, 4 * s.H}, 1.5), s.rec = rng.randn({s.B, 4 * s.H}, 1.5), s.c_prev = rng.randn({s.B, s.H});
   std::vector<int32_t> len(s.B);
@@ -124,7 +125,8 @@ TEST_CASE("lstm_cell_backward matches central differences of the float64 cell, p
 }
 
 TEST_CASE("lstm cell ops refuse shapes that do not fit, naming them") {
-  Tensor gates = Tensor::zeros({2, 8}), rec = Tensor::zeros({2, 8}), c = Tensor::zeros({2, 2}), h = Tensor::zeros({2, 2});
+  Tensor gates = Tensor::zeros({2, 8}), rec = Tensor::zeros({2, 8}), c = Tensor::zeros({2, 2}),
+         h = Tensor::zeros({2, 2});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{1, 1}, {2}), out = Tensor::zeros({2, 3});
   CHECK_THROWS_WITH_AS(lstm_cell_forward(gates, rec, c, lengths, 0, c, h, out, 2), doctest::Contains("columns 2..4"),
                        lt::Error);
