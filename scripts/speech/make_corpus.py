@@ -2,11 +2,12 @@
 """Builds lt's offline speech corpus (docs/speech.md, "Corpus") from Debian
 packages: sentences from WordNet's examples, fortunes and the KJV bible, read
 by flite, festival and espeak-ng voices, some of them augmented with sox,
-labelled with the 39 ARPAbet phones; and a control set, validation sentences
-read by the training voices, which tells how much of the validation error
-is the voices' and how much the sentences'. Deterministic: the same
-arguments give the same files. Work is split into shards; a finished shard's manifest is
-written atomically, so a rerun resumes where the last one stopped.
+labelled with the phones each engine says it spoke, as the 39 ARPAbet
+phones; and a control set, validation sentences read by the training voices,
+which tells how much of the validation error is the voices' and how much the
+sentences'. Deterministic: the same arguments give the same files. Work is
+split into shards; a finished shard's manifest is written atomically, so a
+rerun resumes where the last one stopped.
 
   scripts/speech/make_corpus.py [--hours 20] [--valid-hours 0.5] [--control 160] [-j N]
                                 [--out data/speech] [--text-only]
@@ -31,6 +32,31 @@ ENGINE_PHONES = {p.lower(): [p] for p in PHONES}
 ENGINE_PHONES.update({"ax": ["AH"], "axr": ["ER"], "el": ["AH", "L"], "em": ["AH", "M"], "en": ["AH", "N"],
                       "dx": ["D"], "hv": ["HH"], "ix": ["IH"], "nx": ["N"], "pau": [], "h#": [], "brth": [],
                       "ssil": [], "#": []})
+# espeak-ng's IPA (`--ipa`: the phones its accent actually spoke, so a
+# non-rhotic voice's "car" has no R and a rhotic one's has) as the 39, by
+# sound: centring diphthongs and r-coloured vowels become two phones (near:
+# IH AH non-rhotic, IH R rhotic), a flap is the T it mostly stands for (as
+# the CMU dictionary and flite write water and butter), the dental stops and
+# the glottal stop are the T and D they stand for, a nasal vowel is the vowel
+# and N, syllabic consonants are AH and the consonant as flite's el/en.
+# Stress marks drop.
+IPA_PHONES = {
+    "p": ["P"], "b": ["B"], "t": ["T"], "d": ["D"], "k": ["K"], "ɡ": ["G"], "f": ["F"], "v": ["V"], "θ": ["TH"],
+    "ð": ["DH"], "s": ["S"], "z": ["Z"], "ʃ": ["SH"], "ʒ": ["ZH"], "h": ["HH"], "m": ["M"], "n": ["N"],
+    "ŋ": ["NG"], "l": ["L"], "ɹ": ["R"], "r": ["R"], "w": ["W"], "ʍ": ["W"], "j": ["Y"], "tʃ": ["CH"],
+    "dʒ": ["JH"], "ɾ": ["T"], "t̪": ["T"], "d̪": ["D"], "ʔ": ["T"], "x": ["K"], "ɬ": ["L"],
+    "əl": ["AH", "L"], "l̩": ["AH", "L"], "n̩": ["AH", "N"], "m̩": ["AH", "M"],
+    "ɪ": ["IH"], "ᵻ": ["IH"], "i": ["IY"], "iː": ["IY"], "eʲ": ["IY"], "e": ["EY"], "eɪ": ["EY"], "eː": ["EY"],
+    "ei": ["EY"], "ɛ": ["EH"], "æ": ["AE"], "a": ["AE"], "aː": ["AA"], "a:": ["AA"], "aa": ["AA"], "ɑ": ["AA"],
+    "ɑː": ["AA"], "ɒ": ["AA"], "ɑə": ["AA"], "ɔ": ["AO"], "ɔː": ["AO"], "o": ["OW"], "oː": ["OW"], "oʊ": ["OW"],
+    "əʊ": ["OW"], "ʌʊ": ["OW"], "əu": ["OW"], "ʊ": ["UH"], "u": ["UW"], "uː": ["UW"], "ʉ": ["UW"], "ʉː": ["UW"],
+    "ʌ": ["AH"], "ə": ["AH"], "ɐ": ["AH"], "ɚ": ["ER"], "ɜ": ["ER"], "ɜː": ["ER"], "əɹ": ["ER"], "ʌɹ": ["ER"],
+    "əɪ": ["ER"], "aɪ": ["AY"], "ʌɪ": ["AY"], "ɑɪ": ["AY"], "aʊ": ["AW"], "æʊ": ["AW"], "ʌʉ": ["AW"],
+    "ɔɪ": ["OY"], "oɪ": ["OY"], "ɑ̃": ["AA", "N"],
+    "iə": ["IH", "AH"], "ɪə": ["IH", "AH"], "eə": ["EH", "AH"], "ɛə": ["EH", "AH"], "ʊə": ["UH", "AH"],
+    "oə": ["AO", "AH"], "ɔə": ["AO", "AH"], "aɪə": ["AY", "AH"], "aɪɚ": ["AY", "ER"],
+    "ɪɹ": ["IH", "R"], "ɛɹ": ["EH", "R"], "ʊɹ": ["UH", "R"], "ʉɹ": ["UW", "R"], "ɔːɹ": ["AO", "R"],
+    "oːɹ": ["AO", "R"], "ɑːɹ": ["AA", "R"]}
 SENTENCE_WORDS = (4, 30)
 SECONDS_PER_PHONE = 0.085  # planning estimate only; the manifest has measured durations
 
@@ -189,17 +215,31 @@ def engine_phones(names):
     return out
 
 
+def ipa_phones(ipa):
+    """espeak-ng's `--ipa --sep=" "` output as the 39 (IPA_PHONES)."""
+    out = []
+    for token in ipa.replace("ˈ", "").replace("ˌ", "").split():
+        if token not in IPA_PHONES:
+            raise ValueError(f"espeak-ng phone {token!r} has no mapping to the 39 (IPA_PHONES)")
+        out += IPA_PHONES[token]
+    return out
+
+
+def espeak_args(u):
+    return ["espeak-ng", "-v", u["voice"] + u["variant"], "-p", str(u["pitch"]), "-s", str(u["speed"])]
+
+
 def synthesize(u, wav, tmp):
-    """Writes u's raw synthesis to wav; returns the phones the engine spoke, or None to use the lexicon."""
+    """Writes u's raw synthesis to wav; returns the phones the engine spoke."""
     text = u["words"].lower()
     if u["engine"] == "flite":
         r = subprocess.run(["flite", "-voice", u["voice"], "--setf", f"duration_stretch={u['stretch']}", "-psdur",
                             "-t", text, "-o", wav], capture_output=True, text=True, check=True)
         return engine_phones(p.split(":")[0] for p in r.stdout.split())
     if u["engine"] == "espeak":
-        subprocess.run(["espeak-ng", "-v", u["voice"] + u["variant"], "-p", str(u["pitch"]), "-s", str(u["speed"]),
-                        "-w", wav, text], capture_output=True, check=True)
-        return None
+        r = subprocess.run(espeak_args(u) + ["--ipa", "--sep= ", "-w", wav, text], capture_output=True, text=True,
+                           check=True)
+        return ipa_phones(r.stdout)
     raise ValueError(u["engine"])
 
 
@@ -265,7 +305,7 @@ def soxi_seconds(path):
 
 
 def run_shard(job):
-    split, index, utts, out_dir, lex = job
+    split, index, utts, out_dir = job
     manifest = os.path.join(out_dir, "shards", f"{split}-{index:05d}.tsv")
     # Done when complete: a run for fewer hours may have ended this shard short.
     if os.path.exists(manifest) and sum(1 for _ in open(manifest)) == len(utts):
@@ -278,8 +318,9 @@ def run_shard(job):
         fest_phones = festival_batch(fest, tmp) if fest else {}
         for u in utts:
             raw = os.path.join(tmp, u["id"] + ".raw.wav")
-            spoken = fest_phones.get(u["id"]) if u["engine"] == "festival" else synthesize(u, raw, tmp)
-            phones = spoken if spoken else [p for w in u["words"].split() for p in lex[w]]
+            phones = fest_phones.get(u["id"]) if u["engine"] == "festival" else synthesize(u, raw, tmp)
+            if not phones:
+                raise RuntimeError(f"{u['id']}: {u['engine']} {u['voice']} printed no phones for {u['words']!r}")
             rel = os.path.join(split, f"{index:05d}", u["id"] + ".flac")
             seconds = finish(u, raw, os.path.join(out_dir, rel), tmp)
             # The speaker is the voice (PER is reported per voice); its variants are one speaker.
@@ -347,7 +388,7 @@ def main():
     splits = (("valid", valid), ("control", control), ("train", train))
     for split, utts in splits:
         for k in range(0, len(utts), a.shard):
-            jobs.append((split, k // a.shard, utts[k:k + a.shard], a.out, lex))
+            jobs.append((split, k // a.shard, utts[k:k + a.shard], a.out))
     done = 0
     with multiprocessing.Pool(a.jobs) as pool:
         for _ in pool.imap_unordered(run_shard, jobs):

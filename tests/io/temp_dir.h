@@ -42,6 +42,10 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
   REQUIRE(f.good());
 }
 
+inline void write_text(const std::string& path, const std::string& text) {
+  write_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   REQUIRE(f.good());

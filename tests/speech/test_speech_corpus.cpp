@@ -14,10 +14,6 @@ using namespace lt::test;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  write_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
-}
-
 std::string phones_text(const std::vector<int32_t>& ids) {
   std::string s;
   for (int32_t id : ids) s += (s.empty() ? "" : " ") + phone_names()[size_t(id)];
@@ -55,10 +51,12 @@ TEST_CASE("a manifest of random utterances reads back, with phones given or from
     std::vector<int32_t> p;
     for (int64_t k = rng.integer(1, 12); k > 0; --k) p.push_back(int32_t(rng.integer(1, 39)));
     const bool from_words = i % 5 == 0;
-    if (from_words) p = {phone_id("HH"), phone_id("AH"), phone_id("L"), phone_id("OW"), phone_id("W"), phone_id("ER"), phone_id("L"), phone_id("D")};
+    if (from_words)
+      p = {phone_id("HH"), phone_id("AH"), phone_id("L"), phone_id("OW"),
+           phone_id("W"),  phone_id("ER"), phone_id("L"), phone_id("D")};
     want.push_back(p);
-    tsv += (from_words ? std::string() : phones_text(p)) + "\tv" + std::to_string(i % 3) + "\taudio/" + std::to_string(i) +
-           ".wav\t" + std::to_string(0.5 + i) + "\thello world\n";
+    tsv += (from_words ? std::string() : phones_text(p)) + "\tv" + std::to_string(i % 3) + "\taudio/" +
+           std::to_string(i) + ".wav\t" + std::to_string(0.5 + i) + "\thello world\n";
   }
   write_text(tmp.file("m.tsv"), tsv);
   const std::vector<Utterance> u = read_manifest(tmp.file("m.tsv"), &lex);
