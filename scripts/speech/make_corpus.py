@@ -225,10 +225,6 @@ def ipa_phones(ipa):
     return out
 
 
-def espeak_args(u):
-    return ["espeak-ng", "-v", u["voice"] + u["variant"], "-p", str(u["pitch"]), "-s", str(u["speed"])]
-
-
 def synthesize(u, wav, tmp):
     """Writes u's raw synthesis to wav; returns the phones the engine spoke."""
     text = u["words"].lower()
@@ -237,8 +233,8 @@ def synthesize(u, wav, tmp):
                             "-t", text, "-o", wav], capture_output=True, text=True, check=True)
         return engine_phones(p.split(":")[0] for p in r.stdout.split())
     if u["engine"] == "espeak":
-        r = subprocess.run(espeak_args(u) + ["--ipa", "--sep= ", "-w", wav, text], capture_output=True, text=True,
-                           check=True)
+        r = subprocess.run(["espeak-ng", "-v", u["voice"] + u["variant"], "-p", str(u["pitch"]), "-s", str(u["speed"]),
+                            "--ipa", "--sep= ", "-w", wav, text], capture_output=True, text=True, check=True)
         return ipa_phones(r.stdout)
     raise ValueError(u["engine"])
 
