@@ -1,14 +1,22 @@
 // One recurrent step of causal linear attention (eq. 16-20) on the GPU: one
-// warp per (n, h). Lane l owns value columns l, l + 32, ...: it reads and
-// writes its column of S once (each row of S one coalesced 128-byte access),
-// and phi(q)[f], phi(k)[f] come from the lane holding them by shuffle, so no
-// block-wide reduction or barrier is needed. The step is bound by reading and
-// writing S, so a tile's 32 rows are all loaded before the first store. S is
-// float32, or bfloat16 for half the traffic (sums stay float32; each element
-// is rounded once per step, to nearest even, when it is stored, as on the CPU).
+// warp per (n, h). The step is bound by reading and writing S, float32 or
+// bfloat16 (sums stay float32; each element is rounded once per step, to
+// nearest even, when it is stored, as on the CPU), so the kernel is built
+// around moving S:
+// - When a row of S is 2 to 16 vectors of 16 bytes (M = 8..128 for bf16,
+//   4..64 for float32), LPR lanes hold a row and every access is a 16-byte
+//   vector; each lane loads its rows of a tile before the first store, and
+//   the partial sums of the output are added across lanes by shuffles.
+//   Scalar loads of a bf16 S left the kernel at 40% of the H100's bandwidth.
+// - Otherwise lane l owns value columns l, l + 32, ..., one row of a tile per
+//   coalesced access, and phi(q)[f], phi(k)[f] come from the lane holding
+//   them by shuffle.
 // The packed variant reads q, k and v straight from the rows of one qkv
 // product and applies an elementwise phi to q and k as it loads them.
 #include <cuda_bf16.h>
+
+#include <cstdint>
+#include <type_traits>
 
 #include "cuda_check.cuh"
 #include "feature_maps.cuh"
@@ -93,13 +101,116 @@ __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, f
   }
 }
 
+// 16 bytes of S as floats, and back (rounded to nearest even for bf16).
+template <typename T>
+constexpr int kVec = 16 / sizeof(T);
+
+template <typename T>
+__device__ void unpack(const uint4& raw, float (&x)[kVec<T>]) {
+  if constexpr (std::is_same_v<T, float>) {
+    x[0] = __uint_as_float(raw.x), x[1] = __uint_as_float(raw.y), x[2] = __uint_as_float(raw.z),
+    x[3] = __uint_as_float(raw.w);
+  } else {
+    const unsigned w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      x[2 * i] = f.x, x[2 * i + 1] = f.y;
+    }
+  }
+}
+
+template <typename T>
+__device__ uint4 pack(const float (&x)[kVec<T>]) {
+  if constexpr (std::is_same_v<T, float>) {
+    return {__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]), __float_as_uint(x[3])};
+  } else {
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 b = __floats2bfloat162_rn(x[2 * i], x[2 * i + 1]);
+      w[i] = *reinterpret_cast<const unsigned*>(&b);
+    }
+    return {w[0], w[1], w[2], w[3]};
+  }
+}
+
+// M = LPR * kVec<T>: lane = r * LPR + c holds columns [c kVec, (c + 1) kVec)
+// of rows r, r + RPP, ... A tile is U rows per lane, loaded before the first
+// store (at most 8 vectors, 128 bytes, in flight per lane).
+template <typename T, class Phi, int LPR>
+__global__ void linear_attention_step_vec_kernel(StepLayout in, T* __restrict__ S, float* __restrict__ Z,
+                                                 float* __restrict__ out, long long pairs, int F) {
+  constexpr int V = kVec<T>, M = LPR * V, RPP = 32 / LPR, U = LPR < 8 ? LPR : 8;
+  const long long p = blockIdx.x * (long long)kWarps + threadIdx.y;
+  if (p >= pairs) return;  // a whole warp leaves together
+  const int lane = threadIdx.x, c = lane % LPR, r = lane / LPR;
+  const Phi phi;
+  const long long n = p / in.heads, h = p % in.heads;
+  const float* __restrict__ q = in.q + n * in.qk_row + h * F;
+  const float* __restrict__ k = in.k + n * in.qk_row + h * F;
+  const float* __restrict__ val = in.v + n * in.v_row + h * M + c * V;
+  T* s = S + p * F * M + c * V;
+  float *z = Z + p * F, *o = out + p * M + c * V;
+
+  float d = 0.f;
+  for (int f = lane; f < F; f += 32) {
+    const float zf = z[f] + phi(k[f]);
+    z[f] = zf;
+    d += phi(q[f]) * zf;
+  }
+  const float den = warp_sum(d) + kLinearAttentionEps;
+
+  float vm[V], acc[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) vm[j] = val[j], acc[j] = 0.f;
+  for (int f0 = 0; f0 < F; f0 += U * RPP) {
+    uint4 raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int f = f0 + u * RPP + r;
+      if (f < F) raw[u] = *reinterpret_cast<const uint4*>(s + (long long)f * M);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int f = f0 + u * RPP + r;
+      if (f < F) {
+        const float kf = phi(k[f]), qf = phi(q[f]);
+        float x[V];
+        unpack<T>(raw[u], x);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          x[j] += kf * vm[j];
+          acc[j] += qf * x[j];
+        }
+        *reinterpret_cast<uint4*>(s + (long long)f * M) = pack<T>(x);
+      }
+    }
+  }
+#pragma unroll
+  for (int off = LPR; off < 32; off *= 2)
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+  if (r == 0)
+#pragma unroll
+    for (int j = 0; j < V; ++j) o[j] = acc[j] / den;
+}
+
 template <typename T, class Phi>
 void launch_step(const StepLayout& in, T* S, float* Z, float* out, int64_t pairs, int64_t F, int64_t M) {
   if (pairs == 0) return;
   if ((pairs + kWarps - 1) / kWarps > 0x7fffffffLL)
     throw lt::Error("linear_attention_step: N*H = " + std::to_string(pairs) + " exceeds the CUDA grid");
-  linear_attention_step_kernel<T, Phi><<<blocks_for(pairs, kWarps), dim3(32, kWarps)>>>(in, S, Z, out, pairs,
-                                                                                       (int)F, (int)M);
+  const unsigned blocks = blocks_for(pairs, kWarps);
+  const dim3 threads(32, kWarps);
+  const bool vectors = M % kVec<T> == 0 && reinterpret_cast<uintptr_t>(S) % 16 == 0;
+  switch (vectors ? M / kVec<T> : 0) {
+    case 2: linear_attention_step_vec_kernel<T, Phi, 2><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
+    case 4: linear_attention_step_vec_kernel<T, Phi, 4><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
+    case 8: linear_attention_step_vec_kernel<T, Phi, 8><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
+    case 16: linear_attention_step_vec_kernel<T, Phi, 16><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
+    default: linear_attention_step_kernel<T, Phi><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F, (int)M);
+  }
   LT_CUDA_LAUNCH_CHECK();
 }
 

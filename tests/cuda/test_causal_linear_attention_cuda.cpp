@@ -83,7 +83,8 @@ TEST_CASE("cuda linear attention step matches the CPU") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {33, 47}, {256, 256}, {rng.integer(1, 300), rng.integer(1, 300)}}) {
+  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {33, 47}, {256, 256}, {40, 16}, {7, 64},
+                      {rng.integer(1, 300), rng.integer(1, 300)}}) {
     const int64_t N = rng.integer(1, 4), H = rng.integer(1, 8);
     INFO("N " << N << " H " << H << " F " << F << " M " << M);
     Tensor S = Tensor::zeros({N, H, F, M}), Z = Tensor::zeros({N, H, F}), out = Tensor::empty({N, H, M});
@@ -105,7 +106,8 @@ TEST_CASE("cuda linear attention step and prefix state with a bf16 S match the C
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {64, 64}, {33, 47}, {rng.integer(1, 200), rng.integer(1, 200)}}) {
+  for (auto [F, M] : {std::pair<int64_t, int64_t>{32, 32}, {64, 64}, {33, 47}, {40, 16}, {7, 128},
+                      {rng.integer(1, 200), rng.integer(1, 200)}}) {
     const int64_t N = rng.integer(1, 4), H = rng.integer(1, 8), L = rng.integer(1, 60);
     INFO("N " << N << " H " << H << " F " << F << " M " << M << " L " << L);
     // The prefix state: float32 sums rounded once.
