@@ -70,16 +70,23 @@ AsrOutput::AsrOutput(bool json, bool words, const std::string& model, const Spee
 
 void AsrOutput::begin(const std::string& path) {
   if (json_) return;
-  if (!terminal_) std::cout << path << "\t" << std::flush;
   line_open_ = true;
-  printed_any_ = false;
+  started_ = printed_any_ = false;
   path_ = path;
   shown_.clear();
+}
+
+// A pipe gets the line's "path TAB" with its first phone, so an input that
+// fails before any (no WAV header, too short) leaves nothing on stdout.
+void AsrOutput::start_line() {
+  if (!terminal_ && !started_) std::cout << path_ << "\t";
+  started_ = true;
 }
 
 void AsrOutput::update(const std::vector<std::string>& fresh, const std::vector<std::string>& tentative) {
   if (json_ || !line_open_) return;
   if (!terminal_) {  // a pipe gets final items only, appended
+    if (!fresh.empty()) start_line();
     for (const std::string& item : fresh) {
       std::cout << (printed_any_ ? " " : "") << item;
       printed_any_ = true;
@@ -98,11 +105,12 @@ void AsrOutput::update(const std::vector<std::string>& fresh, const std::vector<
   const size_t cut = line.size() > room ? line.size() - room : 0;
   const size_t split = settled_end > cut ? settled_end - cut : 0;
   line.erase(0, cut);
+  started_ = true;
   std::cout << "\r\x1b[K" << line.substr(0, split) << "\x1b[2m" << line.substr(split) << "\x1b[0m" << std::flush;
 }
 
 void AsrOutput::end_line() {
-  if (line_open_) std::cout << "\n" << std::flush;
+  if (line_open_ && started_) std::cout << "\n" << std::flush;
   line_open_ = false;
 }
 
@@ -149,6 +157,7 @@ void AsrOutput::write(const AsrResult& r) {
       std::cout << r.path << "\t" << (words_ ? words + "\t" : "") << phones << "\n" << std::flush;
     } else {
       if (terminal_) update({}, {});  // the line without its dimmed tail
+      start_line();
       std::cout << (words_ ? "\t" + phones : "") << "\n" << std::flush;
     }
     line_open_ = false;

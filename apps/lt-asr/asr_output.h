@@ -73,11 +73,12 @@ class AsrOutput {
 
  private:
   void score(const AsrResult& r, nlohmann::json* j);
+  void start_line();
   bool json_, words_, terminal_;
   std::string model_;
   const SpeechFrontEnd& frontend_;
   const References& refs_;
-  bool line_open_ = false, printed_any_ = false;
+  bool line_open_ = false, started_ = false, printed_any_ = false;
   std::string path_, shown_;  // the open line's input, and its settled phones' visible tail (terminal)
   ErrorCounts total_, total_words_;
   int64_t scored_ = 0, unscored_ = 0;

@@ -230,6 +230,7 @@ TEST_CASE("lt-asr refuses each bad input in one line, transcribes the others and
       if (!stream || bad != empty) CHECK(r.err.find(bad) != std::string::npos);
       if (!stream) CHECK(r.err.find(why) != std::string::npos);
       CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK(r.out.find(bad) == std::string::npos);  // nothing half-written
       CHECK(r.out.find(good + "\t") != std::string::npos);
     }
   }
