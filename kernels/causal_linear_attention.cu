@@ -43,6 +43,10 @@ constexpr int kRowsPerThread = 8;                   // state registers per threa
 constexpr int kRows = kRowGroups * kRowsPerThread;  // feature rows per block
 constexpr int kSteps = 16;                          // positions staged per chunk
 constexpr int kThreads = kCols * kRowGroups;
+// Blocks resident per SM, which the register budget must allow (at most 85
+// registers): at 2, CIFAR's 320 blocks of a product took two waves on an
+// H100's 132 SMs instead of one, a training step 100 -> 129 ms.
+constexpr int kBlocksPerSM = 3;
 
 // A [N, L, H, width] tensor, read with an extra column of ones at index width
 // when ones is set (the augmented values v'). Columns beyond read as 0.
@@ -70,9 +74,10 @@ __device__ long long sequence_length(const int32_t* lengths, long long n, long l
 // holds for it (when seg is set) and, if final is set, the last segment writes
 // the state it ends with to final [pair, inner, out_width].
 template <bool sum_only>
-__global__ void causal_product_kernel(Operand a, Operand b, Operand c, const int32_t* lengths, float* out,
-                                      int out_width, long long L, long long H, bool reverse, int S, long long per,
-                                      float* seg, float* final_state, int inner) {
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+    causal_product_kernel(Operand a, Operand b, Operand c, const int32_t* lengths, float* out, int out_width,
+                          long long L, long long H, bool reverse, int S, long long per, float* seg, float* final_state,
+                          int inner) {
   __shared__ float sa[kSteps][kRows], sb[kSteps][kRows], sc[kSteps][kCols];
   __shared__ float partial[kSteps][kRowGroups][kCols];
   const long long pair = blockIdx.x / S, segment = blockIdx.x % S;
