@@ -1,7 +1,8 @@
 // LayerNorm on the GPU. One warp per row (grid-stride over rows, so any row
-// count fits the grid), lanes meeting in shuffle reductions: no shared memory. dgamma and dbeta are
-// column sums over all rows: a separate kernel where each block sums a tile
-// of 32 columns over a slice of rows and adds it in with atomicAdd.
+// count fits the grid), lanes meeting in shuffle reductions: no shared
+// memory. dgamma and dbeta are column sums over all rows: a separate kernel
+// where each block sums a tile of 32 columns over a slice of rows and adds it
+// in with atomicAdd.
 #include <algorithm>
 
 #include "cuda_check.cuh"

@@ -3,8 +3,8 @@
 // bfloat16 (sums stay float32; each element is rounded once per step, to
 // nearest even, when it is stored, as on the CPU), so the kernel is built
 // around moving S:
-// - When a row of S is 2 to 16 vectors of 16 bytes (M = 8..128 for bf16,
-//   4..64 for float32), LPR lanes hold a row and every access is a 16-byte
+// - When a row of S is 2, 4, 8 or 16 vectors of 16 bytes (M = 16..128 for
+//   bf16, 8..64 for float32), LPR lanes hold a row and every access is a 16-byte
 //   vector; each lane loads its rows of a tile before the first store, and
 //   the partial sums of the output are added across lanes by shuffles.
 //   Scalar loads of a bf16 S left the kernel at 40% of the H100's bandwidth.
