@@ -1,9 +1,11 @@
 // What a recognizer does with each position's logits: phones through the CTC
-// decoder, and with a lexicon words through the word search, both frame by
-// frame, so offline and streaming recognition decode the same way.
+// decoder (or the phone language model's search), and with a lexicon words
+// through the word search, all frame by frame, so offline and streaming
+// recognition decode the same way.
 #pragma once
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lt/error.h"
@@ -13,16 +15,17 @@ namespace lt::speech {
 
 class Decoding {
  public:
-  Decoding(int64_t classes, const RecognizerOptions& options)
-      : classes_(classes), options_(options.decoding), phones_(make_ctc_decoder(classes, options.decoding)) {
-    if (!options.lexicon) return;
-    check(classes == kPhoneClasses, "decoding words needs a model over the " + std::to_string(kPhoneClasses) +
-                                        " phone classes, this one has " + std::to_string(classes));
-    words_.emplace(*options.lexicon, options.lm, options.words);
+  Decoding(int64_t classes, const RecognizerOptions& options) : classes_(classes), options_(options) {
+    if (options.lexicon || options.phone_lm)
+      check(classes == kPhoneClasses, std::string(options.lexicon ? "decoding words" : "a phone language model") +
+                                          " needs a model over the " + std::to_string(kPhoneClasses) +
+                                          " phone classes, this one has " + std::to_string(classes));
+    phones_ = phone_decoder();
+    if (options.lexicon) words_.emplace(*options.lexicon, options.lm, options.words);
   }
   // A new utterance (the word search keeps its lexicon trie).
   void reset() {
-    phones_ = make_ctc_decoder(classes_, options_);
+    phones_ = phone_decoder();
     if (words_) words_->reset();
     words_done_.clear();
     finished_ = false;
@@ -57,8 +60,12 @@ class Decoding {
   }
 
  private:
+  std::unique_ptr<CtcDecoder> phone_decoder() const {
+    return options_.phone_lm ? make_phone_lm_decoder(*options_.phone_lm, options_.phone_search)
+                             : make_ctc_decoder(classes_, options_.decoding);
+  }
   int64_t classes_;
-  CtcBeamOptions options_;
+  RecognizerOptions options_;  // its lexicon and models are the caller's
   std::unique_ptr<CtcDecoder> phones_;
   std::optional<WordSearch> words_;
   std::vector<RecognizedWord> words_done_;  // finish()'s words, until taken

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Builds a word n-gram language model in ARPA format (docs/speech.md, "Words")
-from transcripts: the `words` column of lt manifests (*.tsv) or text files of
-one sentence per line. Python's standard library only; the same inputs give
+from transcripts: the `words` column of lt manifests (*.tsv; or `phones` with
+--column phones, a phone model) or text files of one sentence per line. Python's standard library only; the same inputs give
 the same bytes.
 
   scripts/speech/make_lm.py data/speech/train.tsv -o words.arpa.gz [--order 2] [--lexicon DICT]
+  scripts/speech/make_lm.py data/speech/train.tsv --column phones --order 4 -o phones.arpa.gz
 
 Smoothing: interpolated Kneser-Ney with one discount per order (Ney's
 D = n1 / (n1 + 2 n2) over that order's counts of counts), written in back-off
@@ -36,8 +37,8 @@ def fail(message):
     sys.exit(1)
 
 
-def read_sentences(path):
-    """Upper-case word lists: a manifest's words column, or one sentence per line."""
+def read_sentences(path, column="words"):
+    """Upper-case word lists: a manifest's column, or one sentence per line."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -48,9 +49,9 @@ def read_sentences(path):
     if not lines:
         fail(f"{path}: empty manifest (expected a header line naming its columns)")
     header = lines[0].split("\t")
-    if "words" not in header:
-        fail(f"{path}:1: no 'words' column in the header")
-    column = header.index("words")
+    if column not in header:
+        fail(f"{path}:1: no '{column}' column in the header")
+    column = header.index(column)
     out = []
     for n, line in enumerate(lines[1:], start=2):
         if not line:
@@ -178,7 +179,9 @@ def perplexity(logp, backoff, order, sentences):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("inputs", nargs="+", help="manifests (*.tsv, their words column) or text files, a sentence a line")
+    ap.add_argument("inputs", nargs="+", help="manifests (*.tsv, their --column) or text files, a sentence a line")
+    ap.add_argument("--column", default="words", choices=["words", "phones"],
+                    help="the manifests' column to read (default words; phones: a phone n-gram model for lt-asr --phone-lm)")
     ap.add_argument("-o", "--output", required=True, help="the ARPA file; gzip-compressed when it ends in .gz")
     ap.add_argument("--order", type=int, default=2, help="n-gram order (default 2)")
     ap.add_argument("--lexicon", help="only words of this CMU-format dictionary are in the vocabulary")
@@ -189,7 +192,7 @@ def main():
     args = ap.parse_args()
     if args.order < 1 or args.min_count < 1 or args.prune < 1:
         fail("--order, --min-count and --prune must be at least 1")
-    sentences = [s for path in args.inputs for s in read_sentences(path)]
+    sentences = [s for path in args.inputs for s in read_sentences(path, args.column)]
     if not sentences:
         fail("no sentences in " + ", ".join(args.inputs))
     allowed = read_lexicon_words(args.lexicon) if args.lexicon else None
@@ -211,7 +214,7 @@ def main():
     print(f"make_lm: {args.output}: {len(sentences)} sentences, {len(vocabulary)} words with </s> and <unk>; {counts}",
           file=sys.stderr)
     if args.eval:
-        held_out = [[w if w in vocabulary else UNK for w in s] for s in read_sentences(args.eval)]
+        held_out = [[w if w in vocabulary else UNK for w in s] for s in read_sentences(args.eval, args.column)]
         ppl, tokens = perplexity(logp, backoff, args.order, held_out)
         unknown = sum(w == UNK for s in held_out for w in s)
         print(f"make_lm: {args.eval}: perplexity {ppl:.2f} over {tokens} tokens with </s>, {unknown} of them <unk>",

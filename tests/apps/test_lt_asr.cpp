@@ -277,6 +277,44 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   CHECK(r.exit_code == 0);
   for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
-                        "--threads INT=0", "--bf16", "--tf32"})
+                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.5",
+                        "--phone-bonus FLOAT=4"})
     CHECK(r.out.find(o) != std::string::npos);
+}
+
+TEST_CASE("lt-asr --phone-lm: the model changes the phones a beam finds, 'none' is the plain beam, misuse is one line") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  const std::string a = espeak(tmp, "a.wav", "en-us", "phones scored by a phone language model");
+  auto phones = [&](const std::string& flags) {
+    const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' -q " + flags + " '" + a + "'");
+    INFO(flags << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    return phones_of(r.out);
+  };
+  // A model where AH is almost certain after anything: with a heavy weight every phone found is AH.
+  write_text(tmp.file("ah.arpa"),
+             "\\data\\\nngram 1=4\n\n\\1-grams:\n-99 <s>\n-0.5 </s>\n-0.0001 AH\n-8 <unk>\n\n\\end\\\n");
+  const std::string plain = phones("--beam 8 --phone-lm none");
+  const std::string with_lm = phones("--beam 8 --phone-lm '" + tmp.file("ah.arpa") + "' --phone-lm-weight 20");
+  CHECK(phones("--beam 8 --phone-lm none") == plain);
+  CHECK(with_lm.find("AH") != std::string::npos);
+  std::istringstream in(with_lm);
+  for (std::string p; in >> p;) CHECK(p == "AH");
+  CHECK(with_lm != plain);
+  // Greedy decoding has no search to weigh: the phone-model options are refused with one line.
+  for (const char* flags : {"--beam 1 --phone-lm-weight 2", "--stream --phone-bonus 1"}) {
+    const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' " + flags + " '" + a + "'");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("needs a beam search") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const CommandResult bad =
+      run_tool(tmp, "lt-asr", "-m '" + model + "' --phone-lm '" + tmp.file("missing.arpa") + "' '" + a + "'");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("missing.arpa") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  CHECK(bad.out.empty());
 }

@@ -1,7 +1,8 @@
 // The word search against brute force over every word sequence (its CTC
 // probability summed over alignments, times the language model and the
 // word bonus), on hand-made posteriors with a known answer, and streamed:
-// settled words taken as they come equal the one-pass result.
+// settled words taken as they come equal the one-pass result; and the phone
+// language model decoder (the search over the phones as words) the same way.
 #include <algorithm>
 
 #include "heads/ctc_reference.h"
@@ -293,4 +294,60 @@ TEST_CASE("word search: bad logits, options and lexicons are errors") {
   const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
   CHECK(error_of([&] { WordSearch(lex, &lm); }).find("no word of the lexicon is in the language model") !=
         std::string::npos);
+}
+
+TEST_CASE("phone LM decoder: the phones of brute force's best sequence, and taken as they settle equal one pass") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  for (int trial = 0; trial < 12; ++trial) {
+    INFO("trial " << trial);
+    // Three neighbouring phones carry the frames; every other phone is ~e^-40
+    // less likely, so brute force over the three finds the same best sequence.
+    const int32_t base = int32_t(rng.integer(1, kPhoneClasses - 3));
+    Lexicon lex;
+    std::vector<std::string> three;
+    for (int32_t p = base; p < base + 3; ++p) {
+      three.push_back(phone_names()[size_t(p)]);
+      lex.words[three.back()] = {p};
+    }
+    const ArpaModel m = random_arpa(rng, int(rng.integer(1, 3)), three, rng.uniform(0, 1) < 0.5);
+    write_text_file(tmp.file("phones.arpa"), arpa_text(m, rng), false);
+    const LanguageModel lm = read_arpa(tmp.file("phones.arpa"));
+    WordSearchOptions o;
+    o.beam = 1 << 20;
+    o.prune = -20;  // the other phones are never extended: the search stays exact over the three
+    o.lm_weight = rng.uniform(0.3, 2);
+    o.word_bonus = rng.uniform(-1, 1);
+    const int64_t T = rng.integer(6, 9);
+    std::vector<float> logits = rng.normals(T * kPhoneClasses, 2.5);
+    for (int64_t i = 0; i < T * kPhoneClasses; ++i) {
+      const int32_t c = int32_t(i % kPhoneClasses);
+      if (c != 0 && (c < base || c >= base + 3)) logits[size_t(i)] = -40.f;
+    }
+    std::vector<Scored> all = brute_force(lex, &m, o, softmax_rows(logits.data(), T, kPhoneClasses), T);
+    std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+
+    std::unique_ptr<CtcDecoder> whole = make_phone_lm_decoder(lm, o), streamed = make_phone_lm_decoder(lm, o);
+    std::vector<CtcToken> one_pass, settled;
+    for (int64_t t = 0; t < T; ++t) {
+      whole->push(logits.data() + t * kPhoneClasses);
+      streamed->push(logits.data() + t * kPhoneClasses);
+      streamed->take_settled(settled);
+    }
+    whole->finish();
+    whole->take_settled(one_pass);
+    streamed->finish();
+    streamed->take_settled(settled);
+    CHECK(settled == one_pass);
+    CHECK(streamed->tentative().empty());
+    std::vector<std::string> got;
+    for (const CtcToken& p : one_pass) {
+      got.push_back(phone_names()[size_t(p.label)]);
+      CHECK(p.start == p.end);  // the frame that first emits it
+      CHECK((p.start >= 0 && p.start < T));
+    }
+    if (all.size() == 1 || all[0].score - all[1].score > 1e-7) CHECK(got == all[0].words);
+  }
 }

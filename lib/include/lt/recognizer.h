@@ -37,6 +37,11 @@ struct RecognizerOptions {
   const Lexicon* lexicon = nullptr;
   const LanguageModel* lm = nullptr;
   WordSearchOptions words;
+  // Phones decoded with this phone n-gram model (make_phone_lm_decoder, with
+  // phone_search's beam, weight and bonus) instead of by `decoding` alone;
+  // nullptr: none. It must outlive the recognizer.
+  const LanguageModel* phone_lm = nullptr;
+  WordSearchOptions phone_search;
 };
 
 // Seconds spent in each part.

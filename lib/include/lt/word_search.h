@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/ctc.h"
 #include "lt/language_model.h"
 #include "lt/speech_corpus.h"
 
@@ -87,5 +88,12 @@ class WordSearch {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Phones decoded with a phone n-gram model (an ARPA model over the 39 phone
+// names): the search above over a lexicon whose words are the phones, each
+// spelt by itself. It finds the phones P with the largest ln P_CTC(P | x) +
+// lm_weight · ln P_LM(P </s>) + word_bonus · |P|. A token's start and end are
+// the frame that first emits it.
+std::unique_ptr<CtcDecoder> make_phone_lm_decoder(const LanguageModel& lm, const WordSearchOptions& options);
 
 }  // namespace lt
