@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     const lt::Device device = lt::parse_device(a.device);
     in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
     in.recognizer.decoding.beam = a.beam > 0 ? a.beam : a.stream ? 1 : 16;
-    const bool phone_search = in.recognizer.decoding.beam > 1 && a.phone_lm != "none";
+    const bool use_phone_lm = in.recognizer.decoding.beam > 1 && a.phone_lm != "none";
     for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
       lt::check(app.count(o) == 0 || a.phone_lm == "none" || in.recognizer.decoding.beam > 1,
                 std::string(o) + " needs a beam search (--beam > 1)");
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     lt::require_device(device);
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     model = lt::load_speech_model(a.model, device);
-    if (phone_search) {
+    if (use_phone_lm) {
       phone_lm = std::make_unique<lt::LanguageModel>(
           lt::read_arpa(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
       in.recognizer.phone_lm = phone_lm.get();
