@@ -1,8 +1,6 @@
 // make_phone_lm_decoder: the word search with the phones as its words, behind
 // the CtcDecoder interface, so the recognizer and the stream decode phones
 // with a phone n-gram model exactly as they do without one.
-#include <utility>
-
 #include "lt/word_search.h"
 
 namespace lt {
