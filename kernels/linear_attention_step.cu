@@ -38,6 +38,20 @@ __device__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 __device__ void store(float* p, float x) { *p = x; }
 __device__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
+// Z += phi(k) (eq. 19), lanes striding over F; returns the denominator
+// phi(q)^T Z + eps, summed over the warp.
+template <class Phi>
+__device__ float update_z(const float* __restrict__ q, const float* __restrict__ k, float* z, int F, int lane,
+                          const Phi& phi) {
+  float d = 0.f;
+  for (int f = lane; f < F; f += 32) {
+    const float zf = z[f] + phi(k[f]);
+    z[f] = zf;
+    d += phi(q[f]) * zf;
+  }
+  return warp_sum(d) + kLinearAttentionEps;
+}
+
 struct Identity {
   __device__ float operator()(float v) const { return v; }
 };
@@ -64,14 +78,7 @@ __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, f
   T* s = S + p * F * M;
   float *z = Z + p * F, *o = out + p * M;
 
-  // Z += phi(k) (eq. 19) and the denominator phi(q)^T Z.
-  float d = 0.f;
-  for (int f = lane; f < F; f += 32) {
-    const float zf = z[f] + phi(k[f]);
-    z[f] = zf;
-    d += phi(q[f]) * zf;
-  }
-  const float den = warp_sum(d) + kLinearAttentionEps;
+  const float den = update_z(q, k, z, F, lane, phi);
 
   // S += phi(k) v^T (eq. 18) and out = phi(q)^T S / den (eq. 20).
   for (int m0 = 0; m0 < M; m0 += 32) {
@@ -153,13 +160,7 @@ __global__ void linear_attention_step_vec_kernel(StepLayout in, T* __restrict__ 
   T* s = S + p * F * M + c * V;
   float *z = Z + p * F, *o = out + p * M + c * V;
 
-  float d = 0.f;
-  for (int f = lane; f < F; f += 32) {
-    const float zf = z[f] + phi(k[f]);
-    z[f] = zf;
-    d += phi(q[f]) * zf;
-  }
-  const float den = warp_sum(d) + kLinearAttentionEps;
+  const float den = update_z(q, k, z, F, lane, phi);
 
   float vm[V], acc[V];
 #pragma unroll
