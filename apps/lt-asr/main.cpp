@@ -5,6 +5,8 @@
 // are one line on stderr; the others are still transcribed, and the exit
 // code says something failed.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "asr_inputs.h"
@@ -25,8 +27,8 @@ struct Args {
   std::vector<std::string> inputs;
   std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm;
   std::string raw_format = "s16le";
-  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 0;  // 0: 16, or 1 with --stream
-  double follow = 0;
+  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 16;
+  double follow = 0, max_delay = 0.5;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
   // Tuned on 128 validation utterances with the shipped models (docs/speech.md, "Words").
   lt::WordSearchOptions word_search{16, 1.0, 4.0};
@@ -56,10 +58,15 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--beam", a.beam,
-                 "CTC beam width (1: greedy, the best class per frame); default 16 for files (with the phone model, "
-                 "7-12 PER points better than greedy), 1 with --stream (phones within ~30 ms, where a beam waits "
-                 "seconds for its hypotheses to agree)")
+                 "CTC beam width (1: greedy, the best class per frame; with the phone model a beam is 7-12 PER "
+                 "points better)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  app.add_option("--max-delay", a.max_delay,
+                 "a beam's hypotheses that still disagree about a phone (or word) this many seconds old give way to "
+                 "the best one, so a stream prints each phone at most this long after its audio")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   app.add_option("--phone-lm", a.phone_lm,
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
@@ -111,9 +118,9 @@ int main(int argc, char** argv) {
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
     in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
-    in.recognizer.decoding.beam = a.beam > 0 ? a.beam : a.stream ? 1 : 16;
+    in.recognizer.decoding.beam = a.beam;
     const bool use_phone_lm = in.recognizer.decoding.beam > 1 && a.phone_lm != "none";
-    for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
+    for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus", "--max-delay"})
       lt::check(app.count(o) == 0 || a.phone_lm == "none" || in.recognizer.decoding.beam > 1,
                 std::string(o) + " needs a beam search (--beam > 1)");
     in.follow = a.follow;
@@ -121,6 +128,8 @@ int main(int argc, char** argv) {
     lt::require_device(device);
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     model = lt::load_speech_model(a.model, device);
+    const int delay = std::max(1, int(std::lround(a.max_delay / lt::position_start_seconds(model.frontend, 1))));
+    in.recognizer.decoding.max_delay = a.phone_search.max_delay = a.word_search.max_delay = delay;
     if (use_phone_lm) {
       phone_lm = std::make_unique<lt::LanguageModel>(
           lt::read_arpa(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));

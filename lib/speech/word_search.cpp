@@ -95,7 +95,7 @@ struct WordSearch::Impl {
   Impl(const Lexicon& lexicon, const LanguageModel* model, const WordSearchOptions& o)
       : words(searchable_words(lexicon, model)), trie(pronunciations(words)), lm(model), options(o) {
     check(o.beam >= 1, "WordSearch: beam width must be >= 1, is " + std::to_string(o.beam));
-    check(o.max_pending_words >= 1, "WordSearch: max_pending_words must be >= 1");
+    check(o.max_delay >= 0, "WordSearch: max_delay must be >= 0, is " + std::to_string(o.max_delay));
     check(std::isfinite(o.lm_weight) && std::isfinite(o.word_bonus), "WordSearch: lm_weight and word_bonus must be finite");
     reset();
   }
@@ -233,22 +233,26 @@ struct WordSearch::Impl {
   }
 
   // Moves the words every hypothesis shares into `settled`, first dropping
-  // the hypotheses that disagree with the best one too far back.
+  // the hypotheses that disagree with the best one about a word it finished
+  // more than max_delay frames ago.
   void settle() {
     const int32_t settled_depth = history.depth(settled_at);
-    int32_t deepest = 0;
-    for (const Hyp& h : beam) deepest = std::max(deepest, history.depth(h.words));
-    if (deepest - settled_depth > options.max_pending_words) {
-      const int32_t keep = history.at_depth(beam[0].words, settled_depth + 1);
+    int32_t forced = beam[0].words;
+    while (history.depth(forced) > settled_depth && history[forced].last_frame > frame - 1 - options.max_delay)
+      forced = history[forced].parent;
+    if (history.depth(forced) > settled_depth) {
+      const int32_t depth = history.depth(forced);
       size_t kept = 0;
       for (const Hyp& h : beam) {
-        if (history.at_depth(h.words, settled_depth + 1) == keep)
+        if (history.at_depth(h.words, depth) == forced)
           beam[kept++] = h;
         else
           history.release(h.words);
       }
       beam.resize(kept);
     }
+    int32_t deepest = 0;
+    for (const Hyp& h : beam) deepest = std::max(deepest, history.depth(h.words));
     int32_t depth = deepest;
     for (const Hyp& h : beam) depth = std::min(depth, history.depth(h.words));
     if (depth <= settled_depth) return;  // a hypothesis has no word after the settled ones

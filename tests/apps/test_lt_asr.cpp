@@ -275,10 +275,10 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");
   CHECK(r.exit_code == 0);
-  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]", "--stream",
+  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=16", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
                         "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.5",
-                        "--phone-bonus FLOAT=4"})
+                        "--phone-bonus FLOAT=4", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5"})
     CHECK(r.out.find(o) != std::string::npos);
 }
 
@@ -304,8 +304,8 @@ TEST_CASE("lt-asr --phone-lm: the model changes the phones a beam finds, 'none' 
   std::istringstream in(with_lm);
   for (std::string p; in >> p;) CHECK(p == "AH");
   CHECK(with_lm != plain);
-  // Greedy decoding has no search to weigh: the phone-model options are refused with one line.
-  for (const char* flags : {"--beam 1 --phone-lm-weight 2", "--stream --phone-bonus 1"}) {
+  // Greedy decoding has no search to weigh or hypotheses to settle: their options are refused with one line.
+  for (const char* flags : {"--beam 1 --phone-lm-weight 2", "--stream --beam 1 --phone-bonus 1", "--beam 1 --max-delay 1"}) {
     const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' " + flags + " '" + a + "'");
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("needs a beam search") != std::string::npos);

@@ -36,7 +36,7 @@ void exercise(const lt::LanguageModel& lm, const uint8_t* data, size_t size) {
   if (lexicon.words.empty()) return;
   lt::WordSearchOptions options;
   options.beam = 4;
-  options.max_pending_words = 2;
+  options.max_delay = 2;
   lt::WordSearch search(lexicon, &lm, options);
   std::vector<float> row(lt::kPhoneClasses);
   for (size_t t = 0; t < 16; ++t) {

@@ -233,7 +233,7 @@ TEST_CASE("word search streamed: settled words taken as they come, then finish, 
   WordSearchOptions o;
   o.beam = 8;
   o.prune = -12;
-  o.max_pending_words = 3;
+  o.max_delay = 6;
   o.lm_weight = 0.5;
   o.word_bonus = 0.5;
 
@@ -258,7 +258,7 @@ TEST_CASE("word search streamed: settled words taken as they come, then finish, 
       stream.push(logits.data() + t * kPhoneClasses, n);
       t += n;
       for (RecognizedWord& w : stream.take_settled()) got.push_back(std::move(w));
-      CHECK(stream.pending().size() <= size_t(o.max_pending_words));
+      for (const RecognizedWord& w : stream.pending()) CHECK(w.last_frame > t - 1 - o.max_delay);
       before_end = got.size();
     }
     const WordSearchResult rest = stream.finish();
@@ -272,6 +272,43 @@ TEST_CASE("word search streamed: settled words taken as they come, then finish, 
       CHECK(got[i].first_frame == whole.words[i].first_frame);
       CHECK(got[i].last_frame == whole.words[i].last_frame);
     }
+  }
+}
+
+TEST_CASE("word search: rivals that never agree give way to the best one max_delay frames after its word") {
+  // Two homophones score alike at every frame, so only the delay settles them.
+  Lexicon lex;
+  lex.words["A"] = {5};
+  lex.words["B"] = {5};
+  lex.words["C"] = {9};
+  const std::vector<int32_t> classes = {0, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  Rng rng(41);
+  const std::vector<float> logits = peaked(classes, rng, 6, 0.5);
+  for (int delay : {0, 3, 7}) {
+    WordSearchOptions o;
+    o.max_delay = delay;
+    WordSearch search(lex, nullptr, o);
+    std::vector<RecognizedWord> got;
+    bool homophone_settled = false;
+    for (int64_t t = 0; t < int64_t(classes.size()); ++t) {
+      search.push(logits.data() + t * kPhoneClasses);
+      std::vector<RecognizedWord> now = search.take_settled();
+      for (const RecognizedWord& w : now) {
+        CHECK(t - w.last_frame <= delay);
+        if (w.phones != std::vector<int32_t>{5}) continue;
+        CHECK(t - w.last_frame == delay);  // not before: A and B tie
+        homophone_settled = true;
+      }
+      got.insert(got.end(), now.begin(), now.end());
+    }
+    CHECK(homophone_settled);
+    const WordSearchResult rest = search.finish();
+    got.insert(got.end(), rest.words.begin(), rest.words.end());
+    REQUIRE(got.size() == 2);
+    CHECK((got[0].word == "A" || got[0].word == "B"));
+    CHECK(got[0].last_frame == 1);
+    CHECK(got[1].word == "C");
+    CHECK(got[1].first_frame == 12);
   }
 }
 

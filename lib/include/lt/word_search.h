@@ -38,7 +38,12 @@ struct WordSearchOptions {
   double lm_weight = 1.0;      // weight of the language model's log-probability
   double word_bonus = 0.0;     // added per word (log scale): > 0 favours more, shorter words
   float prune = -1e30f;        // phones whose log-probability at a frame is below this are not extended (e.g. -10)
-  int max_pending_words = 32;  // hypotheses that still disagree this many words back: the best one's word is settled
+  // Hypotheses that still disagree with the best one about a word it
+  // finished more than this many frames ago give way to it, so words settle
+  // within a bounded delay and memory stays bounded (a search alone can keep
+  // two rivals for ever). A stream's latency: lower settles sooner, less
+  // accurately.
+  int max_delay = 100;
 };
 
 struct RecognizedWord {
