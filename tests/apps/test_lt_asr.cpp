@@ -88,7 +88,7 @@ TEST_CASE("lt-asr writes one line per input, or JSON whose phones are timed in o
   }
 }
 
-TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file and from a pipe") {
+TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file, a pipe and a paced live source") {
   TempDir tmp;
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -107,6 +107,14 @@ TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file and f
     INFO(pipe.err);
     REQUIRE(pipe.exit_code == 0);
     CHECK(phones_of(lines(pipe.out).at(0)) == phones_of(lines(whole.out).at(0)));
+    // As a live source delivers it: scripts/speech/pace.py's open-ended WAV in 30 ms pieces (20 times real time).
+    const CommandResult paced =
+        run_tool(tmp, "lt-asr", "-m '" + model + "' --stream --beam " + beam + " -",
+                 "sh -c 'python3 \"" + std::string(LT_SCRIPTS_DIR) + "/speech/pace.py\" --speed 20 --piece-ms 30 \"" +
+                     a + "\" | \"$0\" \"$@\"' ");
+    INFO(paced.err);
+    REQUIRE(paced.exit_code == 0);
+    CHECK(phones_of(lines(paced.out).at(0)) == phones_of(lines(whole.out).at(0)));
     const CommandResult json = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream -f json '" + a + "'");
     REQUIRE(json.exit_code == 0);
     const nlohmann::json j = nlohmann::json::parse(json.out);
