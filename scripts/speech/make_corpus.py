@@ -43,7 +43,7 @@ ENGINE_PHONES.update({"ax": ["AH"], "axr": ["ER"], "el": ["AH", "L"], "em": ["AH
 IPA_PHONES = {
     "p": ["P"], "b": ["B"], "t": ["T"], "d": ["D"], "k": ["K"], "ɡ": ["G"], "f": ["F"], "v": ["V"], "θ": ["TH"],
     "ð": ["DH"], "s": ["S"], "z": ["Z"], "ʃ": ["SH"], "ʒ": ["ZH"], "h": ["HH"], "m": ["M"], "n": ["N"],
-    "ŋ": ["NG"], "l": ["L"], "ɹ": ["R"], "r": ["R"], "w": ["W"], "ʍ": ["W"], "j": ["Y"], "tʃ": ["CH"],
+    "ŋ": ["NG"], "nʲ": ["N", "Y"], "l": ["L"], "ɹ": ["R"], "r": ["R"], "w": ["W"], "ʍ": ["W"], "j": ["Y"], "tʃ": ["CH"],
     "dʒ": ["JH"], "ɾ": ["T"], "t̪": ["T"], "d̪": ["D"], "ʔ": ["T"], "x": ["K"], "ɬ": ["L"],
     "əl": ["AH", "L"], "l̩": ["AH", "L"], "n̩": ["AH", "N"], "m̩": ["AH", "M"],
     "ɪ": ["IH"], "ᵻ": ["IH"], "i": ["IY"], "iː": ["IY"], "eʲ": ["IY"], "e": ["EY"], "eɪ": ["EY"], "eː": ["EY"],
@@ -137,7 +137,9 @@ def bible_sentences():
     return out
 
 
-def choose_sentences(lex, seed):
+def choose_sentences(lex, seed, left_out=None):
+    """The sentences whose words the lexicon has, shuffled; those it lacks go
+    to left_out, when given, in their sources' order."""
     sources = {"wordnet": wordnet_sentences(), "fortunes": fortune_sentences(), "bible": bible_sentences()}
     seen, kept = set(), []
     for name, sentences in sources.items():
@@ -155,6 +157,8 @@ def choose_sentences(lex, seed):
                 ok += 1
             else:
                 unknown += 1
+                if left_out is not None:
+                    left_out.append(key)
         log(f"{name}: {ok} sentences kept, {unknown} with a word the CMU dictionary lacks left out")
     random.Random(seed).shuffle(kept)
     return kept
@@ -328,6 +332,35 @@ def run_shard(job):
     return manifest
 
 
+def spoken_phones(job):
+    """The phones a training voice, drawn per sentence, would speak: flite's
+    front end for the flite and festival voices, espeak-ng's in its accent."""
+    i, words, seed = job
+    engine, voice, _ = random.Random(f"{seed}-text-{i}").choice([v for v in TRAIN_VOICES for _ in range(v[2])])
+    if engine == "espeak":
+        r = subprocess.run(["espeak-ng", "-q", "-v", voice, "--ipa", "--sep= ", words.lower()],
+                           capture_output=True, text=True, check=True)
+        return ipa_phones(r.stdout)
+    r = subprocess.run(["flite", "-voice", "kal16", "-psdur", "-t", words.lower(), "-o", "none"],
+                       capture_output=True, text=True, check=True)
+    return engine_phones(p.split(":")[0] for p in r.stdout.split())
+
+
+def write_phone_text(sentences, seed, jobs, path):
+    """Text for a phone language model beyond the corpus's own: sentences no
+    utterance reads (neither training nor validation; those with words the
+    lexicon lacks included, as the engines pronounce any word), one line of
+    phones each."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with multiprocessing.Pool(jobs) as pool, open(path + ".part", "w") as out:
+        for k, phones in enumerate(pool.imap(spoken_phones, ((i, s, seed) for i, s in enumerate(sentences)), 64)):
+            out.write(" ".join(phones) + "\n")
+            if (k + 1) % 10000 == 0:
+                log(f"phone text: {k + 1}/{len(sentences)} sentences")
+    os.replace(path + ".part", path)
+    log(f"{path}: the phones of {len(sentences)} sentences no utterance reads")
+
+
 REAL = "/usr/share/pocketsphinx/test/data"
 
 
@@ -361,17 +394,25 @@ def main():
     ap.add_argument("--out", default="data/speech", help="output folder")
     ap.add_argument("--seed", type=int, default=1, help="sentence order, voices and augmentation")
     ap.add_argument("--shard", type=int, default=100, help="utterances per shard (the unit of resumption)")
+    ap.add_argument("--phone-text", action="store_true",
+                    help="write OUT/phone-text.txt, the phones of every sentence no utterance reads, through a training "
+                         "voice's front end, and stop: text for a phone model (make_lm.py --column phones)")
     ap.add_argument("--text-only", action="store_true",
                     help="write the planned sentences (OUT/train.txt, OUT/valid.txt, one a line) and stop: "
                          "the transcripts scripts/speech/make_lm.py needs, without the audio")
     a = ap.parse_args()
     t0 = time.time()
     lex = read_lexicon()
-    sentences = choose_sentences(lex, a.seed)
+    left_out = []
+    sentences = choose_sentences(lex, a.seed, left_out)
     valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
-    train, _ = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
+    train, unread = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
     control = control_plan(valid, a.control)
     log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
+    if a.phone_text:
+        write_phone_text(sentences[unread:] + left_out, a.seed, a.jobs, os.path.join(a.out, "phone-text.txt"))
+        log(f"done in {time.time() - t0:.0f} s")
+        return
     if a.text_only:
         os.makedirs(a.out, exist_ok=True)
         for split, utts in (("train", train), ("valid", valid)):
