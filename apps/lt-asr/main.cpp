@@ -120,9 +120,11 @@ int main(int argc, char** argv) {
     in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
     in.recognizer.decoding.beam = a.beam;
     const bool use_phone_lm = in.recognizer.decoding.beam > 1 && a.phone_lm != "none";
-    for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus", "--max-delay"})
+    for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
       lt::check(app.count(o) == 0 || a.phone_lm == "none" || in.recognizer.decoding.beam > 1,
                 std::string(o) + " needs a beam search (--beam > 1)");
+    lt::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
+              "--max-delay needs a search to settle (--beam > 1 or --words)");
     in.follow = a.follow;
     if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, lt::parse_pcm_format(a.raw_format)};
     lt::require_device(device);
