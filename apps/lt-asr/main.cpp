@@ -34,7 +34,7 @@ struct Args {
   lt::WordSearchOptions word_search{16, 1.0, 4.0};
   // Tuned on half of the validation set, scored on the other half
   // (docs/speech.md, "Phones with a phone language model").
-  lt::WordSearchOptions phone_search{16, 1.5, 4.0};
+  lt::WordSearchOptions phone_search{16, 1.25, 4.0};
 };
 
 constexpr const char* kOfflineModel = "asr.safetensors";

@@ -285,7 +285,7 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   CHECK(r.exit_code == 0);
   for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=16", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
-                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.5",
+                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.25",
                         "--phone-bonus FLOAT=4", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5"})
     CHECK(r.out.find(o) != std::string::npos);
 }
