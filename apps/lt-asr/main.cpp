@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--beam", a.beam,
-                 "CTC beam width (1: greedy, the best class per frame; with the phone model a beam is 7-12 PER "
+                 "CTC beam width (1: greedy, the best class per frame; with the phone model a beam is 10-16 PER "
                  "points better)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
