@@ -26,7 +26,9 @@ def main():
     for path in a.files:
         try:
             readers.append(wave.open(path, "rb"))
-        except (OSError, wave.Error, EOFError) as e:
+        except OSError as e:
+            sys.exit(f"pace.py: {path}: cannot open it ({e.strerror})")
+        except (wave.Error, EOFError) as e:
             sys.exit(f"pace.py: {path}: not a PCM WAV file ({e})")
     rate, channels, width = readers[0].getframerate(), readers[0].getnchannels(), readers[0].getsampwidth()
     for path, r in zip(a.files, readers):
