@@ -29,7 +29,7 @@ def main():
         except OSError as e:
             sys.exit(f"pace.py: {path}: cannot open it ({e.strerror})")
         except (wave.Error, EOFError) as e:
-            sys.exit(f"pace.py: {path}: not a PCM WAV file ({e})")
+            sys.exit(f"pace.py: {path}: not a PCM WAV file" + (f" ({e})" if str(e) else ""))
     rate, channels, width = readers[0].getframerate(), readers[0].getnchannels(), readers[0].getsampwidth()
     for path, r in zip(a.files, readers):
         if (r.getframerate(), r.getnchannels(), r.getsampwidth()) != (rate, channels, width):
