@@ -20,8 +20,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_corpus import read_lexicon  # noqa: E402  (the CMU dictionary, stress dropped)
+
 MODEL = "/usr/share/pocketsphinx/model/en-us"
-CMUDICT = MODEL + "/cmudict-en-us.dict"
 
 
 def edit_distance(a, b):
@@ -50,10 +52,7 @@ def read_manifest(path):
             ref = r[col["phones"]].split()
         else:
             if lexicon is None:
-                lexicon = {}
-                for line in open(CMUDICT):
-                    word, *phones = line.split()
-                    lexicon.setdefault(word.upper(), [re.sub(r"\d", "", p) for p in phones])
+                lexicon = read_lexicon()
             ref = [p for w in r[col["words"]].split() for p in lexicon.get(w.upper(), [])]
         audio = r[col["path"]]
         utts.append({"audio": audio if os.path.isabs(audio) else os.path.join(base, audio),
