@@ -118,10 +118,10 @@ int main(int argc, char** argv) {
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
     in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
-    in.recognizer.decoding.beam = a.beam;
-    const bool use_phone_lm = in.recognizer.decoding.beam > 1 && a.phone_lm != "none";
+    in.recognizer.decoding.beam = a.phone_search.beam = a.beam;
+    const bool use_phone_lm = a.beam > 1 && a.phone_lm != "none";
     for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
-      lt::check(app.count(o) == 0 || a.phone_lm == "none" || in.recognizer.decoding.beam > 1,
+      lt::check(app.count(o) == 0 || a.phone_lm == "none" || a.beam > 1,
                 std::string(o) + " needs a beam search (--beam > 1)");
     lt::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
               "--max-delay needs a search to settle (--beam > 1 or --words)");
@@ -137,7 +137,6 @@ int main(int argc, char** argv) {
           lt::read_arpa(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
       in.recognizer.phone_lm = phone_lm.get();
       in.recognizer.phone_search = a.phone_search;
-      in.recognizer.phone_search.beam = in.recognizer.decoding.beam;
     }
     if (a.stream) lt::SpeechStream refuses_other_models(model, in.recognizer);
     if (a.words) {
