@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,11 @@ def edit_distance(a, b):
 
 def read_manifest(path):
     base = os.path.dirname(os.path.abspath(path))
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as e:
+        sys.exit(f"pocketsphinx_per.py: {path}: cannot open it ({e.strerror})")
+    with f:
         header = f.readline().rstrip("\n").split("\t")
         if "path" not in header or ("phones" not in header and "words" not in header):
             sys.exit(f"pocketsphinx_per.py: {path}: a manifest needs a header with path and phones or words")
@@ -82,14 +87,20 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="pocketsphinx processes")
     a = ap.parse_args()
     utts = read_manifest(a.manifest)
+    for tool in ("sox", "pocketsphinx_batch"):
+        if not shutil.which(tool):
+            sys.exit(f"pocketsphinx_per.py: {tool} is not installed (apt-get install sox pocketsphinx pocketsphinx-en-us)")
     phones = {p for u in utts for p in u["ref"]}
     with tempfile.TemporaryDirectory() as tmp:
         wav_dir = os.path.join(tmp, "wav")
         os.makedirs(wav_dir)
         ids = [f"u{i:06d}" for i in range(len(utts))]
         for i, u in zip(ids, utts):
-            subprocess.run(["sox", u["audio"], "-r", "16000", "-c", "1", "-b", "16", os.path.join(wav_dir, i + ".wav")],
-                           check=True)
+            r = subprocess.run(["sox", u["audio"], "-r", "16000", "-c", "1", "-b", "16", os.path.join(wav_dir, i + ".wav")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                why = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                sys.exit(f"pocketsphinx_per.py: {u['audio']}: sox cannot read it ({why})")
         parts = [(k, ids[k::a.jobs]) for k in range(a.jobs) if ids[k::a.jobs]]
         hyps = {}
         with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
