@@ -241,6 +241,9 @@ int run_asr_export(const TrainArgs& a, const Checkpoint& ck) {
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)
     if (!m.model->metadata().count(k) && k.rfind("optimizer.", 0) != 0) meta[k] = v;
+  std::map<std::string, std::string> architecture = m.model->metadata();
+  for (const auto& [k, v] : m.frontend.metadata()) architecture[k] = v;
+  average_models(a, ck, m.model->params(), architecture, meta);
   for (const std::string& manifest : a.score) {
     std::string name = std::filesystem::path(manifest).filename().string();
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0) name.resize(name.size() - 4);

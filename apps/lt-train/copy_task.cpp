@@ -115,6 +115,7 @@ int run_copy_export(const TrainArgs& a, const Checkpoint& ck) {
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)
     if (!model->metadata().count(k)) meta[k] = v;
+  average_models(a, ck, model->params(), model->metadata(), meta);
   const Evaluation e = evaluate_copy(*model, a.seed, copy_batch(a));
   meta["test_accuracy"] = std::to_string(e.accuracy);
   meta["test_loss"] = std::to_string(e.loss);

@@ -209,6 +209,7 @@ int run_export(const TrainArgs& a) {
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : ck.metadata)
     if (!model->metadata().count(k)) meta[k] = v;
+  average_models(a, ck, model->params(), model->metadata(), meta);
   if (!a.data.empty()) {
     ImageDataset data = load_data(a.data);
     ImageEvaluation ev = evaluate_images(*model, data.test, a.batch > 0 ? a.batch : 16, a.eval_images);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (copy: accuracy; speech: PER on --data)");
   modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim (images: of --data; speech: PER of each --score manifest)");
   app.add_option("--score", a.score, "with --export of a speech model: a manifest whose PER (decoded with --beam) goes into the metadata as speech.per.NAME, NAME its file name without .tsv (repeatable)");
+  app.add_option("--average", a.average, "with --export: checkpoints of -m's model whose parameters are averaged with its own, each counting once (checkpoint averaging, model soups)");
   app.add_option("--note", a.notes, "with --export: KEY=TEXT written into the metadata as note.KEY, such as how the training data was made (repeatable)");
 
   app.add_flag("--recurrent", a.recurrent, "with --eval: score through the recurrent step, position by position, as generation runs (default: the parallel pass)");
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
       if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
   try {
     lt::check(!a.recurrent || a.eval, "--recurrent is an option of --eval");
-    lt::check((a.score.empty() && a.notes.empty()) || a.export_, "--score and --note are options of --export");
+    lt::check((a.score.empty() && a.notes.empty() && a.average.empty()) || a.export_,
+              "--score, --note and --average are options of --export");
     lt::set_num_threads(a.threads);
     // Before the device is opened: a flag that cannot apply is the first thing to say.
     const lt::Device device = lt::parse_device(a.device);

@@ -29,6 +29,20 @@ void add_notes(const TrainArgs& a, std::map<std::string, std::string>& meta) {
   }
 }
 
+void average_models(const TrainArgs& a, const Checkpoint& ck, Parameters& params,
+                    const std::map<std::string, std::string>& architecture, std::map<std::string, std::string>& meta) {
+  if (a.average.empty()) return;
+  std::vector<Checkpoint> others;
+  std::string all = a.model;
+  for (const std::string& path : a.average) {
+    others.push_back(load_safetensors(path));
+    all += ", " + path;
+  }
+  average_checkpoints(params, ck, others, architecture);
+  meta["lt.average"] = all;
+  std::fprintf(stderr, "lt-train: the mean of %zu checkpoints' parameters\n", others.size() + 1);
+}
+
 namespace {
 float parse_float(const Checkpoint& ck, const std::string& key) {
   const std::string v = ck.meta(key);

@@ -27,6 +27,7 @@ struct TrainArgs {
   bool tf32 = false;       // TF32 products (CUDA)
   // --export of a speech model: manifests to score into the metadata, and KEY=TEXT notes.
   std::vector<std::string> score, notes;
+  std::vector<std::string> average;  // --export: checkpoints averaged with -m
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
   int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0, features = 0, feature_redraw = 0;
@@ -103,6 +104,11 @@ void check_resumed_architecture(const TrainArgs& a, const std::vector<Architectu
 std::string exact(float v);
 // --export's --note KEY=TEXT entries into meta as note.KEY.
 void add_notes(const TrainArgs& a, std::map<std::string, std::string>& meta);
+// --average: params, loaded from ck (-m), become the mean of its parameters
+// and those of the --average checkpoints (average_checkpoints: the same
+// model, architecture its metadata); meta's lt.average lists them all.
+void average_models(const TrainArgs& a, const Checkpoint& ck, Parameters& params,
+                    const std::map<std::string, std::string>& architecture, std::map<std::string, std::string>& meta);
 
 // The resolved recipe as the lt.train.* metadata adopt_recipe reads (the
 // optimizer and seed come from Trainer::save_state).

@@ -300,6 +300,51 @@ TEST_CASE("lt-train --export writes a model-only checkpoint that --eval accepts"
   check_one_line_error(lt_train(dir, "--export -m " + q(ckpt) + " -o " + q(ckpt)), {"-o", "-m"});
 }
 
+TEST_CASE("lt-train --export --average writes the mean of checkpoints of one model and refuses another model") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string data = tiny_idx_dataset(dir, seed), exported = dir.file("mean.safetensors");
+  std::vector<std::string> runs;
+  for (int i = 0; i < 3; ++i) {  // three seeds, and dropout 0 for one: a training setting, not the model
+    runs.push_back(dir.file("run" + std::to_string(i) + ".safetensors"));
+    REQUIRE(lt_train(dir, "--data " + q(data) + kTiny + "--steps 2 -q -s " + std::to_string(seed % 1000 + i) +
+                              (i == 2 ? " --dropout 0" : "") + " -o " + q(runs.back()))
+                .exit_code == 0);
+  }
+  CommandResult r = lt_train(dir, "--export -m " + q(runs[0]) + " --average " + q(runs[1]) + " " + q(runs[2]) +
+                                      " -o " + q(exported) + " --data " + q(data));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  Checkpoint ck = load_safetensors(exported);
+  CHECK(ck.meta("lt.average") == runs[0] + ", " + runs[1] + ", " + runs[2]);
+  CHECK(ck.metadata.count("test_bits_per_dim") == 1);
+  std::vector<std::map<std::string, std::vector<float>>> values;
+  for (const std::string& run : runs) values.push_back(tensor_values(run));
+  for (const auto& [name, got] : tensor_values(exported)) {
+    INFO(name);
+    REQUIRE(got.size() == values[0].at(name).size());
+    double worst = 0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      const double want = (double(values[0].at(name)[k]) + values[1].at(name)[k] + values[2].at(name)[k]) / 3;
+      worst = std::max(worst, std::abs(got[k] - want) / (std::abs(want) + 1e-30));
+    }
+    CHECK(worst <= 1e-7);
+  }
+  CHECK(values[0].at("predictor.bias") != values[1].at("predictor.bias"));  // the runs differ
+
+  // Another architecture: one line naming the file and the difference; nothing written.
+  const std::string other = dir.file("two-layers.safetensors"), refused = dir.file("refused.safetensors");
+  REQUIRE(lt_train(dir, "--data " + q(data) + " --layers 2 --d-model 16 --heads 2 --mixtures 2 -b 4 --steps 1 -q -o " +
+                            q(other))
+              .exit_code == 0);
+  check_one_line_error(lt_train(dir, "--export -m " + q(runs[0]) + " --average " + q(other) + " -o " + q(refused)),
+                       {other, runs[0]});
+  CHECK(!std::filesystem::exists(refused));
+  check_one_line_error(lt_train(dir, "--eval -m " + q(runs[0]) + " --average " + q(runs[1]) + " --data " + q(data)),
+                       {"--average", "--export"});
+}
+
 TEST_CASE("lt-train --init starts from a model's parameters with a fresh optimizer") {
   TempDir dir;
   const uint64_t seed = fresh_seed();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lt/safetensors.h"
 #include "lt/tensor.h"
 
 namespace lt {
@@ -52,5 +53,15 @@ class Parameters {
   int64_t total_ = 0;
   Tensor values_, grads_;
 };
+
+// Checkpoint averaging (model soups, stochastic weight averaging): sets
+// params, loaded from `first`, to the element-wise mean of their values and
+// those `others` hold, summed in float64, each checkpoint counting once. The
+// others must hold the same model: every parameter with its shape, first's
+// value of each `architecture` key but dropout (a training setting), and
+// first's other tensors (front-end statistics, feature-map draws; the
+// optimizer's aside) bit for bit. Errors name the checkpoint and what differs.
+void average_checkpoints(Parameters& params, const Checkpoint& first, const std::vector<Checkpoint>& others,
+                         const std::map<std::string, std::string>& architecture);
 
 }  // namespace lt
