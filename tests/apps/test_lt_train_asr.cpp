@@ -117,6 +117,30 @@ TEST_CASE("lt-train --export of a speech model scores --score manifests and adds
   CHECK(ck.meta("note.corpus") == "four espeak-ng sentences");
   CHECK(ck.meta("note.x.y-1_z") == "");
   CHECK(ck.meta("lt.train.seconds") == trained.meta("lt.train.seconds"));
+
+  // --average: a continuation of the model shares its front end; the mean
+  // keeps the statistics and averages the parameters. Another frame stack is
+  // another model.
+  const std::string continued = tmp.file("continued.safetensors"), mean = tmp.file("mean.safetensors");
+  REQUIRE(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --init '" + model + "' --steps 2 -o '" +
+                                        continued + "'")
+              .exit_code == 0);
+  r = run_tool(tmp, "lt-train", "--export -m '" + model + "' --average '" + continued + "' -o '" + mean + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Checkpoint a = load_safetensors(model), b = load_safetensors(continued), m = load_safetensors(mean);
+  CHECK(m.tensors.at("frontend.mean").to_vector() == a.tensors.at("frontend.mean").to_vector());
+  const std::vector<float> wa = a.tensors.at("input_projection.weight").to_vector(),
+                           wb = b.tensors.at("input_projection.weight").to_vector(),
+                           wm = m.tensors.at("input_projection.weight").to_vector();
+  CHECK(wa != wb);
+  for (size_t k = 0; k < wm.size(); ++k) CHECK(wm[k] == doctest::Approx((double(wa[k]) + wb[k]) / 2).epsilon(1e-6));
+  const std::string stacked = tmp.file("stack2.safetensors");
+  REQUIRE(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny + " --frame-stack 2 --steps 1 -o '" +
+                                        stacked + "'")
+              .exit_code == 0);
+  one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' --average '" + stacked + "' -o '" + mean + "'"),
+           "frame_stack");
   CHECK(ck.tensors.count("optimizer.exp_avg") == 0);
 
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note '=x'"),
@@ -124,7 +148,7 @@ TEST_CASE("lt-train --export of a speech model scores --score manifests and adds
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note 'a b=x'"),
            "expected KEY=TEXT");
   one_line(run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' --note a=b"),
-           "--score and --note are options of --export");
+           "--score, --note and --average are options of --export");
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("c.safetensors") + "' --score '" +
                                          tmp.file("missing.tsv") + "'"),
            "missing.tsv");
