@@ -123,12 +123,13 @@ TEST_CASE("make_corpus.py: an R is labelled where the accent is rhotic, a centri
   std::string log;
   REQUIRE(label(tmp, "synthesize",
                 "en-us\tcar\nen-gb\tcar\nen-gb-x-rp\tcar\nen-gb-scotland\tcar\nen-us\tnear\nen-gb\tnear\n"
-                "en-gb\tfour\nen-us\tfour\nen-gb\tcar is\nen-029\tjalapeno\n",
+                "en-gb\tfour\nen-us\tfour\nen-gb\tcar is\nen-029\tjalapeno\nen-us\taaaaaa\n",
                 &labels, &log) == 0);
   INFO(log);
   const std::vector<std::string> expected = {"K AA R",  "K AA", "K AA",   "K AA R",      "N IH R",
                                              "N IH AH", "F AO", "F AO R", "K AA R IH Z",  // a linking R is spoken
-                                             "HH AA L AH P EY N Y OW"};  // a palatal n (nʲ)
+                                             "HH AA L AH P EY N Y OW",   // a palatal n (nʲ)
+                                             "AE AH AE"};                // vowels written twice (ææ ɐɐ ææ)
   CHECK(labels == expected);
 }
 
