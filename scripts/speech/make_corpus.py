@@ -94,15 +94,10 @@ def read_lexicon():
     return lex
 
 
-def words_of(sentence):
-    """Upper-case words of letters and apostrophes."""
-    words = re.sub(r"[^A-Za-z' ]+", " ", sentence.replace("-", " ")).upper().split()
-    return [w.strip("'") for w in words if w.strip("'")]
-
-
 def normalise(sentence):
-    """words_of(sentence) if it is a sentence to read (SENTENCE_WORDS long), or None."""
-    words = words_of(sentence)
+    """Upper-case words of letters and apostrophes, or None."""
+    words = re.sub(r"[^A-Za-z' ]+", " ", sentence.replace("-", " ")).upper().split()
+    words = [w.strip("'") for w in words if w.strip("'")]
     return words if SENTENCE_WORDS[0] <= len(words) <= SENTENCE_WORDS[1] else None
 
 
@@ -142,24 +137,21 @@ def bible_sentences():
     return out
 
 
-def choose_sentences(lex, seed, left_out=None, other_lengths=None):
+def choose_sentences(lex, seed, left_out=None):
     """The sentences whose words the lexicon has, shuffled; those it lacks go
-    to left_out, when given, in their sources' order, and those too short or
-    too long to read to other_lengths, when given."""
+    to left_out, when given, in their sources' order."""
     sources = {"wordnet": wordnet_sentences(), "fortunes": fortune_sentences(), "bible": bible_sentences()}
     seen, kept = set(), []
     for name, sentences in sources.items():
         ok = unknown = 0
         for s in sentences:
-            words = words_of(s)
+            words = normalise(s)
+            if not words:
+                continue
             key = " ".join(words)
-            if not words or key in seen:
+            if key in seen:
                 continue
             seen.add(key)
-            if not normalise(s):
-                if other_lengths is not None:
-                    other_lengths.append(key)
-                continue
             if all(w in lex for w in words):
                 kept.append(key)
                 ok += 1
@@ -414,21 +406,14 @@ def main():
     a = ap.parse_args()
     t0 = time.time()
     lex = read_lexicon()
-    left_out, other_lengths = [], []
-    sentences = choose_sentences(lex, a.seed, left_out, other_lengths)
+    left_out = []
+    sentences = choose_sentences(lex, a.seed, left_out)
     valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
     train, unread = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
     control = control_plan(valid, a.control)
     log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
     if a.phone_text:
-        # The sentences too short or too long to read come last, so the lines
-        # before them stay as they were; a long one that quotes a validation
-        # sentence is left out.
-        quoted = [" " + u["words"] + " " for u in valid]
-        others = [s for s in other_lengths if not any(q in " " + s + " " for q in quoted)]
-        log(f"phone text: {len(other_lengths)} sentences too short or too long to read, "
-            f"{len(other_lengths) - len(others)} of them quoting a validation sentence")
-        write_phone_text(sentences[unread:] + left_out + others, a.seed, a.jobs, os.path.join(a.out, "phone-text.txt"))
+        write_phone_text(sentences[unread:] + left_out, a.seed, a.jobs, os.path.join(a.out, "phone-text.txt"))
         log(f"done in {time.time() - t0:.0f} s")
         return
     if a.text_only:
