@@ -9,6 +9,7 @@
 
 #include "lt/error.h"
 #include "lt/language_model.h"
+#include "lt/random.h"
 
 namespace lt {
 
@@ -23,9 +24,33 @@ int32_t LanguageModel::word_id(const std::string& word) const {
   return it == ids_.end() ? -1 : it->second;
 }
 
+size_t LanguageModel::arc_slot(uint64_t k) const {
+  const size_t mask = arcs_.size() - 1;
+  size_t i = size_t(splitmix64(k)) & mask;  // ids are small and dense: every bit has to move the slot
+  while (arcs_[i].key != k && arcs_[i].key != kNoArc) i = (i + 1) & mask;
+  return i;
+}
+
 const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) const {
-  auto it = arcs_.find(key(context, word));
-  return it == arcs_.end() ? nullptr : &it->second;
+  if (arcs_.empty()) return nullptr;
+  const Arc& a = arcs_[arc_slot(key(context, word))];
+  return a.key == kNoArc ? nullptr : &a;
+}
+
+LanguageModel::Arc& LanguageModel::arc_or_new(int32_t context, int32_t word) {
+  if ((arc_count_ + 1) * 2 > arcs_.size()) {
+    std::vector<Arc> old(std::max<size_t>(1024, arcs_.size() * 2), Arc{kNoArc, 0.0, -1, false});
+    old.swap(arcs_);
+    for (const Arc& a : old)
+      if (a.key != kNoArc) arcs_[arc_slot(a.key)] = a;
+  }
+  const uint64_t k = key(context, word);
+  Arc& a = arcs_[arc_slot(k)];
+  if (a.key == kNoArc) {
+    a.key = k;
+    ++arc_count_;
+  }
+  return a;
 }
 
 // The longest suffix of "context word" that is a context, of at most
@@ -44,9 +69,9 @@ LmState LanguageModel::next_state(int32_t context, int32_t word) const {
 }
 
 double LanguageModel::score(LmState from, int32_t word, LmState* to) const {
-  check(word >= 0 && size_t(word) < words_.size(), "LanguageModel::score: word id " + std::to_string(word) +
-                                                       " is outside the vocabulary of " +
-                                                       std::to_string(words_.size()));
+  if (word < 0 || size_t(word) >= words_.size())  // not check(): the search calls this per hypothesis and frame
+    throw Error("LanguageModel::score: word id " + std::to_string(word) + " is outside the vocabulary of " +
+                std::to_string(words_.size()));
   check(from.context >= 0 && size_t(from.context) < contexts_.size(), "LanguageModel::score: not a state of this model");
   double backoff = 0;
   for (int32_t c = from.context;;) {

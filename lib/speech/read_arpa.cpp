@@ -22,7 +22,6 @@ namespace {
 
 constexpr int kMaxOrder = 10;
 constexpr size_t kMaxLine = 1 << 20;
-constexpr int64_t kMaxReserve = 1 << 20;
 const double kLn10 = std::log(10.0);
 
 // Lines of a plain or gzip file, without their '\n' (and '\r').
@@ -100,6 +99,8 @@ std::string trimmed(const std::string& line) {
 
 }  // namespace
 
+// Per-line checks throw with `if`: check()'s message would be built for
+// every line of a model with millions.
 class ArpaReader {
  public:
   explicit ArpaReader(const std::string& path) : path_(path), lines_(path) {}
@@ -107,9 +108,6 @@ class ArpaReader {
   LanguageModel read() {
     read_header();
     lm_.contexts_.push_back({-1, -1, 0, 0, 0.0});
-    size_t reserve = 0;
-    for (int64_t c : declared_) reserve += size_t(std::min(c, kMaxReserve));
-    lm_.arcs_.reserve(std::min<size_t>(reserve, size_t(kMaxReserve)));
     for (int n = 1; n <= lm_.order_; ++n) read_section(n);
     check(trimmed(line_) == "\\end\\", where() + ": expected \\end\\ after the " + std::to_string(lm_.order_) +
                                            "-grams, found '" + io::one_line(line_.substr(0, 80)) + "'");
@@ -165,9 +163,9 @@ class ArpaReader {
   double number(const std::string& field, bool probability) {
     double v = 0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    check(ec == std::errc() && end == field.data() + field.size() && std::isfinite(v),
-          where() + ": '" + io::one_line(field.substr(0, 40)) + "' is not a finite number");
-    check(!probability || v <= 0, where() + ": log10 probability " + field + " is above 0");
+    if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(v))
+      throw Error(where() + ": '" + io::one_line(field.substr(0, 40)) + "' is not a finite number");
+    if (probability && v > 0) throw Error(where() + ": log10 probability " + field + " is above 0");
     return v * kLn10;
   }
 
@@ -185,18 +183,18 @@ class ArpaReader {
 
   int32_t known_word(const std::string& raw) {
     const int32_t id = lm_.word_id(raw);
-    check(id >= 0, where() + ": '" + io::one_line(raw.substr(0, 80)) + "' is not among the 1-grams");
+    if (id < 0) throw Error(where() + ": '" + io::one_line(raw.substr(0, 80)) + "' is not among the 1-grams");
     return id;
   }
 
   // The context "parent word", made (with back-off weight 1) when missing.
   int32_t context(int32_t parent, int32_t word) {
-    auto [it, fresh] = lm_.arcs_.try_emplace(LanguageModel::key(parent, word), LanguageModel::Arc{0.0, -1, false});
-    if (it->second.next < 0) {
-      it->second.next = int32_t(lm_.contexts_.size());
+    LanguageModel::Arc& a = lm_.arc_or_new(parent, word);
+    if (a.next < 0) {
+      a.next = int32_t(lm_.contexts_.size());
       lm_.contexts_.push_back({parent, word, 0, lm_.contexts_[size_t(parent)].length + 1, 0.0});
     }
-    return it->second.next;
+    return a.next;
   }
 
   void read_section(int n) {
@@ -209,21 +207,21 @@ class ArpaReader {
     const bool with_backoff = n < lm_.order_;
     int64_t entries = 0;
     for (;;) {
-      check(next_content(), where() + ": the file ends in the " + std::to_string(n) + "-grams, without \\end\\");
+      if (!next_content())
+        throw Error(where() + ": the file ends in the " + std::to_string(n) + "-grams, without \\end\\");
       if (line_[line_.find_first_not_of(" \t")] == '\\') break;
       split_fields(line_, fields_);
-      check(fields_.size() == size_t(n) + 1 || (with_backoff && fields_.size() == size_t(n) + 2),
-            where() + ": a " + std::to_string(n) + "-gram line is a log10 probability, " + std::to_string(n) +
-                " word(s)" + (with_backoff ? " and an optional back-off weight" : "") + "; this one has " +
-                std::to_string(fields_.size()) + " fields");
+      if (fields_.size() != size_t(n) + 1 && !(with_backoff && fields_.size() == size_t(n) + 2))
+        throw Error(where() + ": a " + std::to_string(n) + "-gram line is a log10 probability, " + std::to_string(n) +
+                    " word(s)" + (with_backoff ? " and an optional back-off weight" : "") + "; this one has " +
+                    std::to_string(fields_.size()) + " fields");
       const double logp = number(fields_[0], true);
       const double backoff = fields_.size() == size_t(n) + 2 ? number(fields_[size_t(n) + 1], false) : 0.0;
       int32_t parent = 0;
       for (int i = 1; i < n; ++i) parent = context(parent, known_word(fields_[size_t(i)]));
       const int32_t word = n == 1 ? add_word(fields_[1]) : known_word(fields_[size_t(n)]);
-      LanguageModel::Arc& a =
-          lm_.arcs_.try_emplace(LanguageModel::key(parent, word), LanguageModel::Arc{0.0, -1, false}).first->second;
-      check(!a.has_prob, where() + ": this " + std::to_string(n) + "-gram repeats an earlier one");
+      LanguageModel::Arc& a = lm_.arc_or_new(parent, word);
+      if (a.has_prob) throw Error(where() + ": this " + std::to_string(n) + "-gram repeats an earlier one");
       a.logp = logp;
       a.has_prob = true;
       if (with_backoff) lm_.contexts_[size_t(context(parent, word))].backoff = backoff;

@@ -39,6 +39,7 @@ struct Hyp {
   double blank, label;  // ln P of the frames so far over alignments ending in a blank / in the last phone
   double strongest;     // the largest single contribution this frame: its timings are kept
   int64_t word_start;   // frame of the first phone of the word being spoken
+  double ranked;        // score(), computed once before the beam is cut
   double score() const { return log_add(blank, label) + lm_score; }
 };
 
@@ -84,8 +85,7 @@ uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node) {
 }
 
 bool better(const Hyp& a, const Hyp& b) {
-  const double sa = a.score(), sb = b.score();
-  if (sa != sb) return sa > sb;
+  if (a.ranked != b.ranked) return a.ranked > b.ranked;
   return a.key != b.key ? a.key < b.key : a.node < b.node;
 }
 
@@ -118,8 +118,8 @@ struct WordSearch::Impl {
     settled_at = WordHistory::kNone;
     frame = 0;
     const LmState start = lm ? lm->begin() : LmState{};
-    beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0,
-                kLogZero, 0.0, 0}};
+    beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0, kLogZero,
+                0.0, 0, 0.0}};
   }
 
   RecognizedWord recognized(int32_t entry) const {
@@ -202,8 +202,9 @@ struct WordSearch::Impl {
 
   void push(const float* row) {
     for (int c = 0; c < kPhoneClasses; ++c)
-      check(std::isfinite(row[c]), "WordSearch: frame " + std::to_string(frame) + ", class " + std::to_string(c) +
-                                       ": the logit is not finite");
+      if (!std::isfinite(row[c]))
+        throw Error("WordSearch: frame " + std::to_string(frame) + ", class " + std::to_string(c) +
+                    ": the logit is not finite");
     log_softmax_row(row, kPhoneClasses, logp);
     next.clear();
     std::fill(slots.begin(), slots.end(), -1);
@@ -222,6 +223,7 @@ struct WordSearch::Impl {
       }
     }
     const size_t keep = std::min(next.size(), size_t(options.beam));
+    for (Hyp& c : next) c.ranked = c.score();
     std::partial_sort(next.begin(), next.begin() + std::ptrdiff_t(keep), next.end(), better);
     next.resize(keep);
     for (const Hyp& h : next) history.acquire(h.words);

@@ -283,10 +283,11 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");
   CHECK(r.exit_code == 0);
-  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=16", "--stream",
+  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=128", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
-                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.25",
-                        "--phone-bonus FLOAT=4", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5"})
+                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.5",
+                        "--phone-bonus FLOAT=4", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT=-12",
+                        "--word-beam INT:INT in [1 - 4096]=64", "--lm-weight FLOAT=1.25", "--word-bonus FLOAT=4"})
     CHECK(r.out.find(o) != std::string::npos);
 }
 
@@ -306,12 +307,17 @@ TEST_CASE("lt-asr --phone-lm: the model changes the phones a beam finds, 'none' 
   write_text(tmp.file("ah.arpa"),
              "\\data\\\nngram 1=4\n\n\\1-grams:\n-99 <s>\n-0.5 </s>\n-0.0001 AH\n-8 <unk>\n\n\\end\\\n");
   const std::string plain = phones("--beam 8 --phone-lm none");
-  const std::string with_lm = phones("--beam 8 --phone-lm '" + tmp.file("ah.arpa") + "' --phone-lm-weight 20");
+  // Unpruned: the default --prune keeps the search from phones the model all but rules out.
+  const std::string with_lm =
+      phones("--beam 8 --prune -1e30 --phone-lm '" + tmp.file("ah.arpa") + "' --phone-lm-weight 20");
   CHECK(phones("--beam 8 --phone-lm none") == plain);
   CHECK(with_lm.find("AH") != std::string::npos);
   std::istringstream in(with_lm);
   for (std::string p; in >> p;) CHECK(p == "AH");
   CHECK(with_lm != plain);
+  // --prune 0 lets no phone through (none is certain), with the phone model or without.
+  CHECK(phones("--beam 8 --prune 0") == "\n");
+  CHECK(phones("--beam 8 --prune 0 --phone-lm none") == "\n");
   // Greedy decoding has no search to weigh or hypotheses to settle: their options are refused with one line.
   for (const char* flags : {"--beam 1 --phone-lm-weight 2", "--stream --beam 1 --phone-bonus 1",
                             "--beam 1 --phone-lm none --max-delay 1"}) {

@@ -30,7 +30,9 @@ struct ArpaModel {
 // A model over `words` plus <s>, </s> (and <unk>): every unigram, and for
 // each higher order a few n-grams that mostly extend a lower one but some
 // whose lower-order context is missing, as ARPA allows.
-inline ArpaModel random_arpa(Rng& rng, int order, const std::vector<std::string>& words, bool with_unk) {
+// Draws of 5 to 25 n-grams per order above 1, or `draws` each (repeats merge).
+inline ArpaModel random_arpa(Rng& rng, int order, const std::vector<std::string>& words, bool with_unk,
+                             int64_t draws = 0) {
   ArpaModel m;
   m.order = order;
   m.vocabulary = words;
@@ -60,7 +62,7 @@ inline ArpaModel random_arpa(Rng& rng, int order, const std::vector<std::string>
     std::vector<std::vector<std::string>> lower;
     for (const auto& [g, e] : m.ngrams)
       if (int(g.size()) == n - 1 && g.back() != "</s>") lower.push_back(g);
-    for (int64_t k = rng.integer(5, 25); k > 0; --k) {
+    for (int64_t k = draws > 0 ? draws : rng.integer(5, 25); k > 0; --k) {
       std::vector<std::string> g;
       if (rng.uniform(0, 1) < 0.75 && !lower.empty()) {
         g = lower[size_t(rng.integer(0, int64_t(lower.size()) - 1))];

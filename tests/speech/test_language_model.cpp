@@ -102,6 +102,33 @@ TEST_CASE("read_arpa: random models of orders 1-4, plain and gzip, score every w
   }
 }
 
+TEST_CASE("read_arpa: a model of thousands of n-grams, whose table grows while it is read, scores as the definition") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  const ArpaModel m = random_arpa(rng, 3, random_words(rng, 60), true, 4000);
+  REQUIRE(m.ngrams.size() > 5000);
+  const std::string path = tmp.file("big.arpa");
+  write_text_file(path, arpa_text(m, rng), false);
+  const LanguageModel lm = read_arpa(path);
+  int64_t count = 0;
+  for (int n = 1; n <= 3; ++n) count += lm.ngrams(n);
+  CHECK(count == int64_t(m.ngrams.size()));
+  // Each n-gram's word after its context, and after the context behind another word.
+  for (const auto& [g, e] : m.ngrams) {
+    if (g.size() < 2 || g.front() == "<s>") continue;
+    const std::vector<std::string> context(g.begin(), g.end() - 1);
+    for (const std::vector<std::string>& h : {context, std::vector<std::string>{m.vocabulary[0], context.back()}}) {
+      std::vector<int32_t> ids;
+      for (const std::string& w : h) ids.push_back(lm.word_id(w));
+      INFO(g.size() << "-gram ending in " << g.back());
+      CHECK(std::abs(lm.score(lm.state_of(ids), lm.word_id(g.back())) - naive_log_prob(m, usable(m, h), g.back())) <
+            1e-9);
+    }
+  }
+}
+
 TEST_CASE("read_arpa: words in any case, <unk> absent, an n-gram whose context is missing") {
   TempDir tmp;
   const std::string path = tmp.file("small.arpa");

@@ -11,8 +11,14 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws lt::Error(message) when cond is false.
+// Throws lt::Error(message) when cond is false. A message built by
+// concatenation is built even when cond holds: in per-frame or per-element
+// code, write `if (!cond) throw Error(...)` instead.
 inline void check(bool cond, const std::string& message) {
+  if (!cond) throw Error(message);
+}
+// A literal makes no string unless it is thrown.
+inline void check(bool cond, const char* message) {
   if (!cond) throw Error(message);
 }
 
