@@ -28,7 +28,7 @@ struct Args {
   std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm;
   std::string raw_format = "s16le";
   int raw_rate = 0, raw_channels = 1, threads = 0, beam = 128;
-  double follow = 0, max_delay = 0.5, prune = -12;
+  double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
   // Tuned on half of the validation set with the shipped streaming model
   // (docs/speech.md, "Words" and "Phones with a phone language model").
@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
                  "a beam search does not extend a phone whose log-probability at a position is below this (cost "
                  "falls with it; -1e30: exact)")
       ->capture_default_str();
+  app.add_option("--pause", a.pause,
+                 "a causal model's state starts afresh after this many seconds of blank, so long recordings and "
+                 "streams do not decay (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--phone-lm", a.phone_lm,
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
@@ -129,11 +134,12 @@ int main(int argc, char** argv) {
     lt::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
               "--max-delay needs a search to settle (--beam > 1 or --words)");
     in.follow = a.follow;
+    in.recognizer.pause_seconds = a.pause;
     if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, lt::parse_pcm_format(a.raw_format)};
     lt::require_device(device);
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     model = lt::load_speech_model(a.model, device);
-    const int delay = std::max(1, int(std::lround(a.max_delay / lt::position_start_seconds(model.frontend, 1))));
+    const int delay = int(lt::positions_in(model.frontend, a.max_delay));
     in.recognizer.decoding.max_delay = a.phone_search.max_delay = a.word_search.max_delay = delay;
     in.recognizer.decoding.prune = a.phone_search.prune = a.word_search.prune = float(a.prune);
     if (use_phone_lm) {

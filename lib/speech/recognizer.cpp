@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/clock.h"
 #include "lt/error.h"
+#include "speech/causal_encoder.h"
 #include "speech/decoding.h"
 
 namespace lt {
@@ -32,6 +34,11 @@ double position_start_seconds(const SpeechFrontEnd& f, int64_t position) {
   return double(position) * f.stack() * f.fbank_config().hop_ms / 1000.0;
 }
 
+int64_t positions_in(const SpeechFrontEnd& f, double seconds) {
+  check(seconds >= 0, "a duration must be >= 0 seconds, is " + std::to_string(seconds));
+  return seconds == 0 ? 0 : std::max<int64_t>(1, std::llround(seconds / position_start_seconds(f, 1)));
+}
+
 SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options)
     : model_(model), options_(options) {
   check(model.model->config().family == "speech", "a speech recognizer needs a speech model");
@@ -49,15 +56,8 @@ std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, in
             " positions of " + std::to_string(F));
   std::vector<float> out(size_t(positions * C));
   if (m.config().runs_as_rnn()) {
-    RecurrentState state = m.new_state(1, options_.precision.state);
-    state.buffer.zero();
-    for (int64_t t0 = 0; t0 < positions; t0 += W) {
-      const int64_t T = std::min(W, positions - t0);
-      Tensor in = Tensor::empty({1, T, F}, m.device()), heads = Tensor::empty({1, T, C}, m.device());
-      in.copy_from(Tensor::wrap(const_cast<float*>(inputs.data() + t0 * F), {1, T, F}, Device::cpu));
-      m.continue_chunk(state, in, t0, heads);
-      Tensor::wrap(out.data() + t0 * C, {1, T, C}, Device::cpu).copy_from(heads);
-    }
+    speech::CausalEncoder(m, options_.precision, positions_in(model_.frontend, options_.pause_seconds))
+        .encode(inputs.data(), positions, out.data());
     return out;
   }
   ForwardOptions eval;

@@ -1,20 +1,22 @@
 // Streaming recognition: samples -> filterbank frames as they complete ->
 // normalised, stacked positions -> the causal linear encoder continuing its
-// state over each push's positions (SequenceModel::continue_chunk, eq. 18-20)
-// -> the CTC decoder frame by frame. Buffers grow to the largest push and
-// are reused, so a stream of any length runs in constant memory.
+// state over each push's positions (SequenceModel::continue_chunk, eq. 18-20;
+// afresh after pauses, speech/causal_encoder.h) -> the CTC decoder frame by
+// frame. Buffers grow to the largest push and are reused, so a stream of any
+// length runs in constant memory.
 #include <algorithm>
 #include <chrono>
 
 #include "core/clock.h"
 #include "lt/error.h"
 #include "lt/recognizer.h"
+#include "speech/causal_encoder.h"
 #include "speech/decoding.h"
 
 namespace lt {
 
 namespace {
-// Positions per encoder call: a long push is cut so the buffers stay small.
+// Positions per decoding round: a long push is cut so the buffers stay small.
 constexpr int64_t kChunk = 256;
 }  // namespace
 
@@ -26,10 +28,8 @@ SpeechStream::SpeechStream(SpeechModel& model, const RecognizerOptions& options)
   model.model->prepare_step(options.precision, false);
   fbank_ = std::make_unique<FbankStream>(model.frontend.fbank());
   decoder_ = std::make_unique<speech::Decoding>(c.head.width(), options);
-  state_ = model.model->new_state(1, options.precision.state);
-  state_.buffer.zero();
-  inputs_ = Tensor::empty({kChunk, c.input_features}, model.model->device());
-  heads_ = Tensor::empty({kChunk, c.head.width()}, model.model->device());
+  encoder_ = std::make_unique<speech::CausalEncoder>(*model.model, options.precision,
+                                                     positions_in(model.frontend, options.pause_seconds));
   head_rows_.resize(size_t(kChunk * c.head.width()));
 }
 
@@ -66,19 +66,15 @@ void SpeechStream::finish() {
 // Stacks `positions` whole groups of frames_ into encoder inputs and runs
 // them through the encoder and the decoder.
 void SpeechStream::encode(int64_t positions) {
-  SequenceModel& m = *model_.model;
   const int64_t bins = model_.frontend.fbank_config().bins, k = model_.frontend.stack();
-  const int64_t F = m.config().input_features, C = m.config().head.width();
+  const int64_t C = model_.model->config().head.width();
   int64_t used = 0;
   while (used < positions) {
     const int64_t T = std::min(kChunk, positions - used);
     auto t0 = std::chrono::steady_clock::now();
-    Tensor in = inputs_.rows(0, T).reshape({1, T, F}), heads = heads_.rows(0, T).reshape({1, T, C});
     // Stacking k frames side by side is their concatenation: the frames are
     // already in the encoder's layout.
-    in.copy_from(Tensor::wrap(frames_.data() + used * k * bins, {1, T, F}, Device::cpu));
-    m.continue_chunk(state_, in, t_, heads);
-    Tensor::wrap(head_rows_.data(), {1, T, C}, Device::cpu).copy_from(heads);
+    encoder_->encode(frames_.data() + used * k * bins, T, head_rows_.data());
     times_.encoder += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < T; ++i) decoder_->push(head_rows_.data() + i * C);

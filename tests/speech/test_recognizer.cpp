@@ -1,7 +1,9 @@
 // Recognition with random speech models: the offline recognizer against the
-// model's own passes (the recurrent step position by position; every
-// possible window of a bidirectional model), and streaming in any pieces
-// against offline recognition of the whole recording.
+// model's own passes (the recurrent step position by position, restarted in
+// pauses; every possible window of a bidirectional model), and streaming in
+// any pieces against offline recognition of the whole recording.
+#include <algorithm>
+
 #include "io/temp_dir.h"
 #include "lt/recognizer.h"
 #include "speech/random_speech_model.h"
@@ -10,24 +12,84 @@ using namespace lt;
 using namespace lt::test;
 
 
-TEST_CASE("offline recognition with a causal linear model equals its recurrent step, over pieces of max_positions") {
+namespace {
+
+// Restarts of a causal encoder over logits [positions, C] (its rule: a run of
+// `pause` positions whose likeliest class is the blank).
+int64_t pauses_in(const std::vector<float>& logits, int64_t C, int64_t pause) {
+  int64_t runs = 0, blanks = 0;
+  for (size_t p = 0; p * size_t(C) < logits.size(); ++p) {
+    const float* row = logits.data() + p * size_t(C);
+    blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
+    if (blanks == pause) runs += 1, blanks = 0;
+  }
+  return runs;
+}
+
+// Moves the blank's bias so that the blank is the likeliest class at a share
+// of the positions of inputs (without restarts): the model then pauses now
+// and then. The bias is set halfway between two positions' thresholds, not
+// on one, so that no position is a near tie that rounding could break.
+void make_pausing(SpeechModel& m, const std::vector<float>& inputs, double share) {
+  Tensor bias = m.model->params().value(m.model->params().index("predictor.bias"));
+  std::vector<float> b = bias.to_vector();
+  const int64_t C = int64_t(b.size()), P = int64_t(inputs.size()) / m.model->config().input_features;
+  RecognizerOptions never;
+  never.pause_seconds = 0;
+  const std::vector<float> l = SpeechRecognizer(m, never).logits(inputs, P);
+  std::vector<float> threshold;  // the shift above which position p is a blank
+  for (int64_t p = 0; p < P; ++p) {
+    const float* row = l.data() + p * C;
+    threshold.push_back(*std::max_element(row + 1, row + C) - row[0]);
+  }
+  std::sort(threshold.begin(), threshold.end());
+  const size_t k = std::min(size_t(double(P) * share), size_t(P - 2));
+  b[0] += (threshold[k] + threshold[k + 1]) / 2;
+  bias.copy_from(Tensor::from_vector(b, bias.shape()));
+}
+
+}  // namespace
+
+TEST_CASE("offline recognition with a causal linear model equals its recurrent step, started afresh after each pause") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
   SpeechModel m = random_speech_model(rng, Direction::causal, 16, seed);
-  const int64_t P = 53, F = m.model->config().input_features, C = 6;
+  const int64_t P = 230, F = m.model->config().input_features, C = 6;
   const std::vector<float> inputs = rng.normals(P * F);
-  SpeechRecognizer r(m);
-  const std::vector<float> got = r.logits(inputs, P);
-  RecurrentState state = m.model->new_state(1);
-  state.buffer.zero();
-  Tensor head = Tensor::empty({1, C});
-  std::vector<double> want;
-  for (int64_t t = 0; t < P; ++t) {
-    m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), t, head);
-    for (float v : head.to_vector()) want.push_back(v);
+  const double position = position_start_seconds(m.frontend, 1);
+  make_pausing(m, inputs, 0.6);
+  for (int64_t pause : {0, 1, 3}) {
+    {
+      INFO("pause " << pause);
+      RecognizerOptions options;
+      options.pause_seconds = double(pause) * position;
+      const std::vector<float> got = SpeechRecognizer(m, options).logits(inputs, P);
+      // The reference: the recurrent step position by position, its state
+      // and position code restarted when a run of blanks reaches the pause.
+      // The blanks are read from got, so that a near tie, which rounding may
+      // break either way, cannot send the two down different paths.
+      RecurrentState state = m.model->new_state(1);
+      state.buffer.zero();
+      Tensor head = Tensor::empty({1, C});
+      std::vector<double> want;
+      int64_t at = 0, blanks = 0, restarts = 0;
+      for (int64_t t = 0; t < P; ++t) {
+        m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), at++, head);
+        const std::vector<float> h = head.to_vector();
+        want.insert(want.end(), h.begin(), h.end());
+        const float* row = got.data() + t * C;
+        blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
+        if (pause > 0 && blanks == pause) {
+          state.buffer.zero();
+          at = blanks = 0;
+          ++restarts;
+        }
+      }
+      CHECK(rel_error(got, want) < 1e-5);
+      if (pause > 0) CHECK(restarts > 3);  // the restarts are exercised
+    }
   }
-  CHECK(rel_error(got, want) < 1e-5);
 }
 
 TEST_CASE("offline recognition with a bidirectional model takes each position from a window it is well inside") {
@@ -71,13 +133,26 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  const std::vector<float> audio = test_audio(rng, 2.3);
-  // A random model can favour one label everywhere: draw until one says several.
-  SpeechModel m = random_speech_model(rng, Direction::causal, 32, seed);
-  for (uint64_t draw = 1; draw < 20 && SpeechRecognizer(m).transcribe(audio).phones.size() <= 3; ++draw)
+  const std::vector<float> audio = test_audio(rng, 4.0);
+  // A model that pauses now and then, so that the stream has to cut where
+  // offline recognition does. A random model can favour one label
+  // everywhere: draw until one says several and pauses several times.
+  RecognizerOptions pausing;
+  SpeechModel m;
+  int64_t pauses = 0;
+  for (uint64_t draw = 0; draw < 20; ++draw) {
     m = random_speech_model(rng, Direction::causal, 32, seed + draw);
+    const std::vector<float> inputs = m.frontend.encoder_inputs(m.frontend.filterbank(audio));
+    make_pausing(m, inputs, 0.45);
+    pausing.pause_seconds = 2 * position_start_seconds(m.frontend, 1);
+    SpeechRecognizer r(m, pausing);
+    pauses = pauses_in(r.logits(inputs, int64_t(inputs.size()) / m.model->config().input_features), 6, 2);
+    if (pauses > 2 && r.transcribe(audio).phones.size() > 3) break;
+  }
+  INFO("pauses " << pauses);
+  CHECK(pauses > 2);
   for (int beam : {1, 8}) {
-    RecognizerOptions options;
+    RecognizerOptions options = pausing;
     options.decoding.beam = beam;
     const Transcript whole = SpeechRecognizer(m, options).transcribe(audio);
     INFO("beam " << beam << ": " << whole.phones.size() << " phones over " << whole.positions << " positions");

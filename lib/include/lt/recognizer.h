@@ -26,8 +26,9 @@
 
 namespace lt {
 namespace speech {
-class Decoding;  // lib/speech/decoding.h
-}
+class Decoding;       // lib/speech/decoding.h
+class CausalEncoder;  // lib/speech/causal_encoder.h
+}  // namespace speech
 
 struct RecognizerOptions {
   CtcBeamOptions decoding;  // phones: beam 1 is greedy
@@ -42,6 +43,10 @@ struct RecognizerOptions {
   // nullptr: none. It must outlive the recognizer.
   const LanguageModel* phone_lm = nullptr;
   WordSearchOptions phone_search;
+  // A causal model's state starts afresh after this many seconds whose
+  // likeliest class is the blank, so that long recordings and streams do not
+  // decay (lib/speech/causal_encoder.h); 0: never.
+  double pause_seconds = 0.25;
 };
 
 // Seconds spent in each part.
@@ -63,6 +68,8 @@ struct Transcript {
 // p * frame_stack * hop. A token spans [start(p0), start(p1 + 1)), cut at
 // the end of the audio.
 double position_start_seconds(const SpeechFrontEnd& frontend, int64_t position);
+// Whole positions in `seconds` (at least 1 when seconds > 0; 0 when 0).
+int64_t positions_in(const SpeechFrontEnd& frontend, double seconds);
 
 class SpeechRecognizer {
  public:
@@ -72,9 +79,9 @@ class SpeechRecognizer {
   // 16 kHz samples (read_audio) to phones.
   Transcript transcribe(const std::vector<float>& samples);
   // The CTC logits [positions, classes] of encoder inputs [positions,
-  // features] of any length. A causal linear model continues its state over
-  // pieces of max_positions; any other model sees windows of max_positions
-  // overlapping by half, and each position comes from the window it is
+  // features] of any length. A causal linear model continues its state,
+  // started afresh in pauses (RecognizerOptions::pause_seconds); any other
+  // model sees windows of max_positions overlapping by half, and each position comes from the window it is
   // deepest inside, so every position has at least a quarter window of
   // context on each side (or all there is).
   std::vector<float> logits(const std::vector<float>& inputs, int64_t positions);
@@ -115,13 +122,12 @@ class SpeechStream {
   SpeechModel& model_;
   std::unique_ptr<FbankStream> fbank_;
   std::unique_ptr<speech::Decoding> decoder_;
-  RecurrentState state_;
+  std::unique_ptr<speech::CausalEncoder> encoder_;
   int64_t samples_ = 0, t_ = 0;
   bool finished_ = false;
-  std::vector<float> frames_;   // normalised filterbank frames not yet stacked into a position
-  std::vector<float> raw_;      // FbankStream's output of one push
-  Tensor inputs_, heads_;       // [chunk, features], [chunk, classes]: one encoder call's
-  std::vector<float> head_rows_;
+  std::vector<float> frames_;     // normalised filterbank frames not yet stacked into a position
+  std::vector<float> raw_;        // FbankStream's output of one push
+  std::vector<float> head_rows_;  // one encoder call's logits [chunk, classes]
   RecognitionTimes times_;
 };
 

@@ -1,0 +1,38 @@
+// A causal linear model's encoder over positions that arrive in order: the
+// state continues from call to call and starts afresh in every pause, a run
+// of positions whose likeliest class is the blank. The models learn from
+// utterances of a few seconds; over a longer stream the state sums ever more
+// history, the position code passes any it was trained on, and recognition
+// decays (docs/speech.md, "Long recordings"). Starting again in the pauses
+// keeps each segment as long as the speech between them. Offline recognition
+// and a stream both encode through this, so they cut at the same positions.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lt/precision.h"
+#include "lt/sequence_model.h"
+#include "lt/tensor.h"
+
+namespace lt::speech {
+
+class CausalEncoder {
+ public:
+  // pause: blank positions after which the state starts afresh; 0: never.
+  CausalEncoder(SequenceModel& model, const Precision& precision, int64_t pause);
+  // The logits [n, classes] of the next n positions' inputs [n, features].
+  void encode(const float* inputs, int64_t n, float* logits);
+  int64_t restarts() const { return restarts_; }
+
+ private:
+  SequenceModel& model_;
+  RecurrentState state_;
+  int64_t pause_;
+  int64_t position_ = 0;  // in the current segment: the position code restarts with the state
+  int64_t blanks_ = 0;    // the current run of blank positions
+  int64_t restarts_ = 0;
+  int64_t chunk_;  // positions of the next continue_chunk call
+  Tensor inputs_, heads_;  // one call's [chunk, features], [chunk, classes]
+};
+
+}  // namespace lt::speech
