@@ -315,9 +315,9 @@ TEST_CASE("lt-asr --phone-lm: the model changes the phones a beam finds, 'none' 
   std::istringstream in(with_lm);
   for (std::string p; in >> p;) CHECK(p == "AH");
   CHECK(with_lm != plain);
-  // --prune 0 lets no phone through (none is certain), with the phone model or without.
-  CHECK(phones("--beam 8 --prune 0") == "\n");
-  CHECK(phones("--beam 8 --prune 0 --phone-lm none") == "\n");
+  // --prune 1 lets no phone through (no log-probability is above 0), with the phone model or without.
+  CHECK(phones("--beam 8 --prune 1") == "\n");
+  CHECK(phones("--beam 8 --prune 1 --phone-lm none") == "\n");
   // Greedy decoding has no search to weigh or hypotheses to settle: their options are refused with one line.
   for (const char* flags : {"--beam 1 --phone-lm-weight 2", "--stream --beam 1 --phone-bonus 1",
                             "--beam 1 --phone-lm none --max-delay 1"}) {
