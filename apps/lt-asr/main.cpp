@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
                  "falls with it; -1e30: exact)")
       ->capture_default_str();
   app.add_option("--pause", a.pause,
-                 "a causal model's state starts afresh after this many seconds of blank, so long recordings and "
-                 "streams do not decay (0: never)")
+                 "recognition starts afresh after this many seconds of blank, so long recordings and streams do not "
+                 "decay (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--phone-lm", a.phone_lm,

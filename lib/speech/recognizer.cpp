@@ -50,16 +50,36 @@ SpeechRecognizer::~SpeechRecognizer() = default;
 
 std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, int64_t positions) {
   SequenceModel& m = *model_.model;
-  const int64_t F = m.config().input_features, C = m.config().head.width(), W = m.config().max_positions;
+  const int64_t F = m.config().input_features, C = m.config().head.width();
   check(positions >= 1 && int64_t(inputs.size()) == positions * F,
         "recognizer: " + std::to_string(inputs.size()) + " input floats for " + std::to_string(positions) +
             " positions of " + std::to_string(F));
   std::vector<float> out(size_t(positions * C));
+  const int64_t pause = positions_in(model_.frontend, options_.pause_seconds);
   if (m.config().runs_as_rnn()) {
-    speech::CausalEncoder(m, options_.precision, positions_in(model_.frontend, options_.pause_seconds))
-        .encode(inputs.data(), positions, out.data());
+    speech::CausalEncoder(m, options_.precision, pause).encode(inputs.data(), positions, out.data());
     return out;
   }
+  // A model that sees both sides finds the pauses in a first pass over the
+  // whole recording, then encodes each stretch between them on its own.
+  windowed(inputs.data(), positions, out.data());
+  if (pause == 0) return out;
+  std::vector<int64_t> ends;  // of each stretch, the position after its pause
+  for (int64_t p = 0, blanks = 0; p < positions; ++p) {
+    const float* row = out.data() + p * C;
+    blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
+    if (blanks == pause) ends.push_back(p + 1), blanks = 0;
+  }
+  if (ends.empty() || ends.back() != positions) ends.push_back(positions);
+  if (ends.size() == 1) return out;
+  for (size_t i = 0, start = 0; i < ends.size(); start = size_t(ends[i++]))
+    windowed(inputs.data() + start * size_t(F), ends[i] - int64_t(start), out.data() + start * size_t(C));
+  return out;
+}
+
+void SpeechRecognizer::windowed(const float* inputs, int64_t positions, float* out) {
+  SequenceModel& m = *model_.model;
+  const int64_t F = m.config().input_features, C = m.config().head.width(), W = m.config().max_positions;
   ForwardOptions eval;
   eval.precision = options_.precision;
   const std::vector<int64_t> starts = window_starts(positions, W);
@@ -68,14 +88,13 @@ std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, in
     const int64_t s = starts[w];
     batch_.rows = 1;
     batch_.length = T;
-    batch_.features.assign(inputs.begin() + s * F, inputs.begin() + (s + T) * F);
+    batch_.features.assign(inputs + s * F, inputs + (s + T) * F);
     const std::vector<float> h = m.predict(batch_, eval).to_vector();
     // The positions this window is deepest inside: halfway to each neighbour's.
     const int64_t from = w == 0 ? 0 : (starts[w - 1] + T + s) / 2;
     const int64_t to = w + 1 == starts.size() ? positions : (s + T + starts[w + 1]) / 2;
-    std::copy(h.begin() + (from - s) * C, h.begin() + (to - s) * C, out.begin() + from * C);
+    std::copy(h.begin() + (from - s) * C, h.begin() + (to - s) * C, out + from * C);
   }
-  return out;
 }
 
 Transcript SpeechRecognizer::transcribe(const std::vector<float>& samples) {

@@ -98,7 +98,9 @@ TEST_CASE("offline recognition with a bidirectional model takes each position fr
   Rng rng(seed);
   const int64_t W = 16, F = 120, C = 6;
   SpeechModel m = random_speech_model(rng, Direction::bidirectional, W, seed);
-  SpeechRecognizer r(m);
+  RecognizerOptions never;
+  never.pause_seconds = 0;
+  SpeechRecognizer r(m, never);
   for (int64_t P : {int64_t(5), W, int64_t(37), int64_t(64)}) {
     INFO("positions " << P);
     const std::vector<float> inputs = rng.normals(P * F);
@@ -127,6 +129,43 @@ TEST_CASE("offline recognition with a bidirectional model takes each position fr
       CHECK(found);
     }
   }
+}
+
+TEST_CASE("offline recognition with a bidirectional model encodes each stretch between pauses on its own") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t W = 64, F = 120, C = 6, P = 150, pause = 3;
+  SpeechModel m = random_speech_model(rng, Direction::bidirectional, W, seed);
+  const std::vector<float> inputs = rng.normals(P * F);
+  make_pausing(m, inputs, 0.6);
+  RecognizerOptions never, pausing;
+  never.pause_seconds = 0;
+  pausing.pause_seconds = double(pause) * position_start_seconds(m.frontend, 1);
+  const std::vector<float> first = SpeechRecognizer(m, never).logits(inputs, P);
+  const std::vector<float> got = SpeechRecognizer(m, pausing).logits(inputs, P);
+  // The stretches: each ends where a run of blanks in the first pass reaches the pause.
+  std::vector<int64_t> ends;
+  for (int64_t p = 0, blanks = 0; p < P; ++p) {
+    const float* row = first.data() + p * C;
+    blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
+    if (blanks == pause) ends.push_back(p + 1), blanks = 0;
+  }
+  INFO(ends.size() << " pauses");
+  REQUIRE(ends.size() > 3);
+  if (ends.back() != P) ends.push_back(P);
+  std::vector<float> want;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const int64_t a = i == 0 ? 0 : ends[i - 1], n = ends[i] - a;
+    REQUIRE(n <= W);  // a stretch is one window: the model's own pass over it
+    SequenceBatch b;
+    b.rows = 1;
+    b.length = n;
+    b.features.assign(inputs.begin() + a * F, inputs.begin() + (a + n) * F);
+    const std::vector<float> h = m.model->predict(b, {}).to_vector();
+    want.insert(want.end(), h.begin(), h.end());
+  }
+  CHECK(got == want);
 }
 
 TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives the offline phones and frames") {

@@ -43,10 +43,13 @@ struct RecognizerOptions {
   // nullptr: none. It must outlive the recognizer.
   const LanguageModel* phone_lm = nullptr;
   WordSearchOptions phone_search;
-  // A causal model's state starts afresh after this many seconds whose
-  // likeliest class is the blank, so that long recordings and streams do not
-  // decay (lib/speech/causal_encoder.h); 0: never.
-  double pause_seconds = 0.25;
+  // Recognition starts afresh after this many seconds whose likeliest class
+  // is the blank, so that long recordings and streams do not decay: a causal
+  // model restarts its state (lib/speech/causal_encoder.h), a model that sees
+  // both sides encodes each stretch between pauses on its own. 0: never.
+  // 0.4 s leaves recordings of a sentence as they were and cuts long ones
+  // (docs/speech.md, "Long recordings").
+  double pause_seconds = 0.4;
 };
 
 // Seconds spent in each part.
@@ -87,6 +90,10 @@ class SpeechRecognizer {
   std::vector<float> logits(const std::vector<float>& inputs, int64_t positions);
 
  private:
+  // A model that sees both sides over inputs [positions, features] in
+  // windows: logits [positions, classes] into out.
+  void windowed(const float* inputs, int64_t positions, float* out);
+
   SpeechModel& model_;
   RecognizerOptions options_;
   SequenceBatch batch_;
