@@ -35,7 +35,7 @@ double position_start_seconds(const SpeechFrontEnd& f, int64_t position) {
 }
 
 int64_t positions_in(const SpeechFrontEnd& f, double seconds) {
-  check(seconds >= 0, "a duration must be >= 0 seconds, is " + std::to_string(seconds));
+  check(seconds >= 0 && std::isfinite(seconds), "a duration must be >= 0 seconds, is " + std::to_string(seconds));
   return seconds == 0 ? 0 : std::max<int64_t>(1, std::llround(seconds / position_start_seconds(f, 1)));
 }
 
@@ -44,6 +44,7 @@ SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& 
   check(model.model->config().family == "speech", "a speech recognizer needs a speech model");
   model.model->prepare_step(options.precision, false);
   make_ctc_decoder(model.model->config().head.width(), options.decoding);  // refuses bad options now
+  positions_in(model.frontend, options.pause_seconds);
 }
 
 SpeechRecognizer::~SpeechRecognizer() = default;

@@ -225,3 +225,18 @@ TEST_CASE("streaming refuses a bidirectional model in one line") {
   CHECK(msg.find("causal-linear") != std::string::npos);
   CHECK(msg.find('\n') == std::string::npos);
 }
+
+TEST_CASE("a negative or non-finite pause is refused in one line when the recognizer or stream is made") {
+  const uint64_t seed = fresh_seed();
+  Rng rng(seed);
+  SpeechModel m = random_speech_model(rng, Direction::causal, 16, seed);
+  for (double pause : {-0.1, double(NAN)}) {
+    RecognizerOptions options;
+    options.pause_seconds = pause;
+    for (const std::string& msg : {error_of([&] { SpeechRecognizer r(m, options); }),
+                                   error_of([&] { SpeechStream s(m, options); })}) {
+      CHECK(msg.find("must be >= 0 seconds") != std::string::npos);
+      CHECK(msg.find('\n') == std::string::npos);
+    }
+  }
+}
