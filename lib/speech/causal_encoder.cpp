@@ -40,8 +40,8 @@ void CausalEncoder::encode(const float* inputs, int64_t n, float* logits) {
     if (pause_ > 0 && blanks_ >= pause_) {
       state_.buffer.zero();
       position_ = blanks_ = 0;
-      ++restarts_;
-      chunk_ = pause_;  // a silence then restarts exactly where a chunk ends, and nothing is encoded twice
+      // A silence then restarts exactly where a chunk ends: nothing is encoded twice.
+      chunk_ = std::min(pause_, kChunk);
     } else {
       position_ += T;
       chunk_ = std::min(2 * chunk_, kChunk);

@@ -22,7 +22,6 @@ class CausalEncoder {
   CausalEncoder(SequenceModel& model, const Precision& precision, int64_t pause);
   // The logits [n, classes] of the next n positions' inputs [n, features].
   void encode(const float* inputs, int64_t n, float* logits);
-  int64_t restarts() const { return restarts_; }
 
  private:
   SequenceModel& model_;
@@ -30,7 +29,6 @@ class CausalEncoder {
   int64_t pause_;
   int64_t position_ = 0;  // in the current segment: the position code restarts with the state
   int64_t blanks_ = 0;    // the current run of blank positions
-  int64_t restarts_ = 0;
   int64_t chunk_;  // positions of the next continue_chunk call
   Tensor inputs_, heads_;  // one call's [chunk, features], [chunk, classes]
 };

@@ -58,10 +58,11 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
   const int64_t P = 230, F = m.model->config().input_features, C = 6;
   const std::vector<float> inputs = rng.normals(P * F);
   const double position = position_start_seconds(m.frontend, 1);
-  make_pausing(m, inputs, 0.6);
-  for (int64_t pause : {0, 1, 3}) {
+  // The last case pauses longer than a chunk of the encoder (64 positions).
+  for (const auto& [share, pause] : {std::pair<double, int64_t>{0.6, 0}, {0.6, 1}, {0.6, 3}, {1.0, 70}}) {
+    make_pausing(m, inputs, share);
     {
-      INFO("pause " << pause);
+      INFO("blank share " << share << ", pause " << pause);
       RecognizerOptions options;
       options.pause_seconds = double(pause) * position;
       const std::vector<float> got = SpeechRecognizer(m, options).logits(inputs, P);
@@ -87,7 +88,7 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
         }
       }
       CHECK(rel_error(got, want) < 1e-5);
-      if (pause > 0) CHECK(restarts > 3);  // the restarts are exercised
+      if (pause > 0) CHECK(restarts >= 2);  // the restarts are exercised
     }
   }
 }
