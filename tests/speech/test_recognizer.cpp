@@ -88,7 +88,9 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
         }
       }
       CHECK(rel_error(got, want) < 1e-5);
-      if (pause > 0) CHECK(restarts >= 2);  // the restarts are exercised
+      // The restarts are exercised. After a restart a fresh state may not
+      // pause again for 70 positions, so the last case asks for one.
+      if (pause > 0) CHECK(restarts >= (pause > 64 ? 1 : 2));
     }
   }
 }
