@@ -24,9 +24,13 @@ int32_t LanguageModel::word_id(const std::string& word) const {
   return it == ids_.end() ? -1 : it->second;
 }
 
+size_t LanguageModel::first_slot(uint64_t k) const {
+  return size_t(splitmix64(k)) & (arcs_.size() - 1);  // ids are small and dense: every bit has to move the slot
+}
+
 size_t LanguageModel::arc_slot(uint64_t k) const {
   const size_t mask = arcs_.size() - 1;
-  size_t i = size_t(splitmix64(k)) & mask;  // ids are small and dense: every bit has to move the slot
+  size_t i = first_slot(k);
   while (arcs_[i].key != k && arcs_[i].key != kNoArc) i = (i + 1) & mask;
   return i;
 }

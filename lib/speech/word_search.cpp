@@ -200,6 +200,19 @@ struct WordSearch::Impl {
     }
   }
 
+  // The language model's arcs this frame's word ends will read first: the
+  // misses overlap instead of stalling one after another.
+  void prefetch_scores() const {
+    for (const Hyp& h : beam) {
+      const PronunciationTrie::Node& n = trie.node(h.node);
+      for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
+        const PronunciationTrie::Node& c = trie.node(child);
+        if (logp[size_t(c.phone)] < options.prune) continue;
+        for (int32_t k = 0; k < c.words; ++k) lm->prefetch(h.lm, words[size_t(trie.words_of(c)[k])].lm_id);
+      }
+    }
+  }
+
   void push(const float* row) {
     for (int c = 0; c < kPhoneClasses; ++c)
       if (!std::isfinite(row[c]))
@@ -208,6 +221,7 @@ struct WordSearch::Impl {
     log_softmax_row(row, kPhoneClasses, logp);
     next.clear();
     std::fill(slots.begin(), slots.end(), -1);
+    if (lm) prefetch_scores();
     for (const Hyp& h : beam) {
       const double total = log_add(h.blank, h.label);
       contribute(h, total + logp[0], kLogZero);

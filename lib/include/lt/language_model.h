@@ -49,6 +49,11 @@ class LanguageModel {
   LmState empty_history() const { return LmState{}; }
   // ln P(word | from's history); *to (if given) receives the history after it.
   double score(LmState from, int32_t word, LmState* to = nullptr) const;
+  // Asks the memory system for what score(from, word) reads first, so that
+  // a caller about to score many pairs overlaps their cache misses.
+  void prefetch(LmState from, int32_t word) const {
+    if (!arcs_.empty()) __builtin_prefetch(&arcs_[first_slot(key(from.context, word))]);
+  }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
   // The state of a history given as word ids (oldest first), and a state's history.
   LmState state_of(const std::vector<int32_t>& history) const;
@@ -78,6 +83,7 @@ class LanguageModel {
   const Arc* arc(int32_t context, int32_t word) const;
   Arc& arc_or_new(int32_t context, int32_t word);  // a new one has no probability and no context
   size_t arc_slot(uint64_t key) const;             // its slot, or the empty one where it would go
+  size_t first_slot(uint64_t key) const;           // where arc_slot's probing starts
   LmState next_state(int32_t context, int32_t word) const;
 
   int order_ = 0;
