@@ -1,5 +1,6 @@
-// Whole recordings to phones: front end, the encoder over pieces or windows
-// of the model's length, CTC decoding.
+// Whole recordings to phones: front end; the encoder, a causal one restarted
+// in pauses, any other over the stretches between pauses in windows of the
+// model's length; CTC decoding.
 #include "lt/recognizer.h"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& 
   check(model.model->config().family == "speech", "a speech recognizer needs a speech model");
   model.model->prepare_step(options.precision, false);
   make_ctc_decoder(model.model->config().head.width(), options.decoding);  // refuses bad options now
-  positions_in(model.frontend, options.pause_seconds);
+  positions_in(model.frontend, options.pause_seconds);  // refuses a bad pause now
 }
 
 SpeechRecognizer::~SpeechRecognizer() = default;

@@ -82,11 +82,12 @@ class SpeechRecognizer {
   // 16 kHz samples (read_audio) to phones.
   Transcript transcribe(const std::vector<float>& samples);
   // The CTC logits [positions, classes] of encoder inputs [positions,
-  // features] of any length. A causal linear model continues its state,
-  // started afresh in pauses (RecognizerOptions::pause_seconds); any other
-  // model sees windows of max_positions overlapping by half, and each position comes from the window it is
-  // deepest inside, so every position has at least a quarter window of
-  // context on each side (or all there is).
+  // features] of any length, started afresh in pauses
+  // (RecognizerOptions::pause_seconds). A causal linear model continues its
+  // state from position to position; any other model encodes each stretch
+  // between pauses in windows of max_positions overlapping by half, each
+  // position from the window it is deepest inside, so every position has at
+  // least a quarter window of context on each side (or all there is).
   std::vector<float> logits(const std::vector<float>& inputs, int64_t positions);
 
  private:
