@@ -15,7 +15,7 @@ constexpr int64_t kChunk = 64;
 }  // namespace
 
 CausalEncoder::CausalEncoder(SequenceModel& model, const Precision& precision, int64_t pause)
-    : model_(model), state_(model.new_state(1, precision.state)), pause_(pause) {
+    : model_(model), state_(model.new_state(1, precision.state)), pauses_(pause) {
   state_.buffer.zero();
   chunk_ = kChunk;
   inputs_ = Tensor::empty({kChunk, model.config().input_features}, model.device());
@@ -32,16 +32,14 @@ void CausalEncoder::encode(const float* inputs, int64_t n, float* logits) {
     float* out = logits + done * C;
     Tensor::wrap(out, {1, T, C}, Device::cpu).copy_from(heads);
     int64_t kept = T;
-    for (int64_t i = 0; i < T && kept == T; ++i) {
-      const float* row = out + i * C;
-      blanks_ = std::max_element(row, row + C) == row ? blanks_ + 1 : 0;
-      if (pause_ > 0 && blanks_ >= pause_) kept = i + 1;
-    }
-    if (pause_ > 0 && blanks_ >= pause_) {
+    bool restart = false;
+    for (int64_t i = 0; i < T && !restart; ++i)
+      if (pauses_.ends_pause(out + i * C, C)) kept = i + 1, restart = true;
+    if (restart) {
       state_.buffer.zero();
-      position_ = blanks_ = 0;
+      position_ = 0;
       // A silence then restarts exactly where a chunk ends: nothing is encoded twice.
-      chunk_ = std::min(pause_, kChunk);
+      chunk_ = std::min(pauses_.pause(), kChunk);
     } else {
       position_ += T;
       chunk_ = std::min(2 * chunk_, kChunk);

@@ -13,6 +13,7 @@
 #include "lt/precision.h"
 #include "lt/sequence_model.h"
 #include "lt/tensor.h"
+#include "speech/pause_finder.h"
 
 namespace lt::speech {
 
@@ -26,10 +27,9 @@ class CausalEncoder {
  private:
   SequenceModel& model_;
   RecurrentState state_;
-  int64_t pause_;
+  PauseFinder pauses_;
   int64_t position_ = 0;  // in the current segment: the position code restarts with the state
-  int64_t blanks_ = 0;    // the current run of blank positions
-  int64_t chunk_;  // positions of the next continue_chunk call
+  int64_t chunk_;         // positions of the next continue_chunk call
   Tensor inputs_, heads_;  // one call's [chunk, features], [chunk, classes]
 };
 

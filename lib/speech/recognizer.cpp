@@ -11,6 +11,7 @@
 #include "lt/error.h"
 #include "speech/causal_encoder.h"
 #include "speech/decoding.h"
+#include "speech/pause_finder.h"
 
 namespace lt {
 
@@ -67,11 +68,9 @@ std::vector<float> SpeechRecognizer::logits(const std::vector<float>& inputs, in
   windowed(inputs.data(), positions, out.data());
   if (pause == 0) return out;
   std::vector<int64_t> ends;  // of each stretch, the position after its pause
-  for (int64_t p = 0, blanks = 0; p < positions; ++p) {
-    const float* row = out.data() + p * C;
-    blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
-    if (blanks == pause) ends.push_back(p + 1), blanks = 0;
-  }
+  speech::PauseFinder pauses(pause);
+  for (int64_t p = 0; p < positions; ++p)
+    if (pauses.ends_pause(out.data() + p * C, C)) ends.push_back(p + 1);
   if (ends.empty() || ends.back() != positions) ends.push_back(positions);
   if (ends.size() == 1) return out;
   for (size_t i = 0, start = 0; i < ends.size(); start = size_t(ends[i++]))
