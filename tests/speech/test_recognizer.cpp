@@ -61,37 +61,35 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
   // The last case pauses longer than a chunk of the encoder (64 positions).
   for (const auto& [share, pause] : {std::pair<double, int64_t>{0.6, 0}, {0.6, 1}, {0.6, 3}, {1.0, 70}}) {
     make_pausing(m, inputs, share);
-    {
-      INFO("blank share " << share << ", pause " << pause);
-      RecognizerOptions options;
-      options.pause_seconds = double(pause) * position;
-      const std::vector<float> got = SpeechRecognizer(m, options).logits(inputs, P);
-      // The reference: the recurrent step position by position, its state
-      // and position code restarted when a run of blanks reaches the pause.
-      // The blanks are read from got, so that a near tie, which rounding may
-      // break either way, cannot send the two down different paths.
-      RecurrentState state = m.model->new_state(1);
-      state.buffer.zero();
-      Tensor head = Tensor::empty({1, C});
-      std::vector<double> want;
-      int64_t at = 0, blanks = 0, restarts = 0;
-      for (int64_t t = 0; t < P; ++t) {
-        m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), at++, head);
-        const std::vector<float> h = head.to_vector();
-        want.insert(want.end(), h.begin(), h.end());
-        const float* row = got.data() + t * C;
-        blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
-        if (pause > 0 && blanks == pause) {
-          state.buffer.zero();
-          at = blanks = 0;
-          ++restarts;
-        }
+    INFO("blank share " << share << ", pause " << pause);
+    RecognizerOptions options;
+    options.pause_seconds = double(pause) * position;
+    const std::vector<float> got = SpeechRecognizer(m, options).logits(inputs, P);
+    // The reference: the recurrent step position by position, its state
+    // and position code restarted when a run of blanks reaches the pause.
+    // The blanks are read from got, so that a near tie, which rounding may
+    // break either way, cannot send the two down different paths.
+    RecurrentState state = m.model->new_state(1);
+    state.buffer.zero();
+    Tensor head = Tensor::empty({1, C});
+    std::vector<double> want;
+    int64_t at = 0, blanks = 0, restarts = 0;
+    for (int64_t t = 0; t < P; ++t) {
+      m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), at++, head);
+      const std::vector<float> h = head.to_vector();
+      want.insert(want.end(), h.begin(), h.end());
+      const float* row = got.data() + t * C;
+      blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
+      if (pause > 0 && blanks == pause) {
+        state.buffer.zero();
+        at = blanks = 0;
+        ++restarts;
       }
-      CHECK(rel_error(got, want) < 1e-5);
-      // The restarts are exercised. After a restart a fresh state may not
-      // pause again for 70 positions, so the last case asks for one.
-      if (pause > 0) CHECK(restarts >= (pause > 64 ? 1 : 2));
     }
+    CHECK(rel_error(got, want) < 1e-5);
+    // The restarts are exercised. After a restart a fresh state may not
+    // pause again for 70 positions, so the last case asks for one.
+    if (pause > 0) CHECK(restarts >= (pause > 64 ? 1 : 2));
   }
 }
 
