@@ -6,6 +6,7 @@
 // without forming a single string.
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "lt/error.h"
 #include "lt/language_model.h"
@@ -43,8 +44,8 @@ const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) cons
 
 LanguageModel::Arc& LanguageModel::arc_or_new(int32_t context, int32_t word) {
   if ((arc_count_ + 1) * 2 > arcs_.size()) {
-    std::vector<Arc> old(std::max<size_t>(1024, arcs_.size() * 2), Arc{kNoArc, 0.0, -1, false});
-    old.swap(arcs_);
+    const std::vector<Arc> old = std::move(arcs_);
+    arcs_.assign(std::max<size_t>(1024, old.size() * 2), Arc{kNoArc, 0.0, -1, false});
     for (const Arc& a : old)
       if (a.key != kNoArc) arcs_[arc_slot(a.key)] = a;
   }
