@@ -50,7 +50,7 @@ std::vector<float> bench_audio(double seconds, uint64_t seed) {
 SpeechModel bench_model(const AsrBenchOptions& o, bool streaming, Device dev) {
   if (!o.model.empty()) return load_speech_model(o.model, dev);
   SpeechModel m;
-  m.frontend = SpeechFrontEnd(FbankConfig{}, o.stack);
+  m.frontend = SpeechFrontEnd(FbankConfig{}, FrameWindow{o.stack});
   const std::vector<float> raw = m.frontend.filterbank(bench_audio(10, 3));
   FeatureStats stats(m.frontend.fbank_config().bins);
   stats.add(raw.data(), int64_t(raw.size()) / m.frontend.fbank_config().bins);

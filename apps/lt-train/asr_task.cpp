@@ -98,13 +98,25 @@ std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceMode
   return fields;
 }
 
+// The frames of one encoder position: a causal model's context is before it
+// unless --future asks for more (a stream waits for those frames).
+FrameWindow frame_window(const TrainArgs& a) {
+  const bool causal = a.encoder != "bilstm" && a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
+  return FrameWindow{a.frame_stack, a.context, a.future >= 0 ? a.future : causal ? 0 : a.context};
+}
+
 int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
 
 class SpeechRun final : public TaskRun {
  public:
   SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
     SpeechModel m = load_speech_model(path, d);
-    check_resumed_architecture(a, asr_fields(a, m.model->config()), path);
+    std::vector<ArchitectureField> fields = asr_fields(a, m.model->config());
+    const FrameWindow want = frame_window(a), have = m.frontend.window();
+    fields.push_back({"--frame-stack", std::to_string(want.stack), std::to_string(have.stack)});
+    fields.push_back({"--context", std::to_string(want.past), std::to_string(have.past)});
+    fields.push_back({"--future", std::to_string(want.future), std::to_string(have.future)});
+    check_resumed_architecture(a, fields, path);
     model_ = std::move(m.model);
     frontend_ = m.frontend;
     load_data(a, false);
@@ -112,14 +124,14 @@ class SpeechRun final : public TaskRun {
   }
   SequenceModel& start(const TrainArgs& a, Device d) override {
     if (!a.init.empty()) {  // its architecture, front end and statistics; a fresh optimizer
-      refuse_architecture_with_init(a, {"--encoder", "--frame-stack"});
+      refuse_architecture_with_init(a, {"--encoder", "--frame-stack", "--context", "--future"});
       SpeechModel m = load_speech_model(a.init, d);
       model_ = std::move(m.model);
       frontend_ = m.frontend;
       load_data(a, false);
       return *model_;
     }
-    frontend_ = SpeechFrontEnd(FbankConfig{}, a.frame_stack);
+    frontend_ = SpeechFrontEnd(FbankConfig{}, frame_window(a));
     load_data(a, true);
     model_ = std::make_unique<SequenceModel>(asr_model_config(a, frontend_.features(), max_positions_of(a)), d);
     model_->init_parameters(a.seed);
@@ -150,8 +162,10 @@ class SpeechRun final : public TaskRun {
     return *task_;
   }
   std::string description() const override {
+    const FrameWindow& w = frontend_.window();
     return "speech (CTC over 39 phones), " + std::to_string(frontend_.fbank_config().bins) + " mel bins x" +
-           std::to_string(frontend_.stack()) + " frames per position";
+           std::to_string(w.stack) + " frames per position, with " + std::to_string(w.past) + " before and " +
+           std::to_string(w.future) + " after";
   }
   bool reports_bits() const override { return false; }
   nlohmann::json finish(const TrainArgs& a, int64_t step, int64_t batch, const Precision& eval) override {

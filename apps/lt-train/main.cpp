@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   speech->add_option("--lexicon", a.lexicon, "pronunciations for words without phones (CMU dict format; default: pocketsphinx's CMU dict)");
   speech->add_option("--encoder", a.encoder, "transformer, or bilstm: the paper's Table 3 baseline, a bidirectional LSTM (3 layers of 320 per direction, PyTorch nn.LSTM's gates, dropout between layers) over the same frames and CTC head; no --stream")->capture_default_str()->check(CLI::IsMember({"transformer", "bilstm"}));
   speech->add_option("--frame-stack", a.frame_stack, "10 ms filterbank frames stacked per encoder position (1: the paper's rate)")->capture_default_str()->check(CLI::Range(1, 16));
+  speech->add_option("--context", a.context, "10 ms frames of context beside each position's own, read by the input projection (Kaldi's splicing): before it, and after it for a model that sees both sides")->capture_default_str()->check(CLI::Range(0, 64));
+  speech->add_option("--future", a.future, "frames of context after each position (-1: --context's for a bidirectional encoder, 0 for a causal one, whose stream waits for them)")->capture_default_str()->check(CLI::Range(-1, 64));
   speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
   speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");
   speech->add_option("--vtlp", a.vtlp, "vocal tract length perturbation: warp each training utterance's spectrum by a factor drawn from [1 - V, 1 + V] (0: none; 0.1 is usual)")->capture_default_str()->check(CLI::Range(0.0, 0.5));

@@ -45,6 +45,7 @@ struct TrainArgs {
   std::string valid, lexicon;
   std::string encoder = "transformer";  // or bilstm (the paper's Table 3 baseline)
   int frame_stack = 3;
+  int context = 0, future = -1;  // context frames before and after a position (-1: the encoder's default)
   int64_t max_frames = 2400, beam = 1;
   bool spec_augment = false;
   float vtlp = 0;  // vocal tract warp: alpha in [1 - vtlp, 1 + vtlp] per utterance and step
@@ -70,8 +71,8 @@ struct TrainArgs {
 inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--preset", "--mixtures", "--output-head",
                                                     "--eval-images", "--recurrent"};
 // Options of the speech task, and those of the image task it has no use for.
-inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--max-frames",
-                                                     "--spec-augment", "--vtlp", "--beam", "--encoder", "--score"};
+inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--context", "--future",
+                                                     "--max-frames", "--spec-augment", "--vtlp", "--beam", "--encoder", "--score"};
 // Options of the transformer that a Bi-LSTM encoder has no use for.
 inline constexpr const char* kTransformerOnlyOptions[] = {"--heads", "--ff-dim", "--attention", "--feature-map",
                                                           "--features", "--feature-redraw"};

@@ -1,5 +1,5 @@
-// Frame stacking (a slower frame rate for the encoder) and SpecAugment's
-// masks, both over rows of stacked frames.
+// Frame windows (stacking for a slower frame rate, context frames) and
+// SpecAugment's masks over rows of stacked frames.
 #include <algorithm>
 #include <string>
 
@@ -9,17 +9,27 @@
 
 namespace lt {
 
-int64_t stacked_frames(int64_t n, int k) {
-  check(k >= 1, "frame stack must be >= 1, is " + std::to_string(k));
-  return (n + k - 1) / k;
+int64_t FrameWindow::positions(int64_t n) const {
+  check(stack >= 1, "frame stack must be >= 1, is " + std::to_string(stack));
+  return (n + stack - 1) / stack;
 }
 
-void stack_frames(const float* frames, int64_t n, int bins, int k, float* out) {
-  const int64_t positions = stacked_frames(n, k);
-  for (int64_t p = 0; p < positions; ++p)
-    for (int j = 0; j < k; ++j) {
-      const int64_t t = std::min(p * k + j, n - 1);
-      std::copy(frames + t * bins, frames + (t + 1) * bins, out + (p * k + j) * bins);
+void FrameWindow::validate() const {
+  check(stack >= 1 && stack <= 16, "frame stack " + std::to_string(stack) + " outside 1..16");
+  check(past >= 0 && past <= 64 && future >= 0 && future <= 64,
+        "frame context " + std::to_string(past) + "," + std::to_string(future) + " outside 0..64 frames each side");
+}
+
+void window_frames(const float* frames, int64_t first, int64_t m, int64_t last, int bins, const FrameWindow& w,
+                   int64_t p0, int64_t count, float* out) {
+  const int span = w.frames();
+  for (int64_t p = p0; p < p0 + count; ++p)
+    for (int j = 0; j < span; ++j) {
+      const int64_t t = std::clamp<int64_t>((p * w.stack) - w.past + j, 0, last);
+      if (t < first || t >= first + m)
+        throw Error("window_frames: position " + std::to_string(p) + " reads frame " + std::to_string(t) +
+                    ", not among frames " + std::to_string(first) + ".." + std::to_string(first + m - 1));
+      std::copy(frames + (t - first) * bins, frames + (t - first + 1) * bins, out + ((p - p0) * span + j) * bins);
     }
 }
 

@@ -7,9 +7,9 @@
 
 namespace lt {
 
-SpeechFrontEnd::SpeechFrontEnd(const FbankConfig& fbank, int stack)
-    : fbank_(std::make_shared<const Fbank>(fbank)), stack_(stack) {
-  check(stack >= 1 && stack <= 16, "frame stack " + std::to_string(stack) + " outside 1..16");
+SpeechFrontEnd::SpeechFrontEnd(const FbankConfig& fbank, const FrameWindow& window)
+    : fbank_(std::make_shared<const Fbank>(fbank)), window_(window) {
+  window_.validate();
 }
 
 void SpeechFrontEnd::set_statistics(const FeatureStats& stats) {
@@ -45,7 +45,7 @@ std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw)
   std::vector<float> normalised = raw;
   normalize(normalised.data(), n);
   std::vector<float> out(size_t(positions(n) * features()));
-  stack_frames(normalised.data(), n, bins, stack_, out.data());
+  if (n > 0) window_frames(normalised.data(), 0, n, n - 1, bins, window_, 0, positions(n), out.data());
   return out;
 }
 
@@ -65,7 +65,9 @@ std::map<std::string, std::string> SpeechFrontEnd::metadata() const {
           {"fbank.high_hz", num(c.high_hz)},
           {"fbank.log_floor", num(c.log_floor)},
           {"fbank.remove_dc", c.remove_dc ? "1" : "0"},
-          {"frame_stack", std::to_string(stack_)}};
+          {"frame_stack", std::to_string(window_.stack)},
+          {"frame_past", std::to_string(window_.past)},
+          {"frame_future", std::to_string(window_.future)}};
 }
 
 std::map<std::string, Tensor> SpeechFrontEnd::tensors() const {
@@ -89,11 +91,16 @@ SpeechFrontEnd SpeechFrontEnd::from_checkpoint(const Checkpoint& ck) {
   check(c.sample_rate == 16000 && c.bins >= 1 && c.bins <= 512,
         ck.path + ": metadata fbank.sample_rate " + std::to_string(c.sample_rate) + " / fbank.bins " +
             std::to_string(c.bins) + " (lt reads 16 kHz, 1..512 bins)");
-  const int64_t stack = ck.meta_int("frame_stack");
-  check(stack >= 1 && stack <= 16, ck.path + ": metadata frame_stack " + std::to_string(stack) + " outside 1..16");
+  // Files from before context frames have no frame_past or frame_future.
+  auto frames = [&](const char* key) { return ck.metadata.count(key) ? ck.meta_int(key) : 0; };
+  const int64_t stack = ck.meta_int("frame_stack"), past = frames("frame_past"), future = frames("frame_future");
+  check(stack >= 1 && stack <= 16 && past >= 0 && past <= 64 && future >= 0 && future <= 64,
+        ck.path + ": metadata frame_stack " + std::to_string(stack) + ", frame_past " + std::to_string(past) +
+            ", frame_future " + std::to_string(future) + " (lt reads stacks of 1..16, context of 0..64)");
+  const FrameWindow w{int(stack), int(past), int(future)};
   SpeechFrontEnd f;
   try {
-    f = SpeechFrontEnd(c, int(stack));
+    f = SpeechFrontEnd(c, w);
   } catch (const Error& e) {
     throw Error(ck.path + ": " + e.what());
   }

@@ -1,5 +1,6 @@
 // Streaming recognition: samples -> filterbank frames as they complete ->
-// normalised, stacked positions -> the causal linear encoder continuing its
+// normalised -> each position's window of frames once its last frame (its
+// future context included) is there -> the causal linear encoder continuing its
 // state over each push's positions (SequenceModel::continue_chunk, eq. 18-20;
 // afresh after pauses, speech/causal_encoder.h) -> the CTC decoder frame by
 // frame. Buffers grow to the largest push and are reused, so a stream of any
@@ -31,6 +32,7 @@ SpeechStream::SpeechStream(SpeechModel& model, const RecognizerOptions& options)
   encoder_ = std::make_unique<speech::CausalEncoder>(*model.model, options.precision,
                                                      positions_in(model.frontend, options.pause_seconds));
   head_rows_.resize(size_t(kChunk * c.head.width()));
+  inputs_.resize(size_t(kChunk * model.frontend.features()));
 }
 
 SpeechStream::~SpeechStream() = default;
@@ -45,44 +47,42 @@ void SpeechStream::push(const float* samples, int64_t n) {
   model_.frontend.normalize(raw_.data(), int64_t(raw_.size()) / bins);
   frames_.insert(frames_.end(), raw_.begin(), raw_.end());
   times_.frontend += seconds_since(t0);
-  encode((int64_t(frames_.size()) / bins) / model_.frontend.stack());
+  // Position p is complete once frame p k + k - 1 + future has arrived.
+  const FrameWindow& w = model_.frontend.window();
+  const int64_t frames = first_ + int64_t(frames_.size()) / bins;
+  if (frames > w.future) encode((frames - w.future) / w.stack, frames - 1);
 }
 
 void SpeechStream::finish() {
   if (finished_) return;
-  // A last partial group repeats its last frame, as stack_frames does.
-  const int64_t bins = model_.frontend.fbank_config().bins, k = model_.frontend.stack();
-  const int64_t left = int64_t(frames_.size()) / bins;
-  if (left > 0) {
-    for (int64_t i = left; i < k; ++i) frames_.insert(frames_.end(), frames_.end() - bins, frames_.end());
-    encode(1);
-  }
+  // The last positions read past the end: the last frame repeats, as in window_frames.
+  const int64_t frames = first_ + int64_t(frames_.size()) / model_.frontend.fbank_config().bins;
+  if (frames > 0) encode(model_.frontend.positions(frames), frames - 1);
   auto t0 = std::chrono::steady_clock::now();
   decoder_->finish();
   times_.decoder += seconds_since(t0);
   finished_ = true;
 }
 
-// Stacks `positions` whole groups of frames_ into encoder inputs and runs
-// them through the encoder and the decoder.
-void SpeechStream::encode(int64_t positions) {
-  const int64_t bins = model_.frontend.fbank_config().bins, k = model_.frontend.stack();
-  const int64_t C = model_.model->config().head.width();
-  int64_t used = 0;
-  while (used < positions) {
-    const int64_t T = std::min(kChunk, positions - used);
+void SpeechStream::encode(int64_t end, int64_t last) {
+  const FrameWindow& w = model_.frontend.window();
+  const int bins = model_.frontend.fbank_config().bins;
+  const int64_t C = model_.model->config().head.width(), held = int64_t(frames_.size()) / bins;
+  while (t_ < end) {
+    const int64_t T = std::min(kChunk, end - t_);
     auto t0 = std::chrono::steady_clock::now();
-    // Stacking k frames side by side is their concatenation: the frames are
-    // already in the encoder's layout.
-    encoder_->encode(frames_.data() + used * k * bins, T, head_rows_.data());
+    window_frames(frames_.data(), first_, held, last, bins, w, t_, T, inputs_.data());
+    encoder_->encode(inputs_.data(), T, head_rows_.data());
     times_.encoder += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < T; ++i) decoder_->push(head_rows_.data() + i * C);
     times_.decoder += seconds_since(t0);
     t_ += T;
-    used += T;
   }
-  frames_.erase(frames_.begin(), frames_.begin() + positions * k * bins);
+  // Later positions read from frame t_ k - past on.
+  const int64_t drop = std::clamp<int64_t>(t_ * w.stack - w.past - first_, 0, held);
+  frames_.erase(frames_.begin(), frames_.begin() + drop * bins);
+  first_ += drop;
 }
 
 void SpeechStream::take_settled(std::vector<CtcToken>& phones, std::vector<RecognizedWord>* words) {

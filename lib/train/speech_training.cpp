@@ -41,10 +41,13 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
   check(raw.size() == utterances.size(), "make_speech_set: one set of frames per utterance");
   SpeechSetReport r;
   SpeechSet set;
-  set.width = frontend.features();
+  const int bins = frontend.fbank_config().bins;
+  const FrameWindow stacks{frontend.stack()};  // context comes per batch
+  set.width = int64_t(bins) * stacks.frames();
+  set.window = frontend.window();
   set.start = {0};
   set.phones.offsets = {0};
-  const int bins = frontend.fbank_config().bins;
+  std::vector<float> normalised;
   for (size_t i = 0; i < utterances.size(); ++i) {
     const Utterance& u = utterances[i];
     const int64_t positions = frontend.positions(int64_t(raw[i].size()) / bins);
@@ -60,8 +63,12 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
       ++r.too_long;
       continue;
     }
-    const std::vector<float> inputs = frontend.encoder_inputs(raw[i]);
-    set.inputs.insert(set.inputs.end(), inputs.begin(), inputs.end());
+    const int64_t frames = int64_t(raw[i].size()) / bins;
+    normalised = raw[i];
+    frontend.normalize(normalised.data(), frames);
+    set.inputs.resize(size_t((set.start.back() + positions) * set.width));
+    window_frames(normalised.data(), 0, frames, frames - 1, bins, stacks, 0, positions,
+                  set.inputs.data() + set.start.back() * set.width);
     set.start.push_back(set.start.back() + positions);
     set.phones.labels.insert(set.phones.labels.end(), u.phones.begin(), u.phones.end());
     set.phones.offsets.push_back(int64_t(set.phones.labels.size()));
@@ -73,8 +80,10 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
 
 namespace {
 
-// Rows idx of set as a padded batch: inputs zero past each row's length.
-void fill_batch(const SpeechSet& set, const std::vector<int64_t>& idx, SequenceBatch& out) {
+// Rows idx of set as a padded batch: its stacked frames into stacked [rows,
+// length, set.width], zero past each row's length; lengths and labels into out.
+void gather_batch(const SpeechSet& set, const std::vector<int64_t>& idx, std::vector<float>& stacked,
+                  SequenceBatch& out) {
   const int64_t rows = int64_t(idx.size()), W = set.width;
   int64_t length = 0;
   for (int64_t i : idx) length = std::max(length, set.positions(i));
@@ -84,18 +93,32 @@ void fill_batch(const SpeechSet& set, const std::vector<int64_t>& idx, SequenceB
   out.targets.clear();
   out.first.clear();
   out.last.clear();
-  out.features.assign(size_t(rows * length * W), 0.f);
+  stacked.assign(size_t(rows * length * W), 0.f);
   out.lengths.resize(size_t(rows));
   out.labels.labels.clear();
   out.labels.offsets.assign(1, 0);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = idx[size_t(r)], n = set.positions(i);
     std::copy(set.inputs.begin() + set.start[i] * W, set.inputs.begin() + (set.start[i] + n) * W,
-              out.features.begin() + r * length * W);
+              stacked.begin() + r * length * W);
     out.lengths[size_t(r)] = int32_t(n);
     const auto* first = set.phones.labels.data() + set.phones.offsets[i];
     out.labels.labels.insert(out.labels.labels.end(), first, first + set.phones.length(i));
     out.labels.offsets.push_back(int64_t(out.labels.labels.size()));
+  }
+}
+
+// The encoder's inputs of a gathered batch: each position's window of
+// frames, the context read within its own row.
+void window_batch(const SpeechSet& set, const std::vector<float>& stacked, SequenceBatch& out) {
+  const int64_t W = set.width, F = set.input_width(), L = out.length;
+  const int bins = int(W / set.window.stack);
+  out.features.assign(size_t(out.rows * L * F), 0.f);
+  for (int64_t r = 0; r < out.rows; ++r) {
+    const int64_t n = out.lengths[size_t(r)], frames = n * set.window.stack;
+    if (n > 0)
+      window_frames(stacked.data() + r * L * W, 0, frames, frames - 1, bins, set.window, 0, n,
+                    out.features.data() + r * L * F);
   }
 }
 
@@ -115,12 +138,14 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return set.positions(a) < set.positions(b); });
   SequenceBatch b;
+  std::vector<float> stacked;
   double nats = 0;
   int64_t phones = 0;
   const int64_t C = model.config().head.width();
   for (size_t at = 0; at < order.size(); at += size_t(batch)) {
     const std::vector<int64_t> idx(order.begin() + long(at), order.begin() + long(std::min(order.size(), at + size_t(batch))));
-    fill_batch(set, idx, b);
+    gather_batch(set, idx, stacked, b);
+    window_batch(set, stacked, b);
     const double loss = model.forward(b, options);
     nats += loss * double(model.counted());
     phones += model.counted();
@@ -147,9 +172,9 @@ SpeechTrainingTask::SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_
       seed_(seed),
       frontend_(std::move(frontend)),
       augment_(augmentation) {
-  check(train_.width == frontend_.features(), "speech task: rows of " + std::to_string(train_.width) +
-                                                  " features do not fit the front end's " +
-                                                  std::to_string(frontend_.features()));
+  check(train_.input_width() == frontend_.features() && train_.window == frontend_.window(),
+        "speech task: rows of " + std::to_string(train_.input_width()) + " features do not fit the front end's " +
+            std::to_string(frontend_.features()));
   check(train_.size() > 0, "no training utterances");
   check(augment_.vtlp >= 0 && augment_.vtlp <= 0.5,
         "speech task: vocal tract warp " + std::to_string(augment_.vtlp) + " outside [0, 0.5]");
@@ -187,11 +212,11 @@ const std::vector<std::vector<int64_t>>& SpeechTrainingTask::plan(int64_t epoch,
 void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
   const int64_t per_epoch = std::max<int64_t>(1, train_.size() / rows);
   const auto& batches = plan(step / per_epoch, rows);
-  fill_batch(train_, batches[size_t(step % per_epoch)], out);
+  gather_batch(train_, batches[size_t(step % per_epoch)], stacked_, out);
   const int64_t W = train_.width;
   const int bins = frontend_.fbank_config().bins, stack = frontend_.stack();
   for (int64_t r = 0; r < out.rows; ++r) {
-    float* rows = out.features.data() + r * out.length * W;
+    float* rows = stacked_.data() + r * out.length * W;
     const int64_t n = out.lengths[size_t(r)];
     const uint64_t key = splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r)));
     if (augment_.vtlp > 0) {  // rows of stacked frames are frames one after another
@@ -200,6 +225,7 @@ void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
     }
     if (augment_.masks) spec_augment(rows, n, bins, stack, augment_.spec, key);
   }
+  window_batch(train_, stacked_, out);
 }
 
 double SpeechTrainingTask::epoch(int64_t step, int64_t rows) const {

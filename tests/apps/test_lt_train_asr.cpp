@@ -210,6 +210,38 @@ TEST_CASE("lt-train --task asr --init starts from a model's weights, front end a
   CHECK(r.err.find("--layers cannot be combined with --init") != std::string::npos);
 }
 
+TEST_CASE("lt-train --task asr --context: frames on both sides of a bidirectional model's positions, before a causal one's") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train");
+  const std::string both = tmp.file("both.safetensors"), causal = tmp.file("causal.safetensors");
+  CommandResult r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --valid '" + train + "' " + kTiny +
+                                                  " --context 4 --steps 2 -o '" + both + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  Checkpoint ck = load_safetensors(both);
+  CHECK(ck.meta("frame_past") == "4");
+  CHECK(ck.meta("frame_future") == "4");
+  CHECK(ck.tensors.at("input_projection.weight").shape() == Shape{8, 40 * (4 + 3 + 4)});
+  r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny +
+                                    " --attention causal-linear --context 5 --frame-stack 2 --steps 2 -o '" + causal + "'");
+  REQUIRE(r.exit_code == 0);
+  ck = load_safetensors(causal);
+  CHECK(ck.meta("frame_past") == "5");
+  CHECK(ck.meta("frame_future") == "0");
+  CHECK(ck.tensors.at("input_projection.weight").shape() == Shape{8, 40 * (5 + 2)});
+  // The model is read with its context: --eval scores it, lt-asr streams it.
+  r = run_tool(tmp, "lt-train", "--eval -m '" + causal + "' --data '" + train + "'");
+  CHECK(r.exit_code == 0);
+  r = run_tool(tmp, "lt-asr", "--stream -m '" + causal + "' '" + tmp.file("train-0.wav") + "'");
+  CHECK(r.exit_code == 0);
+  // Another window is another architecture: not on --resume, not with --init.
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --context 3 --steps 4 -q -o '" + both + "'"),
+           "its model has --context 4, the command line asks for 3");
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --init '" + both + "' --future 2 --steps 1 -o '" +
+                                         tmp.file("other.safetensors") + "'"),
+           "--future cannot be combined with --init");
+}
+
 TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
   TempDir tmp;
   const std::string missing = tmp.file("none.tsv");

@@ -205,20 +205,37 @@ TEST_CASE("SpecAugment masks bands in every stacked frame and spans of positions
   CHECK(differ > 0);  // another seed, other masks (almost surely)
 }
 
-TEST_CASE("stacking k frames side by side keeps every k-th position and repeats the last frame") {
+TEST_CASE("a frame window stacks k frames with context on each side, repeating the first and last frame beyond the ends") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (int k = 1; k <= 4; ++k) {
-    const int bins = 3;
-    const int64_t n = rng.integer(1, 20);
+  for (int trial = 0; trial < 40; ++trial) {
+    const FrameWindow w{int(rng.integer(1, 4)), int(rng.integer(0, 5)), int(rng.integer(0, 5))};
+    const int bins = int(rng.integer(1, 4));
+    const int64_t n = rng.integer(1, 30);
+    INFO("stack " << w.stack << " past " << w.past << " future " << w.future << " frames " << n);
     const std::vector<float> x = rng.normals(n * bins);
-    std::vector<float> out(size_t(stacked_frames(n, k) * k * bins));
-    stack_frames(x.data(), n, bins, k, out.data());
-    CHECK(stacked_frames(n, k) == (n + k - 1) / k);
-    for (int64_t p = 0; p < stacked_frames(n, k); ++p)
-      for (int j = 0; j < k; ++j)
+    const int64_t P = w.positions(n);
+    CHECK(P == (n + w.stack - 1) / w.stack);
+    std::vector<float> out(size_t(P * w.frames() * bins));
+    window_frames(x.data(), 0, n, n - 1, bins, w, 0, P, out.data());
+    // Position p holds frames pk - past .. pk + k - 1 + future, each clamped to the recording.
+    for (int64_t p = 0; p < P; ++p)
+      for (int j = 0; j < w.frames(); ++j) {
+        const int64_t t = std::min(std::max<int64_t>(p * w.stack - w.past + j, 0), n - 1);
         for (int b = 0; b < bins; ++b)
-          CHECK(out[size_t((p * k + j) * bins + b)] == x[size_t(std::min(p * k + j, n - 1) * bins + b)]);
+          CHECK(out[size_t((p * w.frames() + j) * bins + b)] == x[size_t(t * bins + b)]);
+      }
+    // A range of positions from only the frames it reads gives the same rows.
+    const int64_t p0 = rng.integer(0, P - 1), count = rng.integer(1, P - p0);
+    const int64_t first = std::max<int64_t>(0, std::min(p0 * w.stack - w.past, n - 1));
+    const int64_t end = std::min(n, (p0 + count) * w.stack + w.future);
+    std::vector<float> part(size_t(count * w.frames() * bins));
+    window_frames(x.data() + first * bins, first, end - first, n - 1, bins, w, p0, count, part.data());
+    CHECK(std::equal(part.begin(), part.end(), out.begin() + p0 * w.frames() * bins));
+    if (first > 0) CHECK_THROWS_AS(window_frames(x.data() + bins, first + 1, end - first - 1, n - 1, bins, w, p0, count,
+                                                 part.data()), Error);
   }
+  CHECK_THROWS_WITH_AS(FrameWindow({2, 65, 0}).validate(), doctest::Contains("outside 0..64"), Error);
+  CHECK_THROWS_WITH_AS(FrameWindow({0, 1, 1}).validate(), doctest::Contains("frame stack 0 outside 1..16"), Error);
 }

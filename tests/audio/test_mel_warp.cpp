@@ -93,7 +93,7 @@ TEST_CASE("mel warp by alpha moves a tone's filterbank peak to that of a tone al
 
 TEST_CASE("the front end warps normalised frames as the log energies they stand for") {
   Rng rng(fresh_seed());
-  SpeechFrontEnd frontend(FbankConfig{}, 1);
+  SpeechFrontEnd frontend(FbankConfig{});
   const int bins = 40;
   FeatureStats stats(bins);
   std::vector<float> raw(size_t(50 * bins));

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   }
 
   {
-    lt::SpeechFrontEnd frontend({}, 2);
+    lt::SpeechFrontEnd frontend({}, lt::FrameWindow{2});
     lt::FeatureStats stats(40);
     const std::vector<float> frames(80, 0.5f);
     stats.add(frames.data(), 2);

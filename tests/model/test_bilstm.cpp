@@ -165,7 +165,7 @@ TEST_CASE("a bilstm speech checkpoint has nn.LSTM's names, loads back, and the m
   INFO("seed " << seed);
   Rng rng(seed);
   TempDir tmp;
-  SpeechFrontEnd frontend(FbankConfig{}, 1);
+  SpeechFrontEnd frontend(FbankConfig{});
   FeatureStats stats(40);
   const std::vector<float> frames = rng.normals(30 * 40, 3);
   stats.add(frames.data(), 30);

@@ -140,7 +140,7 @@ TEST_CASE("a speech checkpoint holds the model and its front end, and loads back
   Rng rng(seed);
   TempDir tmp;
   FbankConfig fb;
-  SpeechFrontEnd frontend(fb, 2);
+  SpeechFrontEnd frontend(fb, FrameWindow{2, 3, 1});
   FeatureStats stats(fb.bins);
   const std::vector<float> frames = rng.normals(50 * fb.bins, 3);
   stats.add(frames.data(), 50);
@@ -153,9 +153,26 @@ TEST_CASE("a speech checkpoint holds the model and its front end, and loads back
   CHECK(loaded.model->config().input_features == frontend.features());
   CHECK(loaded.model->config().head.kind == HeadKind::ctc);
   CHECK(loaded.model->config().transformer.direction == Direction::bidirectional);
-  CHECK(loaded.frontend.stack() == 2);
+  CHECK(loaded.frontend.window() == FrameWindow{2, 3, 1});
+  CHECK(loaded.frontend.features() == fb.bins * 6);
   CHECK(loaded.frontend.encoder_inputs(frames) == frontend.encoder_inputs(frames));
   CHECK(loaded.model->params().values().to_vector() == model.params().values().to_vector());
+  SUBCASE("a file from before context frames has none; a window outside the ranges is one line") {
+    SpeechFrontEnd plain(fb, FrameWindow{2});
+    plain.set_statistics(stats);
+    SequenceModel m(small_speech_config(AttentionKind::linear, Direction::bidirectional, plain.features()), Device::cpu);
+    std::map<std::string, std::string> meta = plain.metadata();
+    meta.erase("frame_past");
+    meta.erase("frame_future");
+    const std::string old = tmp.file("old.safetensors");
+    m.save(old, meta, plain.tensors());
+    CHECK(load_speech_model(old, Device::cpu).frontend.window() == FrameWindow{2});
+    meta["frame_past"] = "65";
+    const std::string bad = tmp.file("bad.safetensors");
+    m.save(bad, meta, plain.tensors());
+    const std::string msg = error_of([&] { load_speech_model(bad, Device::cpu); });
+    CHECK(msg.rfind(bad + ": metadata frame_stack 2, frame_past 65", 0) == 0);
+  }
   SUBCASE("an image checkpoint is not a speech model") {
     SequenceModelConfig c;
     c.transformer = TransformerConfig{1, 2, 4, 8, 16, AttentionKind::linear, Direction::causal, "elu", 0.f};

@@ -11,13 +11,13 @@
 
 namespace lt::test {
 
-// A random speech model over frames of 3 stacked filterbank frames, with
-// statistics of random frames; its head is sharpened and its blank made less
+// A random speech model over windows of filterbank frames (3 stacked
+// without context by default), with statistics of random frames; its head is sharpened and its blank made less
 // likely, so that decoding emits labels.
 inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed,
-                                       int64_t classes = 6) {
+                                       int64_t classes = 6, const FrameWindow& window = FrameWindow{3}) {
   SpeechModel m;
-  m.frontend = SpeechFrontEnd(FbankConfig{}, 3);
+  m.frontend = SpeechFrontEnd(FbankConfig{}, window);
   FeatureStats stats(40);
   const std::vector<float> frames = rng.normals(200 * 40, 3);
   stats.add(frames.data(), 200);

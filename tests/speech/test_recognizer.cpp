@@ -173,6 +173,12 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
+  // Stacks without context, with context before, and with context after,
+  // which a stream has to wait for.
+  FrameWindow window{3};
+  SUBCASE("past context") { window = FrameWindow{3, 4, 0}; }
+  SUBCASE("past and future context") { window = FrameWindow{2, 3, 5}; }
+  INFO("window " << window.stack << " " << window.past << " " << window.future);
   const std::vector<float> audio = test_audio(rng, 4.0);
   // A model that pauses now and then, so that the stream has to cut where
   // offline recognition does. A random model can favour one label
@@ -181,7 +187,7 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
   SpeechModel m;
   int64_t pauses = 0;
   for (uint64_t draw = 0; draw < 20; ++draw) {
-    m = random_speech_model(rng, Direction::causal, 32, seed + draw);
+    m = random_speech_model(rng, Direction::causal, 48, seed + draw, 6, window);
     const std::vector<float> inputs = m.frontend.encoder_inputs(m.frontend.filterbank(audio));
     make_pausing(m, inputs, 0.45);
     pausing.pause_seconds = 2 * position_start_seconds(m.frontend, 1);

@@ -45,7 +45,7 @@ SpeechSet random_set(Rng& rng, int64_t n, int64_t width) {
 SpeechFrontEnd frontend_of(const SpeechSet& set) {
   FbankConfig c;
   c.bins = int(set.width);
-  SpeechFrontEnd f(c, 1);
+  SpeechFrontEnd f(c);
   FeatureStats stats(c.bins);
   stats.add(set.inputs.data(), int64_t(set.inputs.size()) / set.width);
   f.set_statistics(stats);
@@ -130,6 +130,61 @@ TEST_CASE("speech batches with the warp: each row is its plain row warped by one
     CHECK(changed);
     for (int64_t i = n * 6; i < b.length * 6; ++i) CHECK(got[i] == 0.f);  // padding untouched
   }
+}
+
+TEST_CASE("speech batches with context frames: each row is its utterance's encoder inputs, augmented before the context is added") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int bins = 5;
+  FbankConfig c;
+  c.bins = bins;
+  SpeechFrontEnd frontend(c, FrameWindow{2, 3, 2});
+  // Raw frames of utterances of 6..40 frames, an odd count now and then (a partial last stack).
+  std::vector<Utterance> utts;
+  std::vector<std::vector<float>> raw;
+  for (int i = 0; i < 24; ++i) {
+    raw.push_back(rng.normals(rng.integer(6, 40) * bins, 2));
+    Utterance u;
+    u.speaker = "v";
+    u.phones = {1, 2};
+    utts.push_back(u);
+  }
+  frontend.set_statistics(filterbank_statistics(raw, bins));
+  const SpeechSet set = make_speech_set(utts, raw, frontend, 100);
+  REQUIRE(set.size() == 24);
+  CHECK(set.input_width() == frontend.features());
+  CHECK(set.width == 2 * bins);
+  SpeechTrainingTask task(set, SpeechSet{}, seed, frontend);
+  SequenceBatch b;
+  task.batch(rng.integer(0, 5), 6, b);
+  const int64_t F = frontend.features();
+  REQUIRE(b.features.size() == size_t(b.rows * b.length * F));
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const std::vector<float> row(b.features.begin() + r * b.length * F, b.features.begin() + (r * b.length + b.lengths[r]) * F);
+    int matches = 0;
+    for (const auto& frames : raw) matches += frontend.encoder_inputs(frames) == row;
+    CHECK(matches == 1);
+    for (int64_t i = b.lengths[r] * F; i < b.length * F; ++i) CHECK(b.features[size_t(r * b.length * F + i)] == 0.f);
+  }
+  // SpecAugment masks the frames; the context then repeats the masked frames.
+  SpeechAugmentation masks;
+  masks.masks = true;
+  masks.spec = SpecAugment{1, 2, 1, 4};
+  SpeechTrainingTask masked(set, SpeechSet{}, seed, frontend, masks);
+  SequenceBatch m, unmasked;
+  masked.batch(3, 6, m);
+  task.batch(3, 6, unmasked);
+  CHECK(m.features != unmasked.features);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t p = 0; p < m.lengths[r]; ++p)
+      for (int j = 0; j < 7; ++j) {
+        // Frame j of position p is frame t of the row, which position t / 2 holds at its own slot past + t % 2.
+        const int64_t t = std::clamp<int64_t>(p * 2 - 3 + j, 0, m.lengths[r] * 2 - 1);
+        const float* at = m.features.data() + (r * m.length + p) * F + j * bins;
+        const float* own = m.features.data() + (r * m.length + t / 2) * F + (3 + t % 2) * bins;
+        CHECK(std::equal(at, at + bins, own));
+      }
 }
 
 TEST_CASE("speech training resumes bitwise: SpecAugment masks, the warp, dropout and the plateau rule come back") {

@@ -92,7 +92,7 @@ void normalize_features(float* frames, int64_t n, int bins, const float* mean, c
 // SpecAugment's masks (Park et al. 2019, without time warping): freq_masks
 // bands of up to freq_width bins and time_masks spans of up to time_width
 // positions, each width and place drawn uniformly from seed, set to 0 (the
-// normalised mean). Rows are stack frames of bins each (stack_frames): a
+// normalised mean). Rows are stack frames of bins each (FrameWindow): a
 // band masks its bins in every one of them.
 struct SpecAugment {
   int freq_masks = 2, freq_width = 8, time_masks = 2, time_width = 20;
@@ -118,10 +118,28 @@ class MelWarp {
   std::vector<float> weight_;   // and the share of the next one
 };
 
-// k consecutive frames side by side, keeping every k-th position: the x2..x4
-// cheaper frame rate. out [stacked_frames(n, k), k * bins]; a last partial
-// group repeats the last frame.
-int64_t stacked_frames(int64_t n, int k);
-void stack_frames(const float* frames, int64_t n, int bins, int k, float* out);
+// Which filterbank frames make encoder position p, side by side: the stack
+// of k frames pk..pk+k-1 (k > 1: the x2..x4 cheaper rate), with `past`
+// frames before it and `future` after it (context, Kaldi's splicing). A
+// frame before the recording's first or after its last repeats that one,
+// so a last partial stack repeats the last frame. A model that sees both
+// sides takes context on both; a causal one only past context, or future
+// context at the latency of those frames.
+struct FrameWindow {
+  int stack = 1, past = 0, future = 0;
+  int frames() const { return past + stack + future; }  // per position
+  int64_t positions(int64_t n) const;                   // of n frames: ceil(n / stack)
+  // Throws lt::Error naming the bad value: stack 1..16, context 0..64.
+  void validate() const;
+  bool operator==(const FrameWindow& o) const { return stack == o.stack && past == o.past && future == o.future; }
+};
+
+// out [count, w.frames() * bins]: positions p0..p0+count-1 of a recording
+// whose frames 0..last exist and whose frames first..first+m-1 are
+// frames[0..m), bins each. Every frame those positions read must be in
+// frames (after clamping to 0..last). The whole recording of n frames:
+// window_frames(frames, 0, n, n - 1, bins, w, 0, w.positions(n), out).
+void window_frames(const float* frames, int64_t first, int64_t m, int64_t last, int bins, const FrameWindow& w,
+                   int64_t p0, int64_t count, float* out);
 
 }  // namespace lt

@@ -125,7 +125,8 @@ class SpeechStream {
   const RecognitionTimes& times() const { return times_; }
 
  private:
-  void encode(int64_t positions);
+  // Encodes positions t_.. up to (not including) `end` of a recording whose last frame is `last`.
+  void encode(int64_t end, int64_t last);
 
   SpeechModel& model_;
   std::unique_ptr<FbankStream> fbank_;
@@ -133,8 +134,10 @@ class SpeechStream {
   std::unique_ptr<speech::CausalEncoder> encoder_;
   int64_t samples_ = 0, t_ = 0;
   bool finished_ = false;
-  std::vector<float> frames_;     // normalised filterbank frames not yet stacked into a position
+  std::vector<float> frames_;     // normalised filterbank frames first_.. that positions still read
+  int64_t first_ = 0;
   std::vector<float> raw_;        // FbankStream's output of one push
+  std::vector<float> inputs_;     // one encoder call's windows of frames [chunk, features]
   std::vector<float> head_rows_;  // one encoder call's logits [chunk, classes]
   RecognitionTimes times_;
 };

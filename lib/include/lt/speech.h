@@ -2,14 +2,16 @@
 // and a SequenceModel of family "speech" whose input part projects feature
 // frames and whose head is CTC over the 39 phones and the blank.
 //
-//   audio 16 kHz -> Fbank (40 log mel) -> (x - mean) * inv_std -> stack k frames
+//   audio 16 kHz -> Fbank (40 log mel) -> (x - mean) * inv_std -> a window of
+//                   frames per position (k stacked, with context: FrameWindow)
 //                -> SequenceModel (bidirectional or causal stack, or a
 //                   bidirectional LSTM) -> CTC logits
 //
 //   lt::SpeechModel m = lt::load_speech_model("asr.safetensors", lt::Device::cpu);
 //   std::vector<float> frames = m.frontend.frames_of(samples);   // [T, features]
 //
-// The front end's settings are checkpoint metadata (fbank.*, frame_stack),
+// The front end's settings are checkpoint metadata (fbank.*, frame_stack,
+// frame_past, frame_future),
 // its statistics the tensors frontend.mean and frontend.inv_std.
 #pragma once
 #include <cstdint>
@@ -26,12 +28,15 @@ namespace lt {
 
 class SpeechFrontEnd {
  public:
-  // stack: filterbank frames per encoder position (1 = the paper's 10 ms).
-  SpeechFrontEnd(const FbankConfig& fbank = {}, int stack = 1);
+  // window: the filterbank frames of one encoder position (stack 1 without
+  // context: the paper's 10 ms frames).
+  SpeechFrontEnd(const FbankConfig& fbank = {}, const FrameWindow& window = {});
   const FbankConfig& fbank_config() const { return fbank_->config(); }
   const Fbank& fbank() const { return *fbank_; }
-  int stack() const { return stack_; }
-  int64_t features() const { return int64_t(fbank_->config().bins) * stack_; }
+  const FrameWindow& window() const { return window_; }
+  int stack() const { return window_.stack; }
+  // Encoder inputs per position: bins x the window's frames.
+  int64_t features() const { return int64_t(fbank_->config().bins) * window_.frames(); }
   // Normalisation statistics of the training set, per filterbank bin.
   void set_statistics(const FeatureStats& stats);
   bool has_statistics() const { return !mean_.empty(); }
@@ -42,17 +47,18 @@ class SpeechFrontEnd {
   // MelWarp by alpha on normalised frames [n, bins], in place: the log
   // energies they stand for are warped and normalised again.
   void warp_normalized(float* frames, int64_t n, double alpha) const;
-  // Normalised, stacked encoder inputs [positions(raw frames), features] of raw filterbank frames.
+  // Normalised encoder inputs [positions(raw frames), features] of raw filterbank frames.
   std::vector<float> encoder_inputs(const std::vector<float>& raw) const;
-  int64_t positions(int64_t raw_frames) const { return stacked_frames(raw_frames, stack_); }
-  // Checkpoint entries: metadata fbank.* and frame_stack, tensors frontend.*.
+  int64_t positions(int64_t raw_frames) const { return window_.positions(raw_frames); }
+  // Checkpoint entries: metadata fbank.*, frame_stack, frame_past and
+  // frame_future (0 when absent: files from before context), tensors frontend.*.
   std::map<std::string, std::string> metadata() const;
   std::map<std::string, Tensor> tensors() const;
   static SpeechFrontEnd from_checkpoint(const Checkpoint& checkpoint);
 
  private:
   std::shared_ptr<const Fbank> fbank_;  // shared by copies: its FFT plan is made once
-  int stack_;
+  FrameWindow window_;
   std::vector<float> mean_, inv_std_;
 };
 

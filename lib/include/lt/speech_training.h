@@ -21,15 +21,19 @@
 
 namespace lt {
 
-// Utterances in memory: normalised, stacked encoder inputs and phone labels.
+// Utterances in memory: normalised filterbank frames, stacked, and phone
+// labels. The window's context frames are added per batch (each position
+// would hold its neighbours' frames again), after the augmentation.
 struct SpeechSet {
-  int64_t width = 0;            // features per position
+  int64_t width = 0;            // features per position before context: bins x stack
+  FrameWindow window;           // of the front end that made the set
   std::vector<float> inputs;    // every utterance's positions, concatenated
   std::vector<int64_t> start;   // utterance i is positions start[i] .. start[i+1]-1
   CtcTargets phones;            // utterance i's phone ids
   std::vector<std::string> speakers;
   int64_t size() const { return int64_t(speakers.size()); }
   int64_t positions(int64_t i) const { return start[i + 1] - start[i]; }
+  int64_t input_width() const { return width / window.stack * window.frames(); }  // what the encoder reads
 };
 
 // Raw log mel frames [frames, bins] of each utterance's audio (read_audio:
@@ -90,7 +94,8 @@ class SpeechTrainingTask final : public TrainingTask {
   SpeechFrontEnd frontend_;
   SpeechAugmentation augment_;
   int64_t planned_epoch_ = -1, planned_rows_ = 0;
-  std::vector<std::vector<int64_t>> batches_;  // the planned epoch's batches of utterance indices
+  std::vector<std::vector<int64_t>> batches_;
+  std::vector<float> stacked_;  // a batch's rows before context frames, reused  // the planned epoch's batches of utterance indices
 };
 
 }  // namespace lt
