@@ -98,11 +98,15 @@ std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceMode
   return fields;
 }
 
-// The frames of one encoder position: a causal model's context is before it
+// The frames of one encoder position: 8 frames of context on each side for
+// a transformer, whose attention cannot look at a position's neighbours
+// (docs/speech.md, "Context frames"); a causal model's context is before it
 // unless --future asks for more (a stream waits for those frames).
 FrameWindow frame_window(const TrainArgs& a) {
-  const bool causal = a.encoder != "bilstm" && a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
-  return FrameWindow{a.frame_stack, a.context, a.future >= 0 ? a.future : causal ? 0 : a.context};
+  const bool bilstm = a.encoder == "bilstm";
+  const bool causal = !bilstm && a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
+  const int past = a.context >= 0 ? a.context : bilstm ? 0 : 8;
+  return FrameWindow{a.frame_stack, past, a.future >= 0 ? a.future : causal ? 0 : past};
 }
 
 int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }

@@ -45,7 +45,7 @@ struct TrainArgs {
   std::string valid, lexicon;
   std::string encoder = "transformer";  // or bilstm (the paper's Table 3 baseline)
   int frame_stack = 3;
-  int context = 0, future = -1;  // context frames before and after a position (-1: the encoder's default)
+  int context = -1, future = -1;  // context frames before and after a position (-1: the encoder's default)
   int64_t max_frames = 2400, beam = 1;
   bool spec_augment = false;
   float vtlp = 0;  // vocal tract warp: alpha in [1 - vtlp, 1 + vtlp] per utterance and step

@@ -229,6 +229,12 @@ TEST_CASE("lt-train --task asr --context: frames on both sides of a bidirectiona
   CHECK(ck.meta("frame_past") == "5");
   CHECK(ck.meta("frame_future") == "0");
   CHECK(ck.tensors.at("input_projection.weight").shape() == Shape{8, 40 * (5 + 2)});
+  // By default a transformer reads 8 frames on each side, a causal one 8 before.
+  const std::string plain = tmp.file("default.safetensors");
+  REQUIRE(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny +
+                                        " --attention causal-linear --steps 1 -o '" + plain + "'").exit_code == 0);
+  CHECK(load_safetensors(plain).meta("frame_past") == "8");
+  CHECK(load_safetensors(plain).meta("frame_future") == "0");
   // The model is read with its context: --eval scores it, lt-asr streams it.
   r = run_tool(tmp, "lt-train", "--eval -m '" + causal + "' --data '" + train + "'");
   CHECK(r.exit_code == 0);
