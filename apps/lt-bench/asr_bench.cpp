@@ -50,7 +50,7 @@ std::vector<float> bench_audio(double seconds, uint64_t seed) {
 SpeechModel bench_model(const AsrBenchOptions& o, bool streaming, Device dev) {
   if (!o.model.empty()) return load_speech_model(o.model, dev);
   SpeechModel m;
-  m.frontend = SpeechFrontEnd(FbankConfig{}, FrameWindow{o.stack});
+  m.frontend = SpeechFrontEnd(FbankConfig{}, FrameWindow{o.stack, o.context, streaming ? 0 : o.context});
   const std::vector<float> raw = m.frontend.filterbank(bench_audio(10, 3));
   FeatureStats stats(m.frontend.fbank_config().bins);
   stats.add(raw.data(), int64_t(raw.size()) / m.frontend.fbank_config().bins);
@@ -67,7 +67,9 @@ Row asr_row(const std::string& dev, int threads, const SpeechModel& m, const std
   const TransformerConfig& t = m.model->config().transformer;
   Row row = environment_row(dev, threads);
   row.set("mode", mode).set("attention", attention_name(t)).set("layers", t.layers).set("d_model", t.d_model);
-  row.set("params", m.model->params().numel()).set("frame_stack", int64_t(m.frontend.stack())).set("beam", beam);
+  row.set("params", m.model->params().numel()).set("frame_stack", int64_t(m.frontend.stack()));
+  row.set("frame_past", int64_t(m.frontend.window().past)).set("frame_future", int64_t(m.frontend.window().future));
+  row.set("beam", beam);
   return row;
 }
 
