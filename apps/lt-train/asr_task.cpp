@@ -46,6 +46,11 @@ SpeechSet load_split(const std::string& name, const std::string& path, const Tra
   return set;
 }
 
+// Whether --attention asks for a causal model (causal-*, the streaming model).
+bool asks_causal(const TrainArgs& a) {
+  return a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
+}
+
 // The paper's encoder: 9 layers, 6 heads of 32, bidirectional linear attention.
 TransformerConfig asr_transformer(const TrainArgs& a) {
   TransformerConfig t;
@@ -58,7 +63,7 @@ TransformerConfig asr_transformer(const TrainArgs& a) {
   t.ff_dim = a.ff_dim > 0 ? a.ff_dim : 4 * t.d_model;
   // linear and softmax look at the whole utterance; causal-* is the streaming model.
   const std::string name = a.given.count("--attention") ? a.attention : "linear";
-  const bool causal = name.rfind("causal-", 0) == 0;
+  const bool causal = asks_causal(a);
   t.set_attention(causal ? name.substr(7) : name);
   t.direction = causal ? Direction::causal : Direction::bidirectional;
   t.feature_map = a.feature_map;
@@ -81,9 +86,21 @@ SequenceModelConfig asr_model_config(const TrainArgs& a, int64_t features, int64
                                : speech_model_config(asr_transformer(a), features, kPhoneClasses, max_positions);
 }
 
-// What the command line asks of a resumed model: its encoder first, then that encoder's sizes.
-// An encoder not given is the checkpoint's.
-std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceModelConfig& have) {
+// The frames of one encoder position: 8 frames of context on each side for
+// a transformer, whose attention cannot look at a position's neighbours
+// (docs/speech.md, "Context frames"); a causal model's context is before it
+// unless --future asks for more (a stream waits for those frames).
+FrameWindow frame_window(const TrainArgs& a) {
+  const bool bilstm = a.encoder == "bilstm";
+  const bool causal = !bilstm && asks_causal(a);
+  const int past = a.context >= 0 ? a.context : bilstm ? 0 : 8;
+  return FrameWindow{a.frame_stack, past, a.future >= 0 ? a.future : causal ? 0 : past};
+}
+
+// What the command line asks of a resumed model: its encoder first, then that encoder's sizes
+// and the frames of a position. An encoder not given is the checkpoint's.
+std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceModelConfig& have,
+                                          const FrameWindow& have_window) {
   TrainArgs asked = a;
   if (!a.given.count("--encoder")) asked.encoder = encoder_kind_name(have.encoder);
   const SequenceModelConfig want = asr_model_config(asked, have.input_features, have.max_positions);
@@ -95,18 +112,11 @@ std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceMode
   } else {
     for (const ArchitectureField& f : transformer_fields(want.transformer, have.transformer)) fields.push_back(f);
   }
+  const FrameWindow window = frame_window(asked);
+  fields.push_back({"--frame-stack", std::to_string(window.stack), std::to_string(have_window.stack)});
+  fields.push_back({"--context", std::to_string(window.past), std::to_string(have_window.past)});
+  fields.push_back({"--future", std::to_string(window.future), std::to_string(have_window.future)});
   return fields;
-}
-
-// The frames of one encoder position: 8 frames of context on each side for
-// a transformer, whose attention cannot look at a position's neighbours
-// (docs/speech.md, "Context frames"); a causal model's context is before it
-// unless --future asks for more (a stream waits for those frames).
-FrameWindow frame_window(const TrainArgs& a) {
-  const bool bilstm = a.encoder == "bilstm";
-  const bool causal = !bilstm && a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
-  const int past = a.context >= 0 ? a.context : bilstm ? 0 : 8;
-  return FrameWindow{a.frame_stack, past, a.future >= 0 ? a.future : causal ? 0 : past};
 }
 
 int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
@@ -115,12 +125,7 @@ class SpeechRun final : public TaskRun {
  public:
   SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
     SpeechModel m = load_speech_model(path, d);
-    std::vector<ArchitectureField> fields = asr_fields(a, m.model->config());
-    const FrameWindow want = frame_window(a), have = m.frontend.window();
-    fields.push_back({"--frame-stack", std::to_string(want.stack), std::to_string(have.stack)});
-    fields.push_back({"--context", std::to_string(want.past), std::to_string(have.past)});
-    fields.push_back({"--future", std::to_string(want.future), std::to_string(have.future)});
-    check_resumed_architecture(a, fields, path);
+    check_resumed_architecture(a, asr_fields(a, m.model->config(), m.frontend.window()), path);
     model_ = std::move(m.model);
     frontend_ = m.frontend;
     load_data(a, false);

@@ -39,13 +39,13 @@ void SpeechFrontEnd::warp_normalized(float* frames, int64_t n, double alpha) con
   normalize(frames, n);
 }
 
-std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw) const {
+std::vector<float> SpeechFrontEnd::encoder_inputs(const std::vector<float>& raw, const FrameWindow& window) const {
   const int bins = fbank_->config().bins;
   const int64_t n = int64_t(raw.size()) / bins;
   std::vector<float> normalised = raw;
   normalize(normalised.data(), n);
-  std::vector<float> out(size_t(positions(n) * features()));
-  if (n > 0) window_frames(normalised.data(), 0, n, n - 1, bins, window_, 0, positions(n), out.data());
+  std::vector<float> out(size_t(window.positions(n) * bins * window.frames()));
+  window_frames(normalised.data(), 0, n, n - 1, bins, window, 0, window.positions(n), out.data());
   return out;
 }
 

@@ -57,7 +57,7 @@ void SpeechStream::finish() {
   if (finished_) return;
   // The last positions read past the end: the last frame repeats, as in window_frames.
   const int64_t frames = first_ + int64_t(frames_.size()) / model_.frontend.fbank_config().bins;
-  if (frames > 0) encode(model_.frontend.positions(frames), frames - 1);
+  encode(model_.frontend.positions(frames), frames - 1);
   auto t0 = std::chrono::steady_clock::now();
   decoder_->finish();
   times_.decoder += seconds_since(t0);

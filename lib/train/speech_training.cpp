@@ -47,7 +47,6 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
   set.window = frontend.window();
   set.start = {0};
   set.phones.offsets = {0};
-  std::vector<float> normalised;
   for (size_t i = 0; i < utterances.size(); ++i) {
     const Utterance& u = utterances[i];
     const int64_t positions = frontend.positions(int64_t(raw[i].size()) / bins);
@@ -63,12 +62,8 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
       ++r.too_long;
       continue;
     }
-    const int64_t frames = int64_t(raw[i].size()) / bins;
-    normalised = raw[i];
-    frontend.normalize(normalised.data(), frames);
-    set.inputs.resize(size_t((set.start.back() + positions) * set.width));
-    window_frames(normalised.data(), 0, frames, frames - 1, bins, stacks, 0, positions,
-                  set.inputs.data() + set.start.back() * set.width);
+    const std::vector<float> inputs = frontend.encoder_inputs(raw[i], stacks);
+    set.inputs.insert(set.inputs.end(), inputs.begin(), inputs.end());
     set.start.push_back(set.start.back() + positions);
     set.phones.labels.insert(set.phones.labels.end(), u.phones.begin(), u.phones.end());
     set.phones.offsets.push_back(int64_t(set.phones.labels.size()));
@@ -116,9 +111,8 @@ void window_batch(const SpeechSet& set, const std::vector<float>& stacked, Seque
   out.features.assign(size_t(out.rows * L * F), 0.f);
   for (int64_t r = 0; r < out.rows; ++r) {
     const int64_t n = out.lengths[size_t(r)], frames = n * set.window.stack;
-    if (n > 0)
-      window_frames(stacked.data() + r * L * W, 0, frames, frames - 1, bins, set.window, 0, n,
-                    out.features.data() + r * L * F);
+    window_frames(stacked.data() + r * L * W, 0, frames, frames - 1, bins, set.window, 0, n,
+                  out.features.data() + r * L * F);
   }
 }
 

@@ -48,7 +48,9 @@ class SpeechFrontEnd {
   // energies they stand for are warped and normalised again.
   void warp_normalized(float* frames, int64_t n, double alpha) const;
   // Normalised encoder inputs [positions(raw frames), features] of raw filterbank frames.
-  std::vector<float> encoder_inputs(const std::vector<float>& raw) const;
+  std::vector<float> encoder_inputs(const std::vector<float>& raw) const { return encoder_inputs(raw, window_); }
+  // The same with another window of frames (training keeps stacks without context).
+  std::vector<float> encoder_inputs(const std::vector<float>& raw, const FrameWindow& window) const;
   int64_t positions(int64_t raw_frames) const { return window_.positions(raw_frames); }
   // Checkpoint entries: metadata fbank.*, frame_stack, frame_past and
   // frame_future (0 when absent: files from before context), tensors frontend.*.
