@@ -43,6 +43,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 #include "activations.h"
 #include "causal_linear_attention.h"
 #include "ctc.h"
+#include "depthwise_conv.h"
 #include "dropout.h"
 #include "elementwise.h"
 #include "embedding.h"

@@ -67,6 +67,7 @@ TransformerConfig asr_transformer(const TrainArgs& a) {
   t.set_attention(causal ? name.substr(7) : name);
   t.direction = causal ? Direction::causal : Direction::bidirectional;
   t.feature_map = a.feature_map;
+  t.ff_conv = a.ff_conv;
   t.features = a.features;
   t.dropout = a.dropout >= 0 ? a.dropout : 0.1f;
   return t;

@@ -28,6 +28,7 @@ CopyTaskConfig copy_config(const TrainArgs& a) {
   if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
   t.set_attention(a.attention);
   t.feature_map = a.feature_map;
+  t.ff_conv = a.ff_conv;
   t.features = a.features;
   if (a.dropout >= 0) t.dropout = a.dropout;
   return c;

@@ -65,6 +65,7 @@ static ImageModelConfig image_config(const TrainArgs& a, const ImageSet& train) 
   if (a.mixtures > 0) c.mixtures = a.mixtures;
   t.set_attention(a.attention);
   t.feature_map = a.feature_map;
+  t.ff_conv = a.ff_conv;
   t.features = a.features;
   if (a.dropout >= 0) t.dropout = a.dropout;
   check(a.output_head == "mol" || a.output_head == "categorical",

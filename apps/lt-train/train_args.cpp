@@ -122,6 +122,7 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--d-model", to_string(want.d_model), to_string(have.d_model)},
           {"--heads", to_string(want.heads), to_string(have.heads)},
           {"--ff-dim", to_string(want.ff_dim), to_string(have.ff_dim)},
+          {"--ff-conv", to_string(want.ff_conv), to_string(have.ff_conv)},
           {"--attention", attention_name(want), attention_name(have)},
           {"--feature-map", want.feature_map, have.feature_map},
           // 0 asks for the map's default width, whatever it is

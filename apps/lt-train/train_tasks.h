@@ -16,7 +16,7 @@ namespace lt::app {
 
 // The options that fix a model's architecture: --init and --resume take them
 // from the checkpoint instead.
-inline constexpr const char* kArchitectureOptions[] = {"--preset", "--layers", "--d-model", "--heads", "--ff-dim",
+inline constexpr const char* kArchitectureOptions[] = {"--preset", "--layers", "--d-model", "--heads", "--ff-dim", "--ff-conv",
                                                         "--mixtures", "--attention", "--feature-map", "--features",
                                                         "--output-head"};
 
@@ -30,7 +30,7 @@ struct TrainArgs {
   std::vector<std::string> average;  // --export: checkpoints averaged with -m
   std::string task = "image", data, model, init, output = "model.safetensors";
   std::string preset, attention = "causal-linear", feature_map = "elu", output_head = "mol";
-  int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, mixtures = 0, features = 0, feature_redraw = 0;
+  int64_t layers = 0, d_model = 0, heads = 0, ff_dim = 0, ff_conv = 0, mixtures = 0, features = 0, feature_redraw = 0;
   float dropout = -1;
   std::string optimizer = "radam", schedule = "constant";
   float lr = 0, gamma = 0.1f, min_lr = 0, clip = 1.0f;

@@ -81,7 +81,8 @@ std::string SequenceModelConfig::describe_encoder() const {
   if (encoder == EncoderKind::bilstm)
     return "bilstm, " + to_string(lstm.layers) + " layers, hidden " + to_string(lstm.hidden) + " per direction";
   return to_string(transformer.layers) + " layers, d " + to_string(transformer.d_model) + ", " +
-         to_string(transformer.heads) + " heads, " + attention_name(transformer);
+         to_string(transformer.heads) + " heads, " + attention_name(transformer) +
+         (transformer.ff_conv ? ", feed-forward convolution of " + to_string(transformer.ff_conv) : "");
 }
 
 bool SequenceModelConfig::runs_as_rnn() const {

@@ -116,6 +116,13 @@ int64_t read_transformer(const Checkpoint& ck, SequenceModelConfig& c) {
   const Tensor& ff = need(ck, "transformer.layers.0.linear1.weight");
   check(ff.ndim() == 2, ck.path + ": transformer.layers.0.linear1.weight must be 2-D, is " + shape_str(ff.shape()));
   t.ff_dim = ff.dim(0);
+  if (ck.tensors.count("transformer.layers.0.ff_conv.weight")) {
+    const Tensor& conv = ck.tensors.at("transformer.layers.0.ff_conv.weight");
+    check(conv.ndim() == 2 && conv.dim(0) == t.ff_dim,
+          ck.path + ": transformer.layers.0.ff_conv.weight has shape " + shape_str(conv.shape()) + ", expected [" +
+              std::to_string(t.ff_dim) + ", taps]");
+    t.ff_conv = conv.dim(1);
+  }
   t.heads = ck.meta_int("heads");
   check(t.heads >= 1 && t.d_model % t.heads == 0,
         ck.path + ": metadata heads=" + std::to_string(t.heads) + " does not divide d_model " + std::to_string(t.d_model));

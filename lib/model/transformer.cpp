@@ -74,11 +74,15 @@ void TransformerConfig::validate() const {
   check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
   check(features >= 0 && features <= 65536, "feature width " + std::to_string(features) + " outside 0..65536");
   if (attention == AttentionKind::lsh) lsh_options().validate();
+  check(ff_conv == 0 || (ff_conv % 2 == 1 && ff_conv <= 31),
+        "the feed-forward convolution's taps must be odd and at most 31, got " + std::to_string(ff_conv));
+  check(ff_conv == 0 || direction == Direction::bidirectional,
+        "a feed-forward convolution needs a bidirectional stack: the recurrent step keeps no window of positions");
 }
 
 int64_t TransformerConfig::parameter_count() const {
   const int64_t d = d_model, ff = ff_dim, projections = attention == AttentionKind::lsh ? 3 : 4;
-  return layers * (projections * (d * d + d) + 2 * d * ff + ff + d + 4 * d) + 2 * d;
+  return layers * (projections * (d * d + d) + 2 * d * ff + ff + d + 4 * d + ff_conv * ff + (ff_conv ? ff : 0)) + 2 * d;
 }
 
 TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix,
@@ -109,6 +113,10 @@ TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& 
     linear("attention.value_projection", d, d, lp.wv, lp.bv);
     linear("attention.out_projection", d, d, lp.wo, lp.bo);
     linear("linear1", ff, d, lp.w1, lp.b1);
+    if (config_.ff_conv > 0)  // torch.nn.Conv1d(ff, ff, K, groups=ff)'s weight [ff, 1, K] without its middle axis
+      linear("ff_conv", ff, config_.ff_conv, lp.wc, lp.bc);
+    else
+      lp.wc = lp.bc = kNoTensor;
     linear("linear2", d, ff, lp.w2, lp.b2);
     lp.g1 = params.add(p + "norm1.weight", {d});
     lp.be1 = params.add(p + "norm1.bias", {d});
@@ -159,8 +167,9 @@ void TransformerStack::init_parameters(uint64_t seed) {
   };
   for (const LayerIndices& lp : layers_) {
     for (auto [w, b] : {std::pair{lp.wq, lp.bq}, {lp.wk, lp.bk}, {lp.wv, lp.bv}, {lp.wo, lp.bo},
-                        {lp.w1, lp.b1}, {lp.w2, lp.b2}}) {
-      if (w == kNoTensor) continue;  // an LSH layer's key projection
+                        {lp.w1, lp.b1}, {lp.wc, lp.bc}, {lp.w2, lp.b2}}) {
+      if (w == kNoTensor) continue;  // an LSH layer's key projection, a layer without ff_conv
+      // torch's default for Linear and Conv1d alike: U(+-1/sqrt(fan_in)), fan_in = in or K.
       double bound = 1.0 / std::sqrt(double(params_.shape(w)[1]));
       uniform_fill(w, bound);
       uniform_fill(b, bound);
@@ -210,6 +219,7 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
       for (Tensor* x : {&a->mean1, &a->rstd1, &a->mean2, &a->rstd2}) *x = t({R});
       a->h = t({R, ff});
       a->ad = t({R, ff});
+      if (config_.ff_conv > 0) a->hc = t({R, ff});
       Tensor out = t({R, d});
       if (assign) {
         acts_.push_back(std::move(a));
@@ -223,6 +233,7 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
     g->dfq = t({R, H * F_});
     g->dfk = t({R, H * F_});
     g->dff = t({R, ff});
+    if (config_.ff_conv > 0) g->dffc = t({R, ff});
     if (assign) {
       final_mean_ = mean;
       final_rstd_ = rstd;
@@ -296,7 +307,11 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   add(x, o, a.res1);
   layernorm_forward(a.res1, V(p.g1), V(p.be1), a.x1, a.mean1, a.rstd1);
   linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
-  relu_forward(a.h, a.ad);
+  if (config_.ff_conv > 0) {
+    Tensor h3 = a.h.reshape({B_, L_, config_.ff_dim}), hc3 = a.hc.reshape({B_, L_, config_.ff_dim});
+    depthwise_conv_forward(h3, V(p.wc), V(p.bc), lengths_, hc3);
+  }
+  relu_forward(config_.ff_conv > 0 ? a.hc : a.h, a.ad);
   if (train) dropout_forward(a.ad, drop, site_seed(seed, l, 1), a.ad);
   linear_forward(a.ad, V(p.w2), V(p.b2), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o);
@@ -403,7 +418,14 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   Tensor dW2 = G(p.w2), db2 = G(p.b2);
   linear_backward(a.ad, V(p.w2), *dff_out, g.dff, dW2, db2, P);
   if (train) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff);
-  relu_backward(a.h, g.dff, g.dff);
+  if (config_.ff_conv > 0) {
+    relu_backward(a.hc, g.dff, g.dffc);
+    const Shape ff3{B_, L_, config_.ff_dim};
+    Tensor dh3 = g.dff.reshape(ff3), dWc = G(p.wc), dbc = G(p.bc);
+    depthwise_conv_backward(a.h.reshape(ff3), V(p.wc), lengths_, g.dffc.reshape(ff3), dh3, dWc, dbc);
+  } else {
+    relu_backward(a.h, g.dff, g.dff);
+  }
   Tensor dW1 = G(p.w1), db1 = G(p.b1);
   linear_backward(a.x1, V(p.w1), g.dff, g.dx1, dW1, db1, P);
   accumulate(g.dx1, g.dres);

@@ -17,6 +17,7 @@ struct TransformerStack::LayerActs {
   Tensor res1, x1;      // x + attention, norm1 of it
   Tensor mean1, rstd1;  // norm1 statistics [R]
   Tensor h, ad;         // linear1 output, dropout(relu(h)) [R, ff]
+  Tensor hc;            // the convolution of h, ReLU's input with ff_conv [R, ff]
   Tensor res2;          // x1 + feed-forward
   Tensor mean2, rstd2;  // norm2 statistics [R]
 };
@@ -25,7 +26,7 @@ struct TransformerStack::GradBuffers {
   Tensor dres, dtmp, dx1, datt, dq, dk, dv, dfq, dfk;  // [R, d]
   Tensor dcur, dnext;                                  // gradient entering / leaving a layer
   Tensor o;                                            // forward scratch [R, d]
-  Tensor dff;                                          // [R, ff]
+  Tensor dff, dffc;                                    // [R, ff]: of h, and of hc with ff_conv
 };
 
 struct TransformerStack::StepBuffers {

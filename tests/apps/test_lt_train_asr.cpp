@@ -248,6 +248,31 @@ TEST_CASE("lt-train --task asr --context: frames on both sides of a bidirectiona
            "--future cannot be combined with --init");
 }
 
+TEST_CASE("lt-train --task asr --ff-conv: a convolution in each feed-forward sub-layer, for bidirectional models only") {
+  TempDir tmp;
+  const std::string train = synthesize_manifest(tmp, "train");
+  const std::string conv = tmp.file("conv.safetensors");
+  CommandResult r = run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny + " --ff-conv 3 --steps 2 -o '" + conv + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Checkpoint ck = load_safetensors(conv);
+  const int64_t ff = ck.tensors.at("transformer.layers.0.linear1.weight").dim(0);
+  CHECK(ck.tensors.at("transformer.layers.0.ff_conv.weight").shape() == Shape{ff, 3});
+  CHECK(ck.tensors.at("transformer.layers.0.ff_conv.bias").shape() == Shape{ff});
+  CHECK(run_tool(tmp, "lt-train", "--eval -m '" + conv + "' --data '" + train + "'").exit_code == 0);
+  r = run_tool(tmp, "lt-asr", "-m '" + conv + "' '" + tmp.file("train-0.wav") + "'");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("train-0.wav\t") != std::string::npos);
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' --resume --ff-conv 5 --steps 4 -q -o '" + conv + "'"),
+           "its model has --ff-conv 3, the command line asks for 5");
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny +
+                                         " --attention causal-linear --ff-conv 3 --steps 1 -o '" + tmp.file("c") + "'"),
+           "needs a bidirectional stack");
+  one_line(run_tool(tmp, "lt-train", "--task asr --data '" + train + "' " + kTiny + " --ff-conv 4 --steps 1 -o '" +
+                                         tmp.file("e") + "'"),
+           "odd");
+}
+
 TEST_CASE("lt-train --task asr refuses bad input with one line naming the problem") {
   TempDir tmp;
   const std::string missing = tmp.file("none.tsv");

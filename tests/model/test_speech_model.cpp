@@ -1,5 +1,7 @@
 // The speech model: feature frames in, CTC over whole rows out, on the one
 // SequenceModel; its recurrent form and its checkpoints with the front end.
+#include <tuple>
+
 #include "io/temp_dir.h"
 #include "lt/speech.h"
 #include "lt/training_loop.h"
@@ -10,8 +12,9 @@ using namespace lt::test;
 
 namespace {
 
-SequenceModelConfig small_speech_config(AttentionKind kind, Direction dir, int64_t features) {
+SequenceModelConfig small_speech_config(AttentionKind kind, Direction dir, int64_t features, int64_t ff_conv = 0) {
   TransformerConfig t{2, 2, 4, 8, 16, kind, dir, "elu", 0.f};
+  t.ff_conv = ff_conv;
   return speech_model_config(t, features, 5, 64);
 }
 
@@ -38,11 +41,12 @@ TEST_CASE("a CTC speech model's padded batch scores each row as the rows alone d
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (auto [kind, dir] : {std::pair{AttentionKind::linear, Direction::bidirectional},
-                           {AttentionKind::softmax, Direction::bidirectional},
-                           {AttentionKind::linear, Direction::causal}}) {
-    INFO(attention_name(kind, dir));
-    SequenceModel model(small_speech_config(kind, dir, 6), Device::cpu);
+  for (auto [kind, dir, conv] : {std::tuple{AttentionKind::linear, Direction::bidirectional, 0},
+                                 {AttentionKind::softmax, Direction::bidirectional, 0},
+                                 {AttentionKind::linear, Direction::causal, 0},
+                                 {AttentionKind::linear, Direction::bidirectional, 5}}) {
+    INFO(attention_name(kind, dir) << ", feed-forward convolution " << conv);
+    SequenceModel model(small_speech_config(kind, dir, 6, conv), Device::cpu);
     model.init_parameters(seed);
     const SequenceBatch batch = random_speech_batch(rng, 3, 12, 6, 5);
     model.params().zero_grad();
@@ -74,29 +78,32 @@ TEST_CASE("a CTC speech model's padded batch scores each row as the rows alone d
   }
 }
 
-TEST_CASE("a CTC speech model's gradient matches central differences of its loss") {
+TEST_CASE("a CTC speech model's gradient matches central differences of its loss, with and without a feed-forward convolution") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  SequenceModel model(small_speech_config(AttentionKind::linear, Direction::bidirectional, 6), Device::cpu);
-  model.init_parameters(seed);
-  const SequenceBatch batch = random_speech_batch(rng, 2, 9, 6, 5);
-  model.params().zero_grad();
-  model.forward(batch, ForwardOptions{});
-  model.backward();
-  const std::vector<float> grads = model.params().grads().to_vector();
-  Tensor values = model.params().values();
-  GradientProbes probes;
-  // Coordinates in every tensor: the input projection first, the predictor last.
-  for (size_t t = 0; t < model.params().size(); ++t) {
-    const int64_t begin = model.params().value(t).data() - values.data();
-    const int64_t n = model.params().value(t).numel();
-    for (int k = 0; k < 2; ++k)
-      probes.probe(values, grads, begin + rng.integer(0, n - 1), [&] { return model.forward(batch, ForwardOptions{}); });
+  for (int64_t conv : {0, 3}) {
+    INFO("feed-forward convolution " << conv);
+    SequenceModel model(small_speech_config(AttentionKind::linear, Direction::bidirectional, 6, conv), Device::cpu);
+    model.init_parameters(seed);
+    const SequenceBatch batch = random_speech_batch(rng, 2, 9, 6, 5);
+    model.params().zero_grad();
+    model.forward(batch, ForwardOptions{});
+    model.backward();
+    const std::vector<float> grads = model.params().grads().to_vector();
+    Tensor values = model.params().values();
+    GradientProbes probes;
+    // Coordinates in every tensor: the input projection first, the predictor last.
+    for (size_t t = 0; t < model.params().size(); ++t) {
+      const int64_t begin = model.params().value(t).data() - values.data();
+      const int64_t n = model.params().value(t).numel();
+      for (int k = 0; k < 2; ++k)
+        probes.probe(values, grads, begin + rng.integer(0, n - 1), [&] { return model.forward(batch, ForwardOptions{}); });
+    }
+    INFO("kinks " << probes.kinks);
+    CHECK(probes.analytic.size() >= model.params().size());
+    CHECK(rel_error(probes.analytic, probes.numeric) < 2e-2);
   }
-  INFO("kinks " << probes.kinks);
-  CHECK(probes.analytic.size() >= model.params().size());
-  CHECK(rel_error(probes.analytic, probes.numeric) < 2e-2);
 }
 
 TEST_CASE("a causal speech model run frame by frame as an RNN gives the parallel pass's logits") {
@@ -134,7 +141,7 @@ TEST_CASE("a causal speech model run frame by frame as an RNN gives the parallel
   }
 }
 
-TEST_CASE("a speech checkpoint holds the model and its front end, and loads back as a speech model") {
+TEST_CASE("a speech checkpoint holds the model (with a feed-forward convolution) and its front end, and loads back as a speech model") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -145,7 +152,8 @@ TEST_CASE("a speech checkpoint holds the model and its front end, and loads back
   const std::vector<float> frames = rng.normals(50 * fb.bins, 3);
   stats.add(frames.data(), 50);
   frontend.set_statistics(stats);
-  SequenceModel model(small_speech_config(AttentionKind::linear, Direction::bidirectional, frontend.features()), Device::cpu);
+  SequenceModel model(small_speech_config(AttentionKind::linear, Direction::bidirectional, frontend.features(), 3),
+                      Device::cpu);
   model.init_parameters(seed);
   const std::string path = tmp.file("asr.safetensors");
   model.save(path, frontend.metadata(), frontend.tensors());
@@ -153,6 +161,7 @@ TEST_CASE("a speech checkpoint holds the model and its front end, and loads back
   CHECK(loaded.model->config().input_features == frontend.features());
   CHECK(loaded.model->config().head.kind == HeadKind::ctc);
   CHECK(loaded.model->config().transformer.direction == Direction::bidirectional);
+  CHECK(loaded.model->config().transformer.ff_conv == 3);
   CHECK(loaded.frontend.window() == FrameWindow{2, 3, 1});
   CHECK(loaded.frontend.features() == fb.bins * 6);
   CHECK(loaded.frontend.encoder_inputs(frames) == frontend.encoder_inputs(frames));

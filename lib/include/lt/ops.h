@@ -48,6 +48,16 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
 void elu_plus_one_forward(const Tensor& x, Tensor& y);  // elu(x) + 1, the paper's phi
 void elu_plus_one_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
 
+// A depthwise convolution over positions, centred: y[b, t, c] = bias[c] +
+// sum_k w[c, k] x[b, t + k - (K - 1) / 2, c] for x, y [B, L, C], w [C, K]
+// (K odd), bias [C]. Positions at or past a row's length (lengths int32 [B],
+// or undefined: all L) read as zeros and their outputs are zeros, so
+// padding changes nothing.
+void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, Tensor& y);
+// dx = the gradient of x (zeros at padded positions); dw, dbias += theirs.
+void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, const Tensor& dy, Tensor& dx,
+                             Tensor& dw, Tensor& dbias);
+
 // Softmax over the last axis; backward takes the forward output y.
 void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);

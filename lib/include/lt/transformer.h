@@ -54,6 +54,12 @@ struct TransformerConfig {
   int64_t lsh_rounds = 1;
   int64_t lsh_buckets = 64;
   int64_t lsh_chunk = 32;
+  // Taps of a depthwise convolution over positions inside each feed-forward
+  // sub-layer, between linear1 and its ReLU (0: none; odd, at most 31;
+  // bidirectional stacks only, since the recurrent step keeps no window).
+  // It gives every layer its neighbours, which linear attention's positive
+  // weights spread over the whole sequence cannot single out.
+  int64_t ff_conv = 0;
   // Sets attention (and lsh_rounds for lsh-N) from a name parse_attention accepts.
   void set_attention(const std::string& name);
   LshOptions lsh_options() const;  // the lsh fields, causal when the stack is
@@ -154,10 +160,11 @@ class TransformerStack final : public Encoder {
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
 
  private:
-  // Where a layer's tensors are in params_ (kNoTensor: an LSH layer's wk, bk).
+  // Where a layer's tensors are in params_ (kNoTensor: an LSH layer's wk, bk;
+  // wc, bc without ff_conv).
   static constexpr size_t kNoTensor = ~size_t(0);
   struct LayerIndices {
-    size_t wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2;
+    size_t wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, wc, bc, w2, b2, g1, be1, g2, be2;
   };
   struct LayerActs;    // saved activations of one layer
   struct GradBuffers;  // scratch of the backward pass, shared by the layers

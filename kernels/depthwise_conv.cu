@@ -1,0 +1,108 @@
+// Depthwise convolution over positions: one thread per output element for y
+// and dx (consecutive threads, consecutive channels: coalesced), and one
+// block per channel for its taps' and bias's gradients, each thread summing
+// a stride of positions before a shared-memory reduction.
+#include <algorithm>
+
+#include "cuda_check.cuh"
+#include "depthwise_conv.h"
+
+namespace lt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxTaps = 31;  // the reduction keeps K + 1 sums per thread in shared memory (32 KB)
+
+__device__ long long row_length(const int32_t* lengths, long long b, long long L) {
+  if (!lengths) return L;
+  const long long n = lengths[b];
+  return n < 0 ? 0 : (n > L ? L : n);
+}
+
+__global__ void forward_kernel(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
+                               long long B, long long L, long long C, int K) {
+  const long long n_all = B * L * C, P = (K - 1) / 2;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
+    const long long c = e % C, bt = e / C, t = bt % L, b = bt / L, n = row_length(lengths, b, L);
+    if (t >= n) {
+      y[e] = 0.f;
+      continue;
+    }
+    float s = bias[c];
+    for (int k = 0; k < K; ++k) {
+      const long long u = t + k - P;
+      if (u >= 0 && u < n) s += w[c * K + k] * x[(b * L + u) * C + c];
+    }
+    y[e] = s;
+  }
+}
+
+__global__ void dx_kernel(const float* w, const int32_t* lengths, const float* dy, float* dx, long long B, long long L,
+                          long long C, int K) {
+  const long long n_all = B * L * C, P = (K - 1) / 2;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
+    const long long c = e % C, bt = e / C, t = bt % L, b = bt / L, n = row_length(lengths, b, L);
+    float s = 0.f;
+    if (t < n)
+      for (int k = 0; k < K; ++k) {
+        const long long u = t - k + P;  // the output that read x[t] through tap k
+        if (u >= 0 && u < n) s += w[c * K + k] * dy[(b * L + u) * C + c];
+      }
+    dx[e] = s;
+  }
+}
+
+// Block c: dw[c, k] += sum dy[b, t, c] x[b, t + k - P, c], dbias[c] += sum dy[b, t, c].
+__global__ void dw_kernel(const float* x, const int32_t* lengths, const float* dy, float* dw, float* dbias, long long B,
+                          long long L, long long C, int K) {
+  __shared__ float sums[kThreads * (kMaxTaps + 1)];
+  const long long c = blockIdx.x, P = (K - 1) / 2;
+  float acc[kMaxTaps + 1];
+  for (int k = 0; k <= K; ++k) acc[k] = 0.f;
+  for (long long bt = threadIdx.x; bt < B * L; bt += blockDim.x) {
+    const long long t = bt % L, b = bt / L, n = row_length(lengths, b, L);
+    if (t >= n) continue;
+    const float g = dy[bt * C + c];
+    acc[K] += g;
+    for (int k = 0; k < K; ++k) {
+      const long long u = t + k - P;
+      if (u >= 0 && u < n) acc[k] += g * x[(b * L + u) * C + c];
+    }
+  }
+  for (int k = 0; k <= K; ++k) sums[k * kThreads + threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      for (int k = 0; k <= K; ++k) sums[k * kThreads + threadIdx.x] += sums[k * kThreads + threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < K; ++k) dw[c * K + k] += sums[k * kThreads];
+    dbias[c] += sums[K * kThreads];
+  }
+}
+
+unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads), 1u << 16); }
+
+}  // namespace
+
+void depthwise_conv_forward(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
+                            int64_t B, int64_t L, int64_t C, int64_t K) {
+  if (B * L * C == 0) return;
+  forward_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, lengths, y, B, L, C, int(K));
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void depthwise_conv_backward(const float* x, const float* w, const int32_t* lengths, const float* dy, float* dx,
+                             float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K) {
+  if (B * L * C == 0) return;
+  if (K > kMaxTaps)
+    throw lt::Error("depthwise convolution on CUDA: at most " + std::to_string(kMaxTaps) + " taps, got " +
+                    std::to_string(K));
+  dx_kernel<<<grid_for(B * L * C), kThreads>>>(w, lengths, dy, dx, B, L, C, int(K));
+  LT_CUDA_LAUNCH_CHECK();
+  dw_kernel<<<unsigned(C), kThreads>>>(x, lengths, dy, dw, dbias, B, L, C, int(K));
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace lt::cuda

@@ -1,0 +1,128 @@
+// Depthwise convolution over positions (lt/ops.h): each channel its own
+// centred kernel of K taps, reads past a row's length are zeros. Rows are
+// positions of C contiguous channels, so the inner loops run over channels
+// with the taps transposed to [K, C].
+#include <algorithm>
+#include <vector>
+
+#include "backend/dispatch.h"
+#include "lt/ops.h"
+
+namespace lt {
+namespace {
+
+struct ConvShape {
+  int64_t B, L, C, K, P;  // P = (K - 1) / 2 taps on each side
+};
+
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& lengths, const char* what) {
+  check(x.ndim() == 3, std::string(what) + ": x must be [B, L, C], got " + shape_str(x.shape()));
+  const int64_t C = x.dim(2);
+  check(w.ndim() == 2 && w.dim(0) == C && w.dim(1) % 2 == 1,
+        std::string(what) + ": w must be [" + std::to_string(C) + ", K] with K odd, got " + shape_str(w.shape()));
+  check(!lengths.defined() || (lengths.dtype() == DType::i32 && lengths.ndim() == 1 && lengths.dim(0) == x.dim(0)),
+        std::string(what) + ": lengths must be int32 [" + std::to_string(x.dim(0)) + "]");
+  return {x.dim(0), x.dim(1), C, w.dim(1), (w.dim(1) - 1) / 2};
+}
+
+int64_t row_length(const Tensor& lengths, const ConvShape& s, int64_t b) {
+  return lengths.defined() ? std::clamp<int64_t>(lengths.data_i32()[b], 0, s.L) : s.L;
+}
+
+// w [C, K] as [K, C], in a buffer that only grows.
+const float* taps_by_position(const Tensor& w, const ConvShape& s) {
+  thread_local std::vector<float> wt;
+  wt.resize(size_t(s.K * s.C));
+  const float* wp = w.data();
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t k = 0; k < s.K; ++k) wt[size_t(k * s.C + c)] = wp[c * s.K + k];
+  return wt.data();
+}
+
+}  // namespace
+
+void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, Tensor& y) {
+  const ConvShape s = conv_shape(x, w, lengths, "depthwise_conv_forward");
+  check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_forward: bias must be [C] and y as x");
+  const Device dev = common_device({&x, &w, &bias, &y}, "depthwise_conv_forward");
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::depthwise_conv_forward(x.data(), w.data(), bias.data(),
+                                            lengths.defined() ? lengths.data_i32() : nullptr, y.data(), s.B, s.L,
+                                            s.C, s.K));
+  const float* wt = taps_by_position(w, s);
+  const float *xp = x.data(), *bp = bias.data();
+  float* yp = y.data();
+#pragma omp parallel for collapse(2) schedule(static) if (s.B * s.L * s.C * s.K >= (1 << 16))
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t t = 0; t < s.L; ++t) {
+      const int64_t n = row_length(lengths, s, b);
+      float* out = yp + (b * s.L + t) * s.C;
+      if (t >= n) {
+        std::fill(out, out + s.C, 0.f);
+        continue;
+      }
+      std::copy(bp, bp + s.C, out);
+      for (int64_t k = std::max<int64_t>(0, s.P - t); k < s.K && t + k - s.P < n; ++k) {
+        const float* in = xp + (b * s.L + t + k - s.P) * s.C;
+        const float* tap = wt + k * s.C;
+        for (int64_t c = 0; c < s.C; ++c) out[c] += tap[c] * in[c];
+      }
+    }
+}
+
+void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, const Tensor& dy, Tensor& dx,
+                             Tensor& dw, Tensor& dbias) {
+  const ConvShape s = conv_shape(x, w, lengths, "depthwise_conv_backward");
+  check(dy.shape() == x.shape() && dx.shape() == x.shape() && dw.shape() == w.shape() && dbias.numel() == s.C,
+        "depthwise_conv_backward: dy and dx must be as x, dw as w, dbias [C]");
+  const Device dev = common_device({&x, &w, &dy, &dx, &dw, &dbias}, "depthwise_conv_backward");
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::depthwise_conv_backward(x.data(), w.data(), lengths.defined() ? lengths.data_i32() : nullptr,
+                                             dy.data(), dx.data(), dw.data(), dbias.data(), s.B, s.L, s.C, s.K));
+  const float* wt = taps_by_position(w, s);
+  const float *xp = x.data(), *dyp = dy.data();
+  float *dxp = dx.data(), *dwp = dw.data(), *dbp = dbias.data();
+  const bool parallel = s.B * s.L * s.C * s.K >= (1 << 16);
+  // dx[t] = sum_k w[k] dy[t - k + P] over the outputs inside the row.
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t t = 0; t < s.L; ++t) {
+      const int64_t n = row_length(lengths, s, b);
+      float* out = dxp + (b * s.L + t) * s.C;
+      std::fill(out, out + s.C, 0.f);
+      if (t >= n) continue;
+      for (int64_t k = std::max<int64_t>(0, t + s.P - (n - 1)); k < s.K && t - k + s.P >= 0; ++k) {
+        const float* g = dyp + (b * s.L + t - k + s.P) * s.C;
+        const float* tap = wt + k * s.C;
+        for (int64_t c = 0; c < s.C; ++c) out[c] += tap[c] * g[c];
+      }
+    }
+  // dw and dbias: each thread its own block of channels, summed over every
+  // position into [K, block] taps that vectorise, then added to dw [C, K].
+  constexpr int64_t kBlock = 64;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t c0 = 0; c0 < s.C; c0 += kBlock) {
+    const int64_t c1 = std::min(s.C, c0 + kBlock);
+    thread_local std::vector<float> acc;
+    acc.assign(size_t((s.K + 1) * kBlock), 0.f);  // the taps, then the bias
+    float* db = acc.data() + s.K * kBlock;
+    for (int64_t b = 0; b < s.B; ++b) {
+      const int64_t n = row_length(lengths, s, b);
+      for (int64_t t = 0; t < n; ++t) {
+        const float* g = dyp + (b * s.L + t) * s.C;
+        for (int64_t c = c0; c < c1; ++c) db[c - c0] += g[c];
+        for (int64_t k = std::max<int64_t>(0, s.P - t); k < s.K && t + k - s.P < n; ++k) {
+          const float* in = xp + (b * s.L + t + k - s.P) * s.C;
+          float* tap = acc.data() + k * kBlock;
+          for (int64_t c = c0; c < c1; ++c) tap[c - c0] += g[c] * in[c];
+        }
+      }
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+      dbp[c] += db[c - c0];
+      for (int64_t k = 0; k < s.K; ++k) dwp[c * s.K + k] += acc[size_t(k * kBlock + c - c0)];
+    }
+  }
+}
+
+}  // namespace lt
