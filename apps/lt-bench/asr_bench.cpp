@@ -57,6 +57,7 @@ SpeechModel bench_model(const AsrBenchOptions& o, bool streaming, Device dev) {
   m.frontend.set_statistics(stats);
   TransformerConfig t{o.layers, o.heads, o.d_model / o.heads, o.d_model, 4 * o.d_model,
                       AttentionKind::linear, streaming ? Direction::causal : Direction::bidirectional, "elu", 0.1f};
+  if (!streaming) t.ff_conv = o.ff_conv;  // a causal stack has none
   m.model = std::make_unique<SequenceModel>(
       speech_model_config(t, m.frontend.features(), kPhoneClasses, (2400 + o.stack - 1) / o.stack), dev);
   m.model->init_parameters(5);
@@ -69,7 +70,7 @@ Row asr_row(const std::string& dev, int threads, const SpeechModel& m, const std
   row.set("mode", mode).set("attention", attention_name(t)).set("layers", t.layers).set("d_model", t.d_model);
   row.set("params", m.model->params().numel()).set("frame_stack", int64_t(m.frontend.stack()));
   row.set("frame_past", int64_t(m.frontend.window().past)).set("frame_future", int64_t(m.frontend.window().future));
-  row.set("beam", beam);
+  row.set("ff_conv", t.ff_conv).set("beam", beam);
   return row;
 }
 

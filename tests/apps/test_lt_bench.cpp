@@ -218,7 +218,7 @@ TEST_CASE("lt-bench speech writes a row per attention (and the Bi-LSTM) and fram
 TEST_CASE("lt-bench asr writes offline and stream rows per thread count, their parts adding up to the RTF") {
   TempDir dir;
   CommandResult r = lt_bench(dir, "asr --layers 1 --d-model 16 --heads 2 --seconds 3 --stream-seconds 12 "
-                                  "--thread-counts 1 2 -r 1 -q -f json");
+                                  "--thread-counts 1 2 --ff-conv 5 -r 1 -q -f json");
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json rows = nlohmann::json::parse(r.out);
@@ -232,12 +232,15 @@ TEST_CASE("lt-bench asr writes offline and stream rows per thread count, their p
   CHECK(rows[0]["attention"] == "linear");
   CHECK(rows[0]["audio_s"] == 3.0);
   CHECK(rows[1]["threads"] == 2);
+  CHECK(rows[0]["ff_conv"] == 5);
   CHECK(rows[2]["mode"] == "stream");
   CHECK(rows[2]["attention"] == "causal-linear");
+  CHECK(rows[2]["ff_conv"] == 0);  // a causal stack has no feed-forward convolution
   CHECK(rows[2]["audio_s"].get<double>() == doctest::Approx(12.0).epsilon(0.01));
   CHECK(rows[2]["compute_ms_per_chunk_max"].get<double>() >= rows[2]["compute_ms_per_chunk"].get<double>());
   CHECK(rows[2]["rss_mb_at_10s"].get<double>() > 0);
   check_one_line_error(lt_bench(dir, "asr --mode batch -q"), "batch");
+  check_one_line_error(lt_bench(dir, "asr --ff-conv 4 -q"), "odd");
 }
 
 TEST_CASE("lt-bench refuses bad flags with one line") {
