@@ -25,8 +25,9 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& lengths, co
   return {x.dim(0), x.dim(1), C, w.dim(1), (w.dim(1) - 1) / 2};
 }
 
-int64_t row_length(const Tensor& lengths, const ConvShape& s, int64_t b) {
-  return lengths.defined() ? std::clamp<int64_t>(lengths.data_i32()[b], 0, s.L) : s.L;
+// Row b's length from lengths (nullptr: every row is whole).
+int64_t row_length(const int32_t* lengths, const ConvShape& s, int64_t b) {
+  return lengths ? std::clamp<int64_t>(lengths[b], 0, s.L) : s.L;
 }
 
 // w [C, K] as [K, C], in a buffer that only grows.
@@ -45,17 +46,16 @@ void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias
   const ConvShape s = conv_shape(x, w, lengths, "depthwise_conv_forward");
   check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_forward: bias must be [C] and y as x");
   const Device dev = common_device({&x, &w, &bias, &y}, "depthwise_conv_forward");
+  const int32_t* lens = lengths.defined() ? lengths.data_i32() : nullptr;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::depthwise_conv_forward(x.data(), w.data(), bias.data(),
-                                            lengths.defined() ? lengths.data_i32() : nullptr, y.data(), s.B, s.L,
-                                            s.C, s.K));
+    LT_ON_CUDA(cuda::depthwise_conv_forward(x.data(), w.data(), bias.data(), lens, y.data(), s.B, s.L, s.C, s.K));
   const float* wt = taps_by_position(w, s);
   const float *xp = x.data(), *bp = bias.data();
   float* yp = y.data();
 #pragma omp parallel for collapse(2) schedule(static) if (s.B * s.L * s.C * s.K >= (1 << 16))
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t t = 0; t < s.L; ++t) {
-      const int64_t n = row_length(lengths, s, b);
+      const int64_t n = row_length(lens, s, b);
       float* out = yp + (b * s.L + t) * s.C;
       if (t >= n) {
         std::fill(out, out + s.C, 0.f);
@@ -76,9 +76,10 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
   check(dy.shape() == x.shape() && dx.shape() == x.shape() && dw.shape() == w.shape() && dbias.numel() == s.C,
         "depthwise_conv_backward: dy and dx must be as x, dw as w, dbias [C]");
   const Device dev = common_device({&x, &w, &dy, &dx, &dw, &dbias}, "depthwise_conv_backward");
+  const int32_t* lens = lengths.defined() ? lengths.data_i32() : nullptr;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::depthwise_conv_backward(x.data(), w.data(), lengths.defined() ? lengths.data_i32() : nullptr,
-                                             dy.data(), dx.data(), dw.data(), dbias.data(), s.B, s.L, s.C, s.K));
+    LT_ON_CUDA(cuda::depthwise_conv_backward(x.data(), w.data(), lens, dy.data(), dx.data(), dw.data(), dbias.data(),
+                                             s.B, s.L, s.C, s.K));
   const float* wt = taps_by_position(w, s);
   const float *xp = x.data(), *dyp = dy.data();
   float *dxp = dx.data(), *dwp = dw.data(), *dbp = dbias.data();
@@ -87,7 +88,7 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t t = 0; t < s.L; ++t) {
-      const int64_t n = row_length(lengths, s, b);
+      const int64_t n = row_length(lens, s, b);
       float* out = dxp + (b * s.L + t) * s.C;
       std::fill(out, out + s.C, 0.f);
       if (t >= n) continue;
@@ -107,7 +108,7 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
     acc.assign(size_t((s.K + 1) * kBlock), 0.f);  // the taps, then the bias
     float* db = acc.data() + s.K * kBlock;
     for (int64_t b = 0; b < s.B; ++b) {
-      const int64_t n = row_length(lengths, s, b);
+      const int64_t n = row_length(lens, s, b);
       for (int64_t t = 0; t < n; ++t) {
         const float* g = dyp + (b * s.L + t) * s.C;
         for (int64_t c = c0; c < c1; ++c) db[c - c0] += g[c];
