@@ -1,7 +1,9 @@
 // Depthwise convolution over positions: one thread per output element for y
 // and dx (consecutive threads, consecutive channels: coalesced), and one
 // block per channel for its taps' and bias's gradients, each thread summing
-// a stride of positions before a shared-memory reduction.
+// a stride of positions before a shared-memory reduction. A continued causal
+// convolution writes its outputs before one thread per (row, channel) shifts
+// that channel's window, so no output reads a replaced slot.
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -20,8 +22,8 @@ __device__ long long row_length(const int32_t* lengths, long long b, long long L
 }
 
 __global__ void forward_kernel(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
-                               long long B, long long L, long long C, int K) {
-  const long long n_all = B * L * C, P = (K - 1) / 2;
+                               long long B, long long L, long long C, int K, long long P) {
+  const long long n_all = B * L * C;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
     const long long c = e % C, bt = e / C, t = bt % L, b = bt / L, n = row_length(lengths, b, L);
     if (t >= n) {
@@ -38,8 +40,8 @@ __global__ void forward_kernel(const float* x, const float* w, const float* bias
 }
 
 __global__ void dx_kernel(const float* w, const int32_t* lengths, const float* dy, float* dx, long long B, long long L,
-                          long long C, int K) {
-  const long long n_all = B * L * C, P = (K - 1) / 2;
+                          long long C, int K, long long P) {
+  const long long n_all = B * L * C;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
     const long long c = e % C, bt = e / C, t = bt % L, b = bt / L, n = row_length(lengths, b, L);
     float s = 0.f;
@@ -54,9 +56,9 @@ __global__ void dx_kernel(const float* w, const int32_t* lengths, const float* d
 
 // Block c: dw[c, k] += sum dy[b, t, c] x[b, t + k - P, c], dbias[c] += sum dy[b, t, c].
 __global__ void dw_kernel(const float* x, const int32_t* lengths, const float* dy, float* dw, float* dbias, long long B,
-                          long long L, long long C, int K) {
+                          long long L, long long C, int K, long long P) {
   __shared__ float sums[kThreads * (kMaxTaps + 1)];
-  const long long c = blockIdx.x, P = (K - 1) / 2;
+  const long long c = blockIdx.x;
   float acc[kMaxTaps + 1];
   for (int k = 0; k <= K; ++k) acc[k] = 0.f;
   for (long long bt = threadIdx.x; bt < B * L; bt += blockDim.x) {
@@ -82,26 +84,62 @@ __global__ void dw_kernel(const float* x, const int32_t* lengths, const float* d
   }
 }
 
+// Input i of row b's window ++ x (W = K - 1 window slots).
+__device__ const float* continued_input(const float* x, const float* window, long long b, long long i, long long L,
+                                        long long C, long long W) {
+  return i < W ? window + (b * W + i) * C : x + (b * L + i - W) * C;
+}
+
+__global__ void continue_kernel(const float* x, const float* w, const float* bias, const float* window, float* y,
+                                long long B, long long L, long long C, int K) {
+  const long long n_all = B * L * C;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
+    const long long c = e % C, bt = e / C, t = bt % L, b = bt / L;
+    float s = bias[c];
+    for (int k = 0; k < K; ++k) s += w[c * K + k] * continued_input(x, window, b, t + k, L, C, K - 1)[c];
+    y[e] = s;
+  }
+}
+
+// Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
+__global__ void shift_window_kernel(const float* x, float* window, long long B, long long L, long long C, int K) {
+  const long long W = K - 1;
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < B * C; e += (long long)gridDim.x * blockDim.x) {
+    const long long c = e % C, b = e / C;
+    for (long long j = 0; j < W; ++j) window[(b * W + j) * C + c] = continued_input(x, window, b, L + j, L, C, W)[c];
+  }
+}
+
 unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads), 1u << 16); }
 
 }  // namespace
 
 void depthwise_conv_forward(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
-                            int64_t B, int64_t L, int64_t C, int64_t K) {
+                            int64_t B, int64_t L, int64_t C, int64_t K, int64_t P) {
   if (B * L * C == 0) return;
-  forward_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, lengths, y, B, L, C, int(K));
+  forward_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, lengths, y, B, L, C, int(K), P);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void depthwise_conv_backward(const float* x, const float* w, const int32_t* lengths, const float* dy, float* dx,
-                             float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K) {
+                             float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K, int64_t P) {
   if (B * L * C == 0) return;
   if (K > kMaxTaps)
     throw lt::Error("depthwise convolution on CUDA: at most " + std::to_string(kMaxTaps) + " taps, got " +
                     std::to_string(K));
-  dx_kernel<<<grid_for(B * L * C), kThreads>>>(w, lengths, dy, dx, B, L, C, int(K));
+  dx_kernel<<<grid_for(B * L * C), kThreads>>>(w, lengths, dy, dx, B, L, C, int(K), P);
   LT_CUDA_LAUNCH_CHECK();
-  dw_kernel<<<unsigned(C), kThreads>>>(x, lengths, dy, dw, dbias, B, L, C, int(K));
+  dw_kernel<<<unsigned(C), kThreads>>>(x, lengths, dy, dw, dbias, B, L, C, int(K), P);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
+void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
+                             int64_t L, int64_t C, int64_t K) {
+  if (B * L * C == 0) return;
+  continue_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, window, y, B, L, C, int(K));
+  LT_CUDA_LAUNCH_CHECK();
+  if (K == 1) return;
+  shift_window_kernel<<<grid_for(B * C), kThreads>>>(x, window, B, L, C, int(K));
   LT_CUDA_LAUNCH_CHECK();
 }
 

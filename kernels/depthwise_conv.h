@@ -4,10 +4,14 @@
 
 namespace lt::cuda {
 // lt::depthwise_conv_forward / _backward (lt/ops.h): x, y, dy, dx [B, L, C],
-// w, dw [C, K] (K odd), bias, dbias [C]; lengths int32 [B] on the device, or
-// nullptr for all L. dw and dbias accumulate.
+// w, dw [C, K], bias, dbias [C], P of the K taps before each output's
+// position; lengths int32 [B] on the device, or nullptr for all L. dw and
+// dbias accumulate.
 void depthwise_conv_forward(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
-                            int64_t B, int64_t L, int64_t C, int64_t K);
+                            int64_t B, int64_t L, int64_t C, int64_t K, int64_t P);
 void depthwise_conv_backward(const float* x, const float* w, const int32_t* lengths, const float* dy, float* dx,
-                             float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K);
+                             float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K, int64_t P);
+// lt::depthwise_conv_continue: x, y [B, L, C], window [B, K - 1, C] updated.
+void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
+                             int64_t L, int64_t C, int64_t K);
 }  // namespace lt::cuda

@@ -57,7 +57,7 @@ SpeechModel bench_model(const AsrBenchOptions& o, bool streaming, Device dev) {
   m.frontend.set_statistics(stats);
   TransformerConfig t{o.layers, o.heads, o.d_model / o.heads, o.d_model, 4 * o.d_model,
                       AttentionKind::linear, streaming ? Direction::causal : Direction::bidirectional, "elu", 0.1f};
-  if (!streaming) t.ff_conv = o.ff_conv;  // a causal stack has none
+  t.ff_conv = o.ff_conv;
   m.model = std::make_unique<SequenceModel>(
       speech_model_config(t, m.frontend.features(), kPhoneClasses, (2400 + o.stack - 1) / o.stack), dev);
   m.model->init_parameters(5);

@@ -90,7 +90,7 @@ struct AsrBenchOptions {
   int64_t layers = 9, d_model = 192, heads = 6;  // the paper's encoder
   int stack = 3;                                 // 10 ms frames per encoder position
   int context = 8;                               // context frames each side (a causal model: before only)
-  int64_t ff_conv = 0;                           // the offline model's feed-forward convolution taps (0: none)
+  int64_t ff_conv = 0;                           // the models' feed-forward convolution taps (0: none)
   double seconds = 30;                           // offline: one recording this long
   double stream_seconds = 60;                    // stream: this much audio
   double chunk_ms = 100;                         // stream: audio arrives in pieces this long

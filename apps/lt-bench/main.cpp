@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   recognition->add_option("--d-model", asr.d_model, "random model's width (head dim = width / heads)")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_option("--heads", asr.heads, "random model's heads")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_option("--frame-stack", asr.stack, "random model's 10 ms frames per position")->capture_default_str()->check(CLI::Range(1, 16));
-  recognition->add_option("--ff-conv", asr.ff_conv, "random offline model's feed-forward convolution taps, odd (0: none), as lt-train's --ff-conv")->capture_default_str()->check(lt::app::kNonNegative);
+  recognition->add_option("--ff-conv", asr.ff_conv, "random models' feed-forward convolution taps, odd (0: none), as lt-train's --ff-conv")->capture_default_str()->check(lt::app::kNonNegative);
   recognition->add_option("--context", asr.context, "random model's context frames on each side of a position (the streaming model: before it only), as lt-train's default")->capture_default_str()->check(CLI::Range(0, 64));
   recognition->add_option("--seconds", asr.seconds, "offline: length of the recording")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
   recognition->add_option("--stream-seconds", asr.stream_seconds, "stream: length of the stream (memory is read at 10 s and at the end)")->capture_default_str()->check(CLI::Range(10.0, 86400.0));

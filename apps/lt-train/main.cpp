@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   model->add_option("--d-model", a.d_model, "model width = heads x head dim (asr --encoder bilstm: hidden units per direction, default 320)")->capture_default_str();
   model->add_option("--heads", a.heads, "attention heads")->capture_default_str();
   model->add_option("--ff-dim", a.ff_dim, "feed-forward width (default 4 x d-model)")->capture_default_str();
-  model->add_option("--ff-conv", a.ff_conv, "taps of a depthwise convolution over positions in each feed-forward sub-layer, odd, at most 31 (0: none; bidirectional models: asr)")->capture_default_str()->check(lt::app::kNonNegative);
+  model->add_option("--ff-conv", a.ff_conv, "taps of a depthwise convolution over positions in each feed-forward sub-layer, at most 31 (0: none): centred and odd in a bidirectional model, over the position and those before it in a causal one")->capture_default_str()->check(lt::app::kNonNegative);
   model->add_option("--mixtures", a.mixtures, "logistic mixture components")->capture_default_str();
   model->add_option("--attention", a.attention, "causal-linear, softmax or lsh-N (Reformer LSH attention with N hashing rounds: lsh-1, lsh-4); asr: linear (bidirectional, its default), softmax, lsh-N, or causal- before any of them")->capture_default_str();
   model->add_option("--feature-map", a.feature_map, "elu (elu(x)+1), relu, or favor (FAVOR+ positive orthogonal random features, Performer)")->capture_default_str();

@@ -74,10 +74,11 @@ void TransformerConfig::validate() const {
   check(dropout >= 0.f && dropout < 1.f, "dropout must be in [0, 1), got " + std::to_string(dropout));
   check(features >= 0 && features <= 65536, "feature width " + std::to_string(features) + " outside 0..65536");
   if (attention == AttentionKind::lsh) lsh_options().validate();
-  check(ff_conv == 0 || (ff_conv % 2 == 1 && ff_conv <= 31),
-        "the feed-forward convolution's taps must be odd and at most 31, got " + std::to_string(ff_conv));
-  check(ff_conv == 0 || direction == Direction::bidirectional,
-        "a feed-forward convolution needs a bidirectional stack: the recurrent step keeps no window of positions");
+  check(ff_conv >= 0 && ff_conv <= 31, "the feed-forward convolution's taps must be at most 31, got " +
+                                           std::to_string(ff_conv));
+  check(ff_conv % 2 == 1 || ff_conv == 0 || direction == Direction::causal,
+        "a bidirectional stack's feed-forward convolution is centred: its taps must be odd, got " +
+            std::to_string(ff_conv));
 }
 
 int64_t TransformerConfig::parameter_count() const {
@@ -309,7 +310,12 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
   if (config_.ff_conv > 0) {
     Tensor h3 = a.h.reshape({B_, L_, config_.ff_dim}), hc3 = a.hc.reshape({B_, L_, config_.ff_dim});
-    depthwise_conv_forward(h3, V(p.wc), V(p.bc), lengths_, hc3);
+    if (continuing_) {  // a causal stack's chunk after the positions of the state's window
+      Tensor window = state_views(*continuing_, l).conv;
+      depthwise_conv_continue(h3, V(p.wc), V(p.bc), window, hc3);
+    } else {
+      depthwise_conv_forward(h3, V(p.wc), V(p.bc), lengths_, config_.direction == Direction::causal, hc3);
+    }
   }
   relu_forward(config_.ff_conv > 0 ? a.hc : a.h, a.ad);
   if (train) dropout_forward(a.ad, drop, site_seed(seed, l, 1), a.ad);
@@ -422,7 +428,8 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
     relu_backward(a.hc, g.dff, g.dffc);
     const Shape ff3{B_, L_, config_.ff_dim};
     Tensor dh3 = g.dff.reshape(ff3), dWc = G(p.wc), dbc = G(p.bc);
-    depthwise_conv_backward(a.h.reshape(ff3), V(p.wc), lengths_, g.dffc.reshape(ff3), dh3, dWc, dbc);
+    depthwise_conv_backward(a.h.reshape(ff3), V(p.wc), lengths_, config_.direction == Direction::causal,
+                            g.dffc.reshape(ff3), dh3, dWc, dbc);
   } else {
     relu_backward(a.h, g.dff, g.dff);
   }

@@ -34,7 +34,7 @@ struct TransformerStack::StepBuffers {
   Tensor qkv;                             // [B, 3d]: one product's q | k | v
   Tensor q, k, v;                         // [B, d]: split out of qkv for softmax attention
   Tensor att, o, x1, cur, next;           // [B, d]
-  Tensor h;                               // [B, ff]
+  Tensor h, hc;                           // [B, ff]: linear1's output, the convolution's (with ff_conv)
   Tensor mean, rstd;                      // [B]: the final norm's
 };
 

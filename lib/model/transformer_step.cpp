@@ -10,14 +10,19 @@
 
 namespace lt {
 namespace {
+// Floats of one layer's feed-forward convolution window [B, K - 1, ff].
+int64_t conv_window_numel(const TransformerConfig& c, int64_t B) {
+  return c.ff_conv > 0 ? B * (c.ff_conv - 1) * c.ff_dim : 0;
+}
+
 // Floats of one layer's state. A bfloat16 S takes half as many (rounded up,
 // so that Z stays 4-byte aligned).
-// S [B, H, F, M] and Z [B, H, F], or the two KV caches.
+// S [B, H, F, M] and Z [B, H, F], or the two KV caches; then the convolution window.
 int64_t layer_state_numel(const TransformerConfig& c, int64_t F, int64_t B, int64_t T, DType dtype) {
   const int64_t H = c.heads, E = c.head_dim;
-  if (c.attention != AttentionKind::linear) return 2 * B * T * H * E;
+  if (c.attention != AttentionKind::linear) return 2 * B * T * H * E + conv_window_numel(c, B);
   const int64_t s = B * H * F * E;
-  return (dtype == DType::bf16 ? (s + 1) / 2 : s) + B * H * F;
+  return (dtype == DType::bf16 ? (s + 1) / 2 : s) + B * H * F + conv_window_numel(c, B);
 }
 }  // namespace
 
@@ -56,14 +61,20 @@ TransformerStack::StateViews TransformerStack::state_views(const RecurrentState&
             dtype_name(state.dtype) + " S");
   const int64_t H = config_.heads, E = config_.head_dim;
   const int64_t per = layer_state_numel(config_, F_, B, T, state.dtype);
-  const int64_t F = F_;
+  const int64_t F = F_, attn = per - conv_window_numel(config_, B);
   Tensor flat = state.buffer.rows(l * per, (l + 1) * per);
-  if (config_.attention != AttentionKind::linear)
-    return {flat.rows(0, per / 2).reshape({B, T, H, E}), flat.rows(per / 2, per).reshape({B, T, H, E})};
-  const int64_t s = per - B * H * F;
-  Tensor Z = flat.rows(s, per).reshape({B, H, F});
-  if (state.dtype == DType::f32) return {flat.rows(0, s).reshape({B, H, F, E}), Z};
-  return {Tensor::wrap(flat.raw(), {B, H, F, E}, flat.device(), DType::bf16), Z};
+  StateViews v;
+  if (config_.ff_conv > 0) v.conv = flat.rows(attn, per).reshape({B, config_.ff_conv - 1, config_.ff_dim});
+  if (config_.attention != AttentionKind::linear) {
+    v.a = flat.rows(0, attn / 2).reshape({B, T, H, E});
+    v.b = flat.rows(attn / 2, attn).reshape({B, T, H, E});
+    return v;
+  }
+  const int64_t s = attn - B * H * F;
+  v.b = flat.rows(s, attn).reshape({B, H, F});
+  v.a = state.dtype == DType::f32 ? flat.rows(0, s).reshape({B, H, F, E})
+                                  : Tensor::wrap(flat.raw(), {B, H, F, E}, flat.device(), DType::bf16);
+  return v;
 }
 
 void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, Tensor& y) {
@@ -85,6 +96,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
     if (config_.attention == AttentionKind::softmax)
       for (Tensor* b : {&step_->q, &step_->k, &step_->v}) *b = Tensor::empty({B, d}, x.device());
     step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
+    if (config_.ff_conv > 0) step_->hc = Tensor::empty({B, config_.ff_dim}, x.device());
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
   }
@@ -108,8 +120,17 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
     }
     w.o.forward(s.att, V(p.bo), s.o);
     residual_layernorm_forward(s.o, s.cur, V(p.g1), V(p.be1), s.x1);
-    w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
-    w.ff2.forward(s.h, V(p.b2), s.o);
+    if (config_.ff_conv > 0) {  // linear1, the convolution over this position and the window's, ReLU
+      w.ff1.forward(s.x1, V(p.b1), s.h);
+      const Shape ff3{B, 1, config_.ff_dim};
+      Tensor h3 = s.h.reshape(ff3), hc3 = s.hc.reshape(ff3);
+      depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3);
+      relu_forward(s.hc, s.hc);
+      w.ff2.forward(s.hc, V(p.b2), s.o);
+    } else {
+      w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
+      w.ff2.forward(s.h, V(p.b2), s.o);
+    }
     residual_layernorm_forward(s.o, s.x1, V(p.g2), V(p.be2), s.next);
     std::swap(s.cur, s.next);
   }
@@ -161,8 +182,13 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
   state_views(state, 0);  // checks the state's size before any work
   ForwardOptions eval;
   eval.precision.products = step_products_;
-  if (config_.attention == AttentionKind::linear) {
-    // The training pass in eval mode, whose attention continues the state (eq. 18-20 over the chunk).
+  const bool linear = config_.attention == AttentionKind::linear;
+  if (linear || t0 == 0) {
+    // The training pass in eval mode, whose linear attention continues the
+    // state (eq. 18-20 over the chunk), as does the convolution its window.
+    // Softmax from the empty prefix: its keys and values become the cache.
+    if (!linear)
+      for (size_t l = 0; l < layers_.size() && config_.ff_conv > 0; ++l) state_views(state, l).conv.zero();
     continuing_ = &state;
     try {
       forward(x, Tensor(), y, eval);
@@ -171,10 +197,7 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
       throw;
     }
     continuing_ = nullptr;
-    return;
-  }
-  if (t0 == 0) {  // softmax from the empty prefix: one parallel pass, its keys and values become the cache
-    forward(x, Tensor(), y, eval);
+    if (linear) return;
     const int64_t H = config_.heads, E = config_.head_dim, max_len = state.max_len;
     for (size_t l = 0; l < layers_.size(); ++l) {
       StateViews st = state_views(state, l);
@@ -208,6 +231,7 @@ void TransformerStack::copy_state_element(const RecurrentState& from_state, int6
     StateViews to = state_views(to_state, l);
     to.a.rows(dst, dst + 1).copy_from(from.a.rows(src, src + 1));
     to.b.rows(dst, dst + 1).copy_from(from.b.rows(src, src + 1));
+    if (config_.ff_conv > 0) to.conv.rows(dst, dst + 1).copy_from(from.conv.rows(src, src + 1));
   }
 }
 

@@ -1,5 +1,5 @@
 // Depthwise convolution over positions (lt/ops.h): each channel its own
-// centred kernel of K taps, reads past a row's length are zeros. Rows are
+// kernel of K taps, centred or causal; reads outside a row are zeros. Rows are
 // positions of C contiguous channels, so the inner loops run over channels
 // with the taps transposed to [K, C].
 #include <algorithm>
@@ -12,17 +12,19 @@ namespace lt {
 namespace {
 
 struct ConvShape {
-  int64_t B, L, C, K, P;  // P = (K - 1) / 2 taps on each side
+  int64_t B, L, C, K, P;  // P taps before the output's position: (K - 1) / 2 centred, K - 1 causal
 };
 
-ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& lengths, const char* what) {
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& lengths, bool causal, const char* what) {
   check(x.ndim() == 3, std::string(what) + ": x must be [B, L, C], got " + shape_str(x.shape()));
   const int64_t C = x.dim(2);
-  check(w.ndim() == 2 && w.dim(0) == C && w.dim(1) % 2 == 1,
-        std::string(what) + ": w must be [" + std::to_string(C) + ", K] with K odd, got " + shape_str(w.shape()));
+  check(w.ndim() == 2 && w.dim(0) == C && w.dim(1) >= 1 && (causal || w.dim(1) % 2 == 1),
+        std::string(what) + ": w must be [" + std::to_string(C) + ", K]" + (causal ? "" : " with K odd") + ", got " +
+            shape_str(w.shape()));
   check(!lengths.defined() || (lengths.dtype() == DType::i32 && lengths.ndim() == 1 && lengths.dim(0) == x.dim(0)),
         std::string(what) + ": lengths must be int32 [" + std::to_string(x.dim(0)) + "]");
-  return {x.dim(0), x.dim(1), C, w.dim(1), (w.dim(1) - 1) / 2};
+  const int64_t K = w.dim(1);
+  return {x.dim(0), x.dim(1), C, K, causal ? K - 1 : (K - 1) / 2};
 }
 
 // Row b's length from lengths (nullptr: every row is whole).
@@ -42,13 +44,14 @@ const float* taps_by_position(const Tensor& w, const ConvShape& s) {
 
 }  // namespace
 
-void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, Tensor& y) {
-  const ConvShape s = conv_shape(x, w, lengths, "depthwise_conv_forward");
+void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, bool causal,
+                            Tensor& y) {
+  const ConvShape s = conv_shape(x, w, lengths, causal, "depthwise_conv_forward");
   check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_forward: bias must be [C] and y as x");
   const Device dev = common_device({&x, &w, &bias, &y}, "depthwise_conv_forward");
   const int32_t* lens = lengths.defined() ? lengths.data_i32() : nullptr;
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::depthwise_conv_forward(x.data(), w.data(), bias.data(), lens, y.data(), s.B, s.L, s.C, s.K));
+    LT_ON_CUDA(cuda::depthwise_conv_forward(x.data(), w.data(), bias.data(), lens, y.data(), s.B, s.L, s.C, s.K, s.P));
   const float* wt = taps_by_position(w, s);
   const float *xp = x.data(), *bp = bias.data();
   float* yp = y.data();
@@ -70,16 +73,16 @@ void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias
     }
 }
 
-void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, const Tensor& dy, Tensor& dx,
-                             Tensor& dw, Tensor& dbias) {
-  const ConvShape s = conv_shape(x, w, lengths, "depthwise_conv_backward");
+void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, bool causal, const Tensor& dy,
+                             Tensor& dx, Tensor& dw, Tensor& dbias) {
+  const ConvShape s = conv_shape(x, w, lengths, causal, "depthwise_conv_backward");
   check(dy.shape() == x.shape() && dx.shape() == x.shape() && dw.shape() == w.shape() && dbias.numel() == s.C,
         "depthwise_conv_backward: dy and dx must be as x, dw as w, dbias [C]");
   const Device dev = common_device({&x, &w, &dy, &dx, &dw, &dbias}, "depthwise_conv_backward");
   const int32_t* lens = lengths.defined() ? lengths.data_i32() : nullptr;
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::depthwise_conv_backward(x.data(), w.data(), lens, dy.data(), dx.data(), dw.data(), dbias.data(),
-                                             s.B, s.L, s.C, s.K));
+                                             s.B, s.L, s.C, s.K, s.P));
   const float* wt = taps_by_position(w, s);
   const float *xp = x.data(), *dyp = dy.data();
   float *dxp = dx.data(), *dwp = dw.data(), *dbp = dbias.data();
@@ -124,6 +127,40 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
       for (int64_t k = 0; k < s.K; ++k) dwp[c * s.K + k] += acc[size_t(k * kBlock + c - c0)];
     }
   }
+}
+
+void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& window, Tensor& y) {
+  const ConvShape s = conv_shape(x, w, Tensor(), /*causal=*/true, "depthwise_conv_continue");
+  check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_continue: bias must be [C] and y as x");
+  check(window.shape() == Shape{s.B, s.K - 1, s.C}, "depthwise_conv_continue: window must be [" +
+                                                        std::to_string(s.B) + ", " + std::to_string(s.K - 1) + ", " +
+                                                        std::to_string(s.C) + "], got " + shape_str(window.shape()));
+  const Device dev = common_device({&x, &w, &bias, &window, &y}, "depthwise_conv_continue");
+  if (dev == Device::cuda)
+    LT_ON_CUDA(cuda::depthwise_conv_continue(x.data(), w.data(), bias.data(), window.data(), y.data(), s.B, s.L, s.C,
+                                             s.K));
+  const float* wt = taps_by_position(w, s);
+  const float *xp = x.data(), *bp = bias.data();
+  float *winp = window.data(), *yp = y.data();
+  const int64_t W = s.K - 1;
+  // Input i of window ++ x for row b: the window's first, then the chunk's.
+  auto input = [&](int64_t b, int64_t i) {
+    return i < W ? winp + (b * W + i) * s.C : xp + (b * s.L + i - W) * s.C;
+  };
+#pragma omp parallel for collapse(2) schedule(static) if (s.B * s.L * s.C * s.K >= (1 << 16))
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t t = 0; t < s.L; ++t) {
+      float* out = yp + (b * s.L + t) * s.C;
+      std::copy(bp, bp + s.C, out);
+      for (int64_t k = 0; k < s.K; ++k) {
+        const float* in = input(b, t + k);  // position t + k - W of x
+        const float* tap = wt + k * s.C;
+        for (int64_t c = 0; c < s.C; ++c) out[c] += tap[c] * in[c];
+      }
+    }
+  // Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t j = 0; j < W; ++j) std::copy_n(input(b, s.L + j), s.C, winp + (b * W + j) * s.C);
 }
 
 }  // namespace lt

@@ -274,30 +274,47 @@ TEST_CASE("cuda lstm cell forward and backward and swap_leading_axes match the C
   CHECK(gdst.to_vector() == dst.to_vector());
 }
 
-TEST_CASE("cuda depthwise convolution forward and backward match the CPU on padded rows") {
+TEST_CASE("cuda depthwise convolution forward, backward and continued match the CPU on padded rows") {
   if (!cuda_or_skip()) return;
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  for (int64_t K : {int64_t(1), 2 * rng.integer(1, 4) + 1, int64_t(31)}) {
-    const int64_t B = rng.integer(1, 9), L = rng.integer(1, 300), C = rng.integer(1, 800);
-    INFO("B " << B << " L " << L << " C " << C << " K " << K);
-    std::vector<int32_t> lengths;
-    for (int64_t b = 0; b < B; ++b) lengths.push_back(int32_t(b == 0 ? L : rng.integer(0, L)));
-    Tensor x = rng.randn({B, L, C}), w = rng.randn({C, K}), bias = rng.randn({C}), dy = rng.randn({B, L, C});
-    Tensor dw0 = rng.randn({C, K}), db0 = rng.randn({C}), len = Tensor::from_vector(lengths, {B});
-    Tensor y = Tensor::empty({B, L, C}), dx = Tensor::empty({B, L, C}), dw = Tensor::empty({C, K}), db = Tensor::empty({C});
-    dw.copy_from(dw0);  // parameter gradients accumulate onto what is there
-    db.copy_from(db0);
-    depthwise_conv_forward(x, w, bias, len, y);
-    depthwise_conv_backward(x, w, len, dy, dx, dw, db);
-    Tensor gx = x.to(kGpu), gw = w.to(kGpu), gb = bias.to(kGpu), gdy = dy.to(kGpu), glen = len.to(kGpu);
-    Tensor gy = Tensor::empty({B, L, C}, kGpu), gdx = Tensor::empty({B, L, C}, kGpu), gdw = dw0.to(kGpu), gdb = db0.to(kGpu);
-    depthwise_conv_forward(gx, gw, gb, glen, gy);
-    depthwise_conv_backward(gx, gw, glen, gdy, gdx, gdw, gdb);
-    CHECK(rel_error(gy.to(Device::cpu), y) < 1e-5);
-    CHECK(rel_error(gdx.to(Device::cpu), dx) < 1e-5);
-    CHECK(rel_error(gdw.to(Device::cpu), dw) < 1e-4);
-    CHECK(rel_error(gdb.to(Device::cpu), db) < 1e-4);
-  }
+  for (bool causal : {false, true})
+    for (int64_t K : {int64_t(1), 2 * rng.integer(1, 4) + int64_t(causal), int64_t(31)}) {
+      const int64_t B = rng.integer(1, 9), L = rng.integer(1, 300), C = rng.integer(1, 800);
+      INFO("B " << B << " L " << L << " C " << C << " K " << K << " causal " << causal);
+      std::vector<int32_t> lengths;
+      for (int64_t b = 0; b < B; ++b) lengths.push_back(int32_t(b == 0 ? L : rng.integer(0, L)));
+      Tensor x = rng.randn({B, L, C}), w = rng.randn({C, K}), bias = rng.randn({C}), dy = rng.randn({B, L, C});
+      Tensor dw0 = rng.randn({C, K}), db0 = rng.randn({C}), len = Tensor::from_vector(lengths, {B});
+      Tensor y = Tensor::empty({B, L, C}), dx = Tensor::empty({B, L, C}), dw = Tensor::empty({C, K}), db = Tensor::empty({C});
+      dw.copy_from(dw0);  // parameter gradients accumulate onto what is there
+      db.copy_from(db0);
+      depthwise_conv_forward(x, w, bias, len, causal, y);
+      depthwise_conv_backward(x, w, len, causal, dy, dx, dw, db);
+      Tensor gx = x.to(kGpu), gw = w.to(kGpu), gb = bias.to(kGpu), gdy = dy.to(kGpu), glen = len.to(kGpu);
+      Tensor gy = Tensor::empty({B, L, C}, kGpu), gdx = Tensor::empty({B, L, C}, kGpu), gdw = dw0.to(kGpu), gdb = db0.to(kGpu);
+      depthwise_conv_forward(gx, gw, gb, glen, causal, gy);
+      depthwise_conv_backward(gx, gw, glen, causal, gdy, gdx, gdw, gdb);
+      CHECK(rel_error(gy.to(Device::cpu), y) < 1e-5);
+      CHECK(rel_error(gdx.to(Device::cpu), dx) < 1e-5);
+      CHECK(rel_error(gdw.to(Device::cpu), dw) < 1e-4);
+      CHECK(rel_error(gdb.to(Device::cpu), db) < 1e-4);
+      if (!causal) continue;
+      // Continued from a random window, in a chunk shorter than the window and then the rest.
+      const Tensor window0 = rng.randn({B, K - 1, C});
+      Tensor window = Tensor::empty({B, K - 1, C}), gwindow = window0.to(kGpu);
+      window.copy_from(window0);
+      for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, std::min<int64_t>(L, 2)}, {std::min<int64_t>(L, 2), L}}) {
+        if (t1 == t0) continue;
+        Tensor xc = Tensor::empty({B, t1 - t0, C});
+        for (int64_t b = 0; b < B; ++b)
+          xc.reshape({B * (t1 - t0), C}).rows(b * (t1 - t0), (b + 1) * (t1 - t0)).copy_from(x.reshape({B * L, C}).rows(b * L + t0, b * L + t1));
+        Tensor yc = Tensor::empty(xc.shape()), gyc = Tensor::empty(xc.shape(), kGpu);
+        depthwise_conv_continue(xc, w, bias, window, yc);
+        depthwise_conv_continue(xc.to(kGpu), gw, gb, gwindow, gyc);
+        CHECK(rel_error(gyc.to(Device::cpu), yc) < 1e-5);
+        CHECK(rel_error(gwindow.to(Device::cpu), window) < 1e-6);
+      }
+    }
 }

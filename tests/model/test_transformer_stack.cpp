@@ -19,8 +19,9 @@ namespace {
 struct Stack {
   Parameters params;
   std::unique_ptr<TransformerStack> stack;
-  Stack(AttentionKind kind, Direction direction, uint64_t seed, const std::string& phi = "elu") {
+  Stack(AttentionKind kind, Direction direction, uint64_t seed, const std::string& phi = "elu", int64_t ff_conv = 0) {
     TransformerConfig c{2, 2, 4, 8, 16, kind, direction, phi, 0.f};
+    c.ff_conv = ff_conv;
     stack = std::make_unique<TransformerStack>(c, params);
     params.allocate(Device::cpu);
     stack->init_parameters(seed);
@@ -37,20 +38,27 @@ Tensor sequence(const Tensor& x, int64_t b, int64_t first, int64_t n) {
 
 }  // namespace
 
-// Linear attention with elu+1 and with FAVOR+ (its own feature width), and softmax.
+// Linear attention with elu+1 and with FAVOR+ (its own feature width), and
+// softmax; with and without a feed-forward convolution.
 struct Kind {
   AttentionKind attention;
   const char* phi;
+  int64_t ff_conv;
 };
-const Kind kKinds[] = {{AttentionKind::linear, "elu"}, {AttentionKind::linear, "favor"}, {AttentionKind::softmax, "elu"}};
+const Kind kKinds[] = {{AttentionKind::linear, "elu", 0},
+                       {AttentionKind::linear, "favor", 0},
+                       {AttentionKind::softmax, "elu", 0},
+                       {AttentionKind::linear, "elu", 3},
+                       {AttentionKind::softmax, "elu", 5}};
 
 TEST_CASE("a padded batch equals each sequence alone, forward and backward, in both directions") {
   for (Kind kind : kKinds)
     for (Direction direction : {Direction::causal, Direction::bidirectional}) {
       const uint64_t seed = fresh_seed();
-      INFO("seed " << seed << " " << attention_name(kind.attention, direction) << " " << kind.phi);
+      INFO("seed " << seed << " " << attention_name(kind.attention, direction) << " " << kind.phi << " conv "
+                   << kind.ff_conv);
       Rng rng(seed);
-      Stack s(kind.attention, direction, seed, kind.phi);
+      Stack s(kind.attention, direction, seed, kind.phi, kind.ff_conv);
       const int64_t B = 3, L = 9, d = 8;
       const std::vector<int32_t> lengths{int32_t(rng.integer(1, L - 1)), int32_t(L), int32_t(rng.integer(1, L - 1))};
       Tensor x = rng.randn({B, L, d}), y = Tensor::empty({B, L, d}), dy = rng.randn({B, L, d});
@@ -107,18 +115,22 @@ TEST_CASE("training buffers are planned for the largest shape: smaller batches a
   CHECK(memory_in_use(Device::cpu) == before);
 }
 
-TEST_CASE("a state continued over random chunks equals one prefill and equals stepping") {
+TEST_CASE("a state continued over random chunks equals one prefill, stepping and the training pass") {
   for (Kind kind : kKinds) {
     const uint64_t seed = fresh_seed();
-    INFO("seed " << seed << " " << attention_name(kind.attention) << " " << kind.phi);
+    INFO("seed " << seed << " " << attention_name(kind.attention) << " " << kind.phi << " conv " << kind.ff_conv);
     Rng rng(seed);
-    Stack s(kind.attention, Direction::causal, seed, kind.phi);
+    // A causal convolution takes even kernels too.
+    Stack s(kind.attention, Direction::causal, seed, kind.phi, kind.ff_conv ? kind.ff_conv + 1 : 0);
     const int64_t B = 2, L = 13, d = 8;
     Tensor x = rng.randn({B, L, d});
     // One pass.
     RecurrentState whole = s.stack->new_state(B, L);
     Tensor y_whole = Tensor::empty({B, L, d});
     s.stack->prefill(x, y_whole, whole);
+    // The training pass, which keeps no state.
+    Tensor y_train = Tensor::empty({B, L, d});
+    s.stack->forward(x, Tensor(), y_train, ForwardOptions{});
     // Random chunks, the first one included in the split.
     RecurrentState chunked = s.stack->new_state(B, L);
     std::vector<float> y_chunks(B * L * d);
@@ -143,10 +155,17 @@ TEST_CASE("a state continued over random chunks equals one prefill and equals st
       for (int64_t b = 0; b < B; ++b) std::copy(v.begin() + b * d, v.begin() + (b + 1) * d, y_steps.begin() + (b * L + t) * d);
     }
     const std::vector<double> want = to_double(y_whole);
+    CHECK(rel_error(y_train, want) < 1e-5);
     CHECK(rel_error(y_chunks, want) < 1e-5);
     CHECK(rel_error(y_steps, want) < 1e-5);
     CHECK(rel_error(chunked.buffer, whole.buffer) < 1e-5);
     CHECK(rel_error(stepped.buffer, whole.buffer) < 1e-5);
+    // Copying each element copies all of its state (S, Z or the caches, and the window).
+    RecurrentState copied = s.stack->new_state(B, L);
+    for (int64_t b = 0; b < B; ++b) s.stack->copy_state_element(whole, b, copied, B - 1 - b);
+    RecurrentState swapped = s.stack->new_state(B, L);
+    for (int64_t b = 0; b < B; ++b) s.stack->copy_state_element(copied, b, swapped, B - 1 - b);
+    CHECK(swapped.buffer.to_vector() == whole.buffer.to_vector());
   }
 }
 

@@ -48,15 +48,22 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
 void elu_plus_one_forward(const Tensor& x, Tensor& y);  // elu(x) + 1, the paper's phi
 void elu_plus_one_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
 
-// A depthwise convolution over positions, centred: y[b, t, c] = bias[c] +
-// sum_k w[c, k] x[b, t + k - (K - 1) / 2, c] for x, y [B, L, C], w [C, K]
-// (K odd), bias [C]. Positions at or past a row's length (lengths int32 [B],
-// or undefined: all L) read as zeros and their outputs are zeros, so
-// padding changes nothing.
-void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, Tensor& y);
+// A depthwise convolution over positions: y[b, t, c] = bias[c] +
+// sum_k w[c, k] x[b, t + k - P, c] for x, y [B, L, C], w [C, K], bias [C].
+// Centred, P = (K - 1) / 2 with K odd; causal, P = K - 1: no output reads a
+// later position. Positions at or past a row's length (lengths int32 [B], or
+// undefined: all L) read as zeros and their outputs are zeros, so padding
+// changes nothing; so are positions before 0.
+void depthwise_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& lengths, bool causal,
+                            Tensor& y);
 // dx = the gradient of x (zeros at padded positions); dw, dbias += theirs.
-void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, const Tensor& dy, Tensor& dx,
-                             Tensor& dw, Tensor& dbias);
+void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& lengths, bool causal, const Tensor& dy,
+                             Tensor& dx, Tensor& dw, Tensor& dbias);
+// The causal convolution continued over a chunk x [B, T, C] -> y [B, T, C]:
+// window [B, K - 1, C] holds the K - 1 inputs before x (zeros at a
+// sequence's start) and becomes the last K - 1 of window and x, so T calls
+// of one position give what one call of T gives.
+void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& window, Tensor& y);
 
 // Softmax over the last axis; backward takes the forward output y.
 void softmax_forward(const Tensor& x, Tensor& y);

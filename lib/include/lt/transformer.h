@@ -55,8 +55,9 @@ struct TransformerConfig {
   int64_t lsh_buckets = 64;
   int64_t lsh_chunk = 32;
   // Taps of a depthwise convolution over positions inside each feed-forward
-  // sub-layer, between linear1 and its ReLU (0: none; odd, at most 31;
-  // bidirectional stacks only, since the recurrent step keeps no window).
+  // sub-layer, between linear1 and its ReLU (0: none; at most 31): centred
+  // in a bidirectional stack (K odd), over the position and the K - 1 before
+  // it in a causal one, whose recurrent state keeps those K - 1 positions.
   // It gives every layer its neighbours, which linear attention's positive
   // weights spread over the whole sequence cannot single out.
   int64_t ff_conv = 0;
@@ -78,8 +79,10 @@ std::string attention_name(const TransformerConfig& c);
 // The recurrent state of a stack for one batch, owned by the caller (as
 // rwkv.cpp's): one flat buffer that knows its layout. Per layer, S [B, H, E, M]
 // then Z [B, H, E] for linear attention (eq. 18-19), or the KV cache
-// [B, max_len, H, E] then [B, max_len, H, M] for softmax. S may be bfloat16
-// (two per float of the buffer). Copy it to fork, zero it to reset.
+// [B, max_len, H, E] then [B, max_len, H, M] for softmax; then, with
+// ff_conv K, the feed-forward convolution's last K - 1 inputs [B, K - 1, ff].
+// S may be bfloat16 (two per float of the buffer). Copy it to fork, zero it
+// to reset.
 struct RecurrentState {
   Tensor buffer;          // float32 [numel]
   int64_t batch = 0;      // B
@@ -180,6 +183,7 @@ class TransformerStack final : public Encoder {
   void check_recurrent_form() const;
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
+    Tensor conv;  // the feed-forward convolution's window [B, K - 1, ff] (undefined without ff_conv)
   };
   StateViews state_views(const RecurrentState& state, size_t l) const;
 
