@@ -83,6 +83,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
     Device dev = parse_device(dname);
     require_device(dev);
     check(dev == Device::cpu || !o.openblas, "--openblas is a CPU option");
+    check(!o.openblas || !o.bf16, "--openblas multiplies in fp32: it cannot be combined with --bf16");
     for (const std::string& shape : o.shapes) {
       for (const std::string& attention : attentions) {
         const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);

@@ -141,7 +141,6 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
   check_recurrent_form();
   const Device dev = params_.device();
   Precision{products}.check_runs_on(dev);
-  check(pack_weights || products != Products::bf16, "bf16 step products need packed weights");
   const bool pack = pack_weights && StepLinear::packing_pays(dev, products);
   const int64_t d = config_.d_model;
   auto linear = [&](const Tensor& W) {

@@ -235,7 +235,7 @@ TEST_CASE("lt-bench asr writes offline and stream rows per thread count, their p
   CHECK(rows[0]["ff_conv"] == 5);
   CHECK(rows[2]["mode"] == "stream");
   CHECK(rows[2]["attention"] == "causal-linear");
-  CHECK(rows[2]["ff_conv"] == 0);  // a causal stack has no feed-forward convolution
+  CHECK(rows[2]["ff_conv"] == 5);  // causal there
   CHECK(rows[2]["audio_s"].get<double>() == doctest::Approx(12.0).epsilon(0.01));
   CHECK(rows[2]["compute_ms_per_chunk_max"].get<double>() >= rows[2]["compute_ms_per_chunk"].get<double>());
   CHECK(rows[2]["rss_mb_at_10s"].get<double>() > 0);
@@ -252,5 +252,6 @@ TEST_CASE("lt-bench refuses bad flags with one line") {
   check_one_line_error(lt_bench(dir, "attention -d tpu -q"), "tpu");
   check_one_line_error(lt_bench(dir, "generate -b 0 -q"), "expected a whole number >= 1, got '0'");
   check_one_line_error(lt_bench(dir, "generate --bogus -q"), "--bogus");
+  check_one_line_error(lt_bench(dir, "generate --openblas --bf16 -q"), "--openblas");
   check_one_line_error(lt_bench(dir, "-q"), "subcommand");
 }

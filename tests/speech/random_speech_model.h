@@ -12,10 +12,12 @@
 namespace lt::test {
 
 // A random speech model over windows of filterbank frames (3 stacked
-// without context by default), with statistics of random frames; its head is sharpened and its blank made less
-// likely, so that decoding emits labels.
+// without context by default), with statistics of random frames and
+// ff_conv taps of feed-forward convolution; its head is sharpened and its
+// blank made less likely, so that decoding emits labels.
 inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed,
-                                       int64_t classes = 6, const FrameWindow& window = FrameWindow{3}) {
+                                       int64_t classes = 6, const FrameWindow& window = FrameWindow{3},
+                                       int64_t ff_conv = 0) {
   SpeechModel m;
   m.frontend = SpeechFrontEnd(FbankConfig{}, window);
   FeatureStats stats(40);
@@ -23,6 +25,7 @@ inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_posi
   stats.add(frames.data(), 200);
   m.frontend.set_statistics(stats);
   TransformerConfig t{2, 2, 8, 16, 32, AttentionKind::linear, dir, "elu", 0.f};
+  t.ff_conv = ff_conv;
   m.model = std::make_unique<SequenceModel>(speech_model_config(t, m.frontend.features(), classes, max_positions), Device::cpu);
   m.model->init_parameters(seed);
   Tensor w = m.model->params().value(m.model->params().index("predictor.weight"));

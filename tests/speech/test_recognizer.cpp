@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "io/temp_dir.h"
+#include "lt/backend.h"
 #include "lt/recognizer.h"
 #include "speech/random_speech_model.h"
 
@@ -52,9 +53,12 @@ void make_pausing(SpeechModel& m, const std::vector<float>& inputs, double share
 
 TEST_CASE("offline recognition with a causal linear model equals its recurrent step, started afresh after each pause") {
   const uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
+  int64_t conv = 0;
+  SUBCASE("without a feed-forward convolution") {}
+  SUBCASE("with a causal feed-forward convolution, whose window restarts too") { conv = 4; }
+  INFO("seed " << seed << ", feed-forward convolution " << conv);
   Rng rng(seed);
-  SpeechModel m = random_speech_model(rng, Direction::causal, 16, seed);
+  SpeechModel m = random_speech_model(rng, Direction::causal, 16, seed, 6, FrameWindow{3}, conv);
   const int64_t P = 230, F = m.model->config().input_features, C = 6;
   const std::vector<float> inputs = rng.normals(P * F);
   const double position = position_start_seconds(m.frontend, 1);
@@ -175,10 +179,12 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
   Rng rng(seed);
   // Stacks without context, with context before, and with context after,
   // which a stream has to wait for.
+  // With past context, a feed-forward convolution too.
   FrameWindow window{3};
-  SUBCASE("past context") { window = FrameWindow{3, 4, 0}; }
+  int64_t conv = 0;
+  SUBCASE("past context") { window = FrameWindow{3, 4, 0}, conv = 3; }
   SUBCASE("past and future context") { window = FrameWindow{2, 3, 5}; }
-  INFO("window " << window.stack << " " << window.past << " " << window.future);
+  INFO("window " << window.stack << " " << window.past << " " << window.future << ", convolution " << conv);
   const std::vector<float> audio = test_audio(rng, 4.0);
   // A model that pauses now and then, so that the stream has to cut where
   // offline recognition does. A random model can favour one label
@@ -187,7 +193,7 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
   SpeechModel m;
   int64_t pauses = 0;
   for (uint64_t draw = 0; draw < 20; ++draw) {
-    m = random_speech_model(rng, Direction::causal, 48, seed + draw, 6, window);
+    m = random_speech_model(rng, Direction::causal, 48, seed + draw, 6, window, conv);
     const std::vector<float> inputs = m.frontend.encoder_inputs(m.frontend.filterbank(audio));
     make_pausing(m, inputs, 0.45);
     pausing.pause_seconds = 2 * position_start_seconds(m.frontend, 1);
@@ -221,6 +227,31 @@ TEST_CASE("streaming recognition in any pieces, one sample at a time too, gives 
       CHECK(got == whole.phones);
       CHECK(s.tentative().empty());
     }
+  }
+}
+
+TEST_CASE("recognition with bf16 products stays close to fp32, for causal and bidirectional models") {
+  if (!cpu_has_bf16()) {
+    MESSAGE("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (Direction dir : {Direction::causal, Direction::bidirectional}) {
+    SpeechModel m = random_speech_model(rng, dir, 64, seed, 6, FrameWindow{3}, 3);
+    const int64_t P = 100, F = m.model->config().input_features;
+    const std::vector<float> inputs = rng.normals(P * F);
+    RecognizerOptions fp32;
+    fp32.pause_seconds = 0;  // no cut that a rounding could move
+    RecognizerOptions bf16 = fp32;
+    bf16.precision.products = Products::bf16;
+    const std::vector<float> want = SpeechRecognizer(m, fp32).logits(inputs, P);
+    const std::vector<float> got = SpeechRecognizer(m, bf16).logits(inputs, P);
+    INFO(direction_name(dir));
+    const double err = rel_error(got, std::vector<double>(want.begin(), want.end()));
+    CHECK(err > 0);  // the products did change
+    CHECK(err < 2e-2);
   }
 }
 

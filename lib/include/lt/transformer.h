@@ -146,7 +146,8 @@ class TransformerStack final : public Encoder {
   // Elsewhere OpenBLAS or cuBLAS (fp32 or TF32, bias and ReLU in cuBLASLt's
   // epilogue) multiply the plain matrices. The prepared copy is a snapshot:
   // prepare again after changing the weights. pack_weights false keeps the
-  // plain matrices on the CPU too (lt-bench generate --openblas compares).
+  // plain matrices on the CPU too (lt-bench generate --openblas compares;
+  // a recognizer, whose chunks multiply the plain matrices, saves the copy).
   void prepare_step(Products products, bool pack_weights = true);
   Products step_products() const { return step_products_; }
   // Continues state, which holds positions 0..t0-1, over the chunk x [B, T, d]
