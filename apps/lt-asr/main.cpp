@@ -31,10 +31,18 @@ struct Args {
   double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
   // Tuned on half of the validation set with the shipped streaming model
-  // (docs/speech.md, "Words" and "Phones with a phone language model").
+  // (docs/speech.md, "Words" and "Phones with a phone language model");
+  // the phone model's weight and bonus below unless given.
   lt::WordSearchOptions word_search{64, 1.25, 4.0};
-  lt::WordSearchOptions phone_search{128, 1.5, 4.0};
+  lt::WordSearchOptions phone_search{128, 0, 0};
 };
+
+// The phone model's weight and bonus, tuned with each shipped model: a model
+// that sees both sides needs less of the phone model's help than a causal one.
+struct PhoneModelDefaults {
+  double weight, bonus;
+};
+constexpr PhoneModelDefaults kCausalPhoneDefaults{1.5, 4.0}, kBidirectionalPhoneDefaults{1.0, 2.0};
 
 constexpr const char* kOfflineModel = "asr.safetensors";
 constexpr const char* kStreamingModel = "asr-stream.safetensors";
@@ -79,10 +87,12 @@ int main(int argc, char** argv) {
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
                      kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)");
-  app.add_option("--phone-lm-weight", a.phone_search.lm_weight, "weight of the phone model's log-probability")
-      ->capture_default_str();
-  app.add_option("--phone-bonus", a.phone_search.word_bonus, "log-score added per phone with a phone model")
-      ->capture_default_str();
+  app.add_option("--phone-lm-weight", a.phone_search.lm_weight,
+                 "weight of the phone model's log-probability (default: 1.5 for a causal model, 1 for one that "
+                 "sees both sides)");
+  app.add_option("--phone-bonus", a.phone_search.word_bonus,
+                 "log-score added per phone with a phone model (default: 4 for a causal model, 2 for one that sees "
+                 "both sides)");
   app.add_flag("--stream", a.stream,
                "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "
                "as they settle; a terminal shows the tentative ones too");
@@ -143,6 +153,11 @@ int main(int argc, char** argv) {
     in.recognizer.decoding.max_delay = a.phone_search.max_delay = a.word_search.max_delay = delay;
     in.recognizer.decoding.prune = a.phone_search.prune = a.word_search.prune = float(a.prune);
     if (use_phone_lm) {
+      const lt::SequenceModelConfig& c = model.model->config();
+      const bool causal = c.encoder == lt::EncoderKind::transformer && c.transformer.direction == lt::Direction::causal;
+      const PhoneModelDefaults d = causal ? kCausalPhoneDefaults : kBidirectionalPhoneDefaults;
+      if (app.count("--phone-lm-weight") == 0) a.phone_search.lm_weight = d.weight;
+      if (app.count("--phone-bonus") == 0) a.phone_search.word_bonus = d.bonus;
       phone_lm = std::make_unique<lt::LanguageModel>(
           lt::read_arpa(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
       in.recognizer.phone_lm = phone_lm.get();
