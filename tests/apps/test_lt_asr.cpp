@@ -283,7 +283,7 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");
   CHECK(r.exit_code == 0);
-  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=128", "--stream",
+  for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]", "(default: 128 for a causal model, 64 for one that sees both sides", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
                         "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT",
                         "(default: 1.5 for a causal model, 1 for one that sees both sides)", "--phone-bonus FLOAT",
