@@ -3,11 +3,14 @@
 #include "asr_inputs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <deque>
+#include <memory>
 
 #include "lt/error.h"
 
@@ -27,6 +30,18 @@ struct Input {
     if (fd > 0) ::close(fd);
   }
 };
+
+// A finished regular file that is not WAV (FLAC, OGG, AIFF, ...): the
+// stream's reader parses WAV headers and raw PCM only, so libsndfile reads
+// it whole and it is fed in pieces as if it arrived.
+bool finished_other_format(const Input& input, const InputOptions& options) {
+  struct stat st {};
+  if (input.fd == 0 || options.follow > 0 || options.raw.sample_rate > 0) return false;
+  if (::fstat(input.fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  char magic[4] = {};
+  if (::pread(input.fd, magic, sizeof magic, 0) != ssize_t(sizeof magic)) return false;  // read_audio's error then
+  return std::memcmp(magic, "RIFF", 4) != 0 && std::memcmp(magic, "RF64", 4) != 0;
+}
 }  // namespace
 
 AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer, const InputOptions& options) {
@@ -54,7 +69,20 @@ AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer
 AsrResult stream_input(const std::string& path, SpeechModel& model, const InputOptions& options, AsrOutput& out) {
   const auto t0 = Clock::now();
   Input input(path);
-  AudioStream in(input.fd, path, options.raw, options.follow);
+  std::vector<float> whole;  // a finished file of another format, fed 0.1 s at a time
+  size_t fed = 0;
+  std::unique_ptr<AudioStream> in;
+  if (finished_other_format(input, options))
+    whole = read_audio(path);
+  else
+    in = std::make_unique<AudioStream>(input.fd, path, options.raw, options.follow);
+  auto read = [&](std::vector<float>& chunk) {
+    if (in) return in->read(chunk);
+    const size_t n = std::min(whole.size() - fed, size_t(kSpeechSampleRate / 10));
+    chunk.assign(whole.begin() + std::ptrdiff_t(fed), whole.begin() + std::ptrdiff_t(fed + n));
+    fed += n;
+    return n > 0;
+  };
   SpeechStream stream(model, options.recognizer);
   AsrResult r;
   r.path = path;
@@ -92,14 +120,15 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
     else
       out.update(phone_strings(fresh), phone_strings(pending));
   };
-  while (in.read(chunk)) {
+  while (read(chunk)) {
     if (chunk.empty()) continue;
     const auto arrived = Clock::now();
     stream.push(chunk.data(), int64_t(chunk.size()));
     arrivals.emplace_back(stream.positions(), arrived);
     hand_out();
   }
-  check(stream.samples() >= kMinSpeechSamples, in.name() + ": shorter than one 25 ms analysis frame");
+  check(stream.samples() >= kMinSpeechSamples,
+        (in ? in->name() : path) + ": shorter than one 25 ms analysis frame");
   arrivals.emplace_back(INT64_MAX, Clock::now());  // the end of the input completes the last position
   stream.finish();
   hand_out();

@@ -7,6 +7,7 @@
 
 #include "apps/cli.h"
 #include "audio/audio_files.h"
+#include "lt/audio.h"
 #include "lt/speech_corpus.h"
 #include "speech/random_speech_model.h"
 
@@ -94,6 +95,19 @@ TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file, a pi
   INFO("seed " << seed);
   const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
   const std::string a = espeak(tmp, "a.wav", "en-us", "streaming speech recognition with a recurrent state");
+  // The same audio as FLAC, which the stream's reader cannot parse as it arrives.
+  const std::string flac = tmp.file("a.flac");
+  {
+    const std::vector<float> x = read_audio(a);
+    SF_INFO info{};
+    info.samplerate = kSpeechSampleRate;
+    info.channels = 1;
+    info.format = SF_FORMAT_FLAC | SF_FORMAT_PCM_16;
+    SNDFILE* f = sf_open(flac.c_str(), SFM_WRITE, &info);
+    REQUIRE(f != nullptr);
+    REQUIRE(sf_writef_float(f, x.data(), sf_count_t(x.size())) == sf_count_t(x.size()));
+    sf_close(f);
+  }
   for (const char* beam : {"1", "8"}) {
     const CommandResult whole = run_tool(tmp, "lt-asr", "-m '" + model + "' --beam " + beam + " '" + a + "'");
     REQUIRE(whole.exit_code == 0);
@@ -101,6 +115,14 @@ TEST_CASE("lt-asr --stream gives the phones of the whole file, from a file, a pi
     INFO(file.err);
     REQUIRE(file.exit_code == 0);
     CHECK(file.out == whole.out);
+    // A finished file of another format: read whole, fed as if it arrived.
+    const CommandResult flac_whole = run_tool(tmp, "lt-asr", "-m '" + model + "' --beam " + beam + " '" + flac + "'");
+    const CommandResult flac_stream =
+        run_tool(tmp, "lt-asr", "-m '" + model + "' --stream --beam " + beam + " '" + flac + "'");
+    INFO(flac_stream.err);
+    REQUIRE(flac_stream.exit_code == 0);
+    CHECK(flac_stream.out == flac_whole.out);
+    CHECK(lines(flac_stream.out).size() == 1);
     // stdin through a pipe: the tool runs as "$0" of a shell that pipes the file into it.
     const CommandResult pipe = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream --beam " + beam + " -",
                                         "sh -c 'cat \"" + a + "\" | \"$0\" \"$@\"' ");
