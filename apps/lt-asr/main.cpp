@@ -44,7 +44,7 @@ struct DecodingDefaults {
   int beam;
   double weight, bonus;
 };
-constexpr DecodingDefaults kCausalDefaults{128, 1.5, 4.0}, kBidirectionalDefaults{64, 1.0, 2.0};
+constexpr DecodingDefaults kCausalDefaults{128, 1.5, 4.0}, kBidirectionalDefaults{64, 1.25, 2.5};
 
 constexpr const char* kOfflineModel = "asr.safetensors";
 constexpr const char* kStreamingModel = "asr-stream.safetensors";
@@ -89,10 +89,10 @@ int main(int argc, char** argv) {
                              "'none' (default: ") +
                      kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)");
   app.add_option("--phone-lm-weight", a.phone_search.lm_weight,
-                 "weight of the phone model's log-probability (default: 1.5 for a causal model, 1 for one that "
+                 "weight of the phone model's log-probability (default: 1.5 for a causal model, 1.25 for one that "
                  "sees both sides)");
   app.add_option("--phone-bonus", a.phone_search.word_bonus,
-                 "log-score added per phone with a phone model (default: 4 for a causal model, 2 for one that sees "
+                 "log-score added per phone with a phone model (default: 4 for a causal model, 2.5 for one that sees "
                  "both sides)");
   app.add_flag("--stream", a.stream,
                "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "

@@ -308,8 +308,8 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]", "(default: 128 for a causal model, 64 for one that sees both sides", "--stream",
                         "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
                         "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT",
-                        "(default: 1.5 for a causal model, 1 for one that sees both sides)", "--phone-bonus FLOAT",
-                        "(default: 4 for a causal model, 2 for one that sees both sides)", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT=-12",
+                        "(default: 1.5 for a causal model, 1.25 for one that sees both sides)", "--phone-bonus FLOAT",
+                        "(default: 4 for a causal model, 2.5 for one that sees both sides)", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT=-12",
                         "--word-beam INT:INT in [1 - 4096]=64", "--lm-weight FLOAT=1.25", "--word-bonus FLOAT=4",
                         "--pause FLOAT:FLOAT in [0 - 3600]=0.4"})
     CHECK(r.out.find(o) != std::string::npos);
