@@ -27,24 +27,14 @@ struct Args {
   std::vector<std::string> inputs;
   std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm;
   std::string raw_format = "s16le";
-  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 128;  // the model's default beam unless given
+  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 64;
   double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
-  // Tuned on half of the validation set with the shipped streaming model
-  // (docs/speech.md, "Words" and "Phones with a phone language model");
-  // the phone model's weight and bonus below unless given.
+  // Tuned on half of the validation set with the shipped models
+  // (docs/speech.md, "Words" and "Decoding defaults").
   lt::WordSearchOptions word_search{64, 1.25, 4.0};
-  lt::WordSearchOptions phone_search{128, 0, 0};
+  lt::WordSearchOptions phone_search{64, 1.25, 2.5};
 };
-
-// The beam and the phone model's weight and bonus, tuned with each shipped
-// model: one that sees both sides needs less of the phone model's help, and
-// half the beam, than a causal one (docs/speech.md).
-struct DecodingDefaults {
-  int beam;
-  double weight, bonus;
-};
-constexpr DecodingDefaults kCausalDefaults{128, 1.5, 4.0}, kBidirectionalDefaults{64, 1.25, 2.5};
 
 constexpr const char* kOfflineModel = "asr.safetensors";
 constexpr const char* kStreamingModel = "asr-stream.safetensors";
@@ -67,8 +57,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--beam", a.beam,
-                 "CTC beam width (default: 128 for a causal model, 64 for one that sees both sides; 1: greedy, the "
-                 "best class per frame; with the phone model a beam is 11-16 PER points better)")
+                 "CTC beam width (1: greedy, the best class per frame; with the phone model a beam is 8-10 PER "
+                 "points better)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   app.add_option("--max-delay", a.max_delay,
                  "a beam's hypotheses that still disagree about a phone (or word) this many seconds old give way to "
@@ -88,12 +79,10 @@ int main(int argc, char** argv) {
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
                      kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)");
-  app.add_option("--phone-lm-weight", a.phone_search.lm_weight,
-                 "weight of the phone model's log-probability (default: 1.5 for a causal model, 1.25 for one that "
-                 "sees both sides)");
-  app.add_option("--phone-bonus", a.phone_search.word_bonus,
-                 "log-score added per phone with a phone model (default: 4 for a causal model, 2.5 for one that sees "
-                 "both sides)");
+  app.add_option("--phone-lm-weight", a.phone_search.lm_weight, "weight of the phone model's log-probability")
+      ->capture_default_str();
+  app.add_option("--phone-bonus", a.phone_search.word_bonus, "log-score added per phone with a phone model")
+      ->capture_default_str();
   app.add_flag("--stream", a.stream,
                "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "
                "as they settle; a terminal shows the tentative ones too");
@@ -150,12 +139,6 @@ int main(int argc, char** argv) {
     lt::require_device(device);
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     model = lt::load_speech_model(a.model, device);
-    const lt::SequenceModelConfig& c = model.model->config();
-    const bool causal = c.encoder == lt::EncoderKind::transformer && c.transformer.direction == lt::Direction::causal;
-    const DecodingDefaults defaults = causal ? kCausalDefaults : kBidirectionalDefaults;
-    if (app.count("--beam") == 0) in.recognizer.decoding.beam = a.phone_search.beam = defaults.beam;
-    if (app.count("--phone-lm-weight") == 0) a.phone_search.lm_weight = defaults.weight;
-    if (app.count("--phone-bonus") == 0) a.phone_search.word_bonus = defaults.bonus;
     const int delay = int(lt::positions_in(model.frontend, a.max_delay));
     in.recognizer.decoding.max_delay = a.phone_search.max_delay = a.word_search.max_delay = delay;
     in.recognizer.decoding.prune = a.phone_search.prune = a.word_search.prune = float(a.prune);
