@@ -186,8 +186,8 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
     // The training pass in eval mode, whose linear attention continues the
     // state (eq. 18-20 over the chunk), as does the convolution its window.
     // Softmax from the empty prefix: its keys and values become the cache.
-    if (!linear)
-      for (size_t l = 0; l < layers_.size() && config_.ff_conv > 0; ++l) state_views(state, l).conv.zero();
+    if (!linear && config_.ff_conv > 0)
+      for (size_t l = 0; l < layers_.size(); ++l) state_views(state, l).conv.zero();
     continuing_ = &state;
     try {
       forward(x, Tensor(), y, eval);
