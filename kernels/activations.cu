@@ -8,7 +8,7 @@
 #include "cuda_check.cuh"
 #include "feature_maps.cuh"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -69,4 +69,4 @@ void elu_plus_one_backward(const float* x, const float* dy, float* dx, int64_t n
   map_grad<EluPlusOneGrad>(x, dy, dx, n);
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // y = f(x) and dx = f'(x) dy over n elements (see lt/ops.h for each f).
 void relu_forward(const float* x, float* y, int64_t n);
 void relu_backward(const float* x, const float* dy, float* dx, int64_t n);
@@ -10,4 +10,4 @@ void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
 void elu_plus_one_forward(const float* x, float* y, int64_t n);
 void elu_plus_one_backward(const float* x, const float* dy, float* dx, int64_t n);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -34,7 +34,7 @@
 #include "kernels.h"
 #include "lt/attention.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kCols = 32;                           // value columns per block (threadIdx.x)
@@ -357,4 +357,4 @@ void causal_linear_attention_continue_bf16(const float* fq, const float* fk, con
   continue_state(fq, fk, v, lengths, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, L, H, F, M);
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

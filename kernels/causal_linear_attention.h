@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // lengths: a DEVICE array of N int32 lengths (clamped to [0, L] as read), or
 // nullptr for all L positions; positions t >= lengths[n] are padding: they
 // change no state and their outputs and gradients are written as zeros.
@@ -23,4 +23,4 @@ void causal_linear_attention_continue(const float* fq, const float* fk, const fl
 void causal_linear_attention_continue_bf16(const float* fq, const float* fk, const float* v,
                                            const int32_t* lengths, uint16_t* S, float* Z, float* out, int64_t N,
                                            int64_t L, int64_t H, int64_t F, int64_t M);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

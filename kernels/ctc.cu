@@ -11,7 +11,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -216,4 +216,4 @@ void ctc_loss_backward(const float* logits, const int32_t* frames, const int32_t
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

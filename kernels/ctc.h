@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // logits [B, T, C] on the device; frames [B], labels and offsets [B + 1] on the
 // host (copied over). forward writes nll [B] on the device and returns its sum.
 double ctc_loss_forward(const float* logits, const int32_t* frames, const int32_t* labels, const int64_t* offsets,
@@ -10,4 +10,4 @@ double ctc_loss_forward(const float* logits, const int32_t* frames, const int32_
 // dlogits [B, T, C] = scale[b] (host) x (softmax - posterior occupancy), zero past frames[b].
 void ctc_loss_backward(const float* logits, const int32_t* frames, const int32_t* labels, const int64_t* offsets,
                        const float* scale, float* dlogits, int64_t B, int64_t T, int64_t C);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -27,10 +27,10 @@
 // After a kernel launch: catches bad configurations and earlier async faults.
 #define LT_CUDA_LAUNCH_CHECK() LT_CUDA_CHECK(cudaGetLastError())
 
-namespace lt::cuda {
+namespace lt::kernels {
 cublasHandle_t cublas();        // one handle per process, created on first use
 cublasLtHandle_t cublas_lt();  // likewise, for the products with an epilogue
 inline unsigned blocks_for(long long n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -9,7 +9,7 @@
 #include "cuda_check.cuh"
 #include "depthwise_conv.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -143,4 +143,4 @@ void depthwise_conv_continue(const float* x, const float* w, const float* bias, 
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // lt::depthwise_conv_forward / _backward (lt/ops.h): x, y, dy, dx [B, L, C],
 // w, dw [C, K], bias, dbias [C], P of the K taps before each output's
 // position; lengths int32 [B] on the device, or nullptr for all L. dw and
@@ -14,4 +14,4 @@ void depthwise_conv_backward(const float* x, const float* w, const int32_t* leng
 // lt::depthwise_conv_continue: x, y [B, L, C], window [B, K - 1, C] updated.
 void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
                              int64_t L, int64_t C, int64_t K);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

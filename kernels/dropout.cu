@@ -6,7 +6,7 @@
 #include "cuda_check.cuh"
 #include "dropout.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -35,4 +35,4 @@ void dropout_apply(const float* x, float* y, int64_t n, uint64_t key, uint32_t t
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

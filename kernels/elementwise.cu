@@ -7,7 +7,7 @@
 #include "cuda_check.cuh"
 #include "elementwise.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -59,4 +59,4 @@ void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, floa
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -7,7 +7,7 @@
 #include "cuda_check.cuh"
 #include "embedding.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -66,4 +66,4 @@ void embedding_backward(const int32_t* ids, const float* dy, float* dtable, int6
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

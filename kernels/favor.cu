@@ -12,7 +12,7 @@
 #include "cuda_check.cuh"
 #include "favor.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarps = 4;
@@ -111,4 +111,4 @@ void favor_backward(const float* x, const float* omega, const float* dy, float* 
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

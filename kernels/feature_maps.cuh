@@ -3,7 +3,7 @@
 // eq. 7) without a pass of its own.
 #pragma once
 
-namespace lt::cuda {
+namespace lt::kernels {
 
 struct Relu {
   __device__ float operator()(float v) const { return v > 0.f ? v : 0.f; }
@@ -12,4 +12,4 @@ struct EluPlusOne {
   __device__ float operator()(float v) const { return v > 0.f ? v + 1.f : expf(v); }
 };
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

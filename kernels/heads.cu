@@ -9,7 +9,7 @@
 #include "kernels.h"
 #include "lt/heads.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -333,4 +333,4 @@ void categorical_sample(const float* logits, uint64_t seed, int64_t step, int32_
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // Mixture of logistics, params [rows, 3K]. forward writes nll [rows] and returns
 // its sum (double); both passes throw lt::Error on a target outside 0..255.
 double mol_loss_forward(const float* params, const int32_t* targets, float* nll, int64_t rows,
@@ -20,4 +20,4 @@ void categorical_loss_backward(const float* logits, const int32_t* targets, floa
                                float* dlogits, int64_t rows, int64_t V);
 void categorical_sample(const float* logits, uint64_t seed, int64_t step, int32_t* out,
                         int64_t rows, int64_t V);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

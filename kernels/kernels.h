@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace lt::cuda {
+namespace lt::kernels {
 
 // --- runtime (runtime.cu) ---
 std::string unavailable_reason();  // "" when a device is usable
@@ -36,10 +36,10 @@ void linear_forward(const float* x, const float* W, const float* b, float* y,
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
                      float* db, int64_t rows, int64_t in, int64_t out, bool tf32);
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels
 
 // Op families: each declares its launchers in kernels/<family>.h, which opens
-// lt::cuda itself (linear.cu's are above).
+// lt::kernels itself (linear.cu's are above).
 #include "activations.h"
 #include "causal_linear_attention.h"
 #include "ctc.h"

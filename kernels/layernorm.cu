@@ -9,7 +9,7 @@
 #include "layernorm.h"
 #include "lt/ops.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
@@ -171,4 +171,4 @@ void layernorm_backward(const float* x, const float* gamma, const float* mean, c
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -13,7 +13,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 __global__ void broadcast_rows_kernel(const float* b, float* y, long long rows, int out) {
@@ -178,4 +178,4 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
   }
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

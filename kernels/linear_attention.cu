@@ -17,7 +17,7 @@
 #include "kernels.h"
 #include "lt/attention.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
@@ -241,4 +241,4 @@ void linear_attention_backward(const float* fq, const float* fk, const float* v,
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

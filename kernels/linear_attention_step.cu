@@ -23,7 +23,7 @@
 #include "kernels.h"
 #include "lt/attention.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarps = 4;
@@ -253,4 +253,4 @@ void linear_attention_step_packed_bf16(const float* qkv, Elementwise phi, uint16
   launch_packed(qkv, phi, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, H, E);
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

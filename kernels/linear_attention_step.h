@@ -4,7 +4,7 @@
 
 #include "lt/feature_map.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 // One recurrent step (eq. 16-20) for `pairs` = N * H heads: S [pairs, F, M] +=
 // fk v^T, Z [pairs, F] += fk, out [pairs, M] = fq^T S / (fq . Z + eps).
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
@@ -18,4 +18,4 @@ void linear_attention_step_packed(const float* qkv, Elementwise phi, float* S, f
                                   int64_t H, int64_t E);
 void linear_attention_step_packed_bf16(const float* qkv, Elementwise phi, uint16_t* S, float* Z, float* out,
                                        int64_t N, int64_t H, int64_t E);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -6,7 +6,7 @@
 #include "cuda_check.cuh"
 #include "lstm_cell.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -78,4 +78,4 @@ void lstm_cell_backward(const float* gates, const float* c, const float* c_prev,
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -11,7 +11,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -115,4 +115,4 @@ void clip_grad_norm_segments(float* grad, const int64_t* offsets, int64_t segmen
   for (int64_t s = 0; s < segments; ++s) norms[s] = std::sqrt(host[s]);
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

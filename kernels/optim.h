@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // The fused Adam-family pass of lib/optim/moment_update.h over n values.
 void moment_update(float* params, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                    float beta1, float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
@@ -11,4 +11,4 @@ void moment_update(float* params, const float* grad, float* exp_avg, float* exp_
 // (offsets on the host, segments + 1 of them); norms[s] (host) gets each norm.
 void clip_grad_norm_segments(float* grad, const int64_t* offsets, int64_t segments, float max_norm,
                              double* norms);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -8,7 +8,7 @@
 #include "cuda_check.cuh"
 #include "position_code.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -61,4 +61,4 @@ void concat_position_backward(const float* dy, float* dx, int64_t rows, int64_t 
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

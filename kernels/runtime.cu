@@ -5,7 +5,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 
 std::string unavailable_reason() {
   static const std::string reason = [] {
@@ -89,4 +89,4 @@ cublasLtHandle_t cublas_lt() {
   return handle;
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -7,7 +7,7 @@
 #include "cuda_check.cuh"
 #include "softmax.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
@@ -64,4 +64,4 @@ void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, 
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

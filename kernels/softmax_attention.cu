@@ -12,7 +12,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 
-namespace lt::cuda {
+namespace lt::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
@@ -208,4 +208,4 @@ void softmax_attention_step(const float* q, const float* k, const float* v, floa
   LT_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace lt::cuda
+}  // namespace lt::kernels

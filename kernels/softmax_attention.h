@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace lt::cuda {
+namespace lt::kernels {
 // probs [N,H,L,S] = softmax(q k^T / sqrt(E)) per head (causal: keys s > l get
 // probability 0; needs L == S), out [N,L,H,M] = probs v. key_lengths: a DEVICE
 // array of N lengths (clamped to [0, S]) or nullptr; keys s >= len get
@@ -19,4 +19,4 @@ void softmax_attention_backward(const float* q, const float* k, const float* v, 
 // [N,T,H,M], then out [N,H,M] = attention of q [N,H,E] over rows 0..t.
 void softmax_attention_step(const float* q, const float* k, const float* v, float* k_cache, float* v_cache,
                             float* out, int64_t N, int64_t T, int64_t H, int64_t E, int64_t M, int64_t t);
-}  // namespace lt::cuda
+}  // namespace lt::kernels

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Packs lt's built programs with the shared libraries they need, except the
+# Packs lt's built programs, the CUDA module (lib/liblt-cuda.so) and the
+# shared libraries they need, except the
 # C library, the CUDA driver and CUDA's own libraries (cuBLAS), into one
 # folder that runs on another x86-64 Linux machine with the same CUDA major
 # version, e.g. a GPU machine without Debian's development packages. It
@@ -26,8 +27,14 @@ if [ ${#programs[@]} -eq 0 ]; then
   [ -x "$build/tests/lt-tests-cuda" ] && programs+=("$build/tests/lt-tests-cuda")
 fi
 cp "${programs[@]}" "$out/bin/"
+# The CUDA backend, a module the programs load on first use from ../lib.
+modules=()
+if [ -f "$build/lib/liblt-cuda.so" ]; then
+  cp "$build/lib/liblt-cuda.so" "$out/lib/"
+  modules=("$build/lib/liblt-cuda.so")
+fi
 # Everything ldd resolves, less what the target provides itself.
-ldd "${programs[@]}" | awk '/=> \//{print $3}' | sort -u |
+ldd "${programs[@]}" "${modules[@]}" | awk '/=> \//{print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcudart)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 strip "$out"/bin/* "$out"/lib/*

@@ -43,8 +43,9 @@ constexpr const char* kPhoneModel = "speech-phones.arpa.gz";
 
 }  // namespace
 
+LT_BEFORE_LIBRARIES(lt::app::setup_process<lt::app::UnderLoad::free_cores>);
+
 int main(int argc, char** argv) {
-  lt::app::prepare_process(argv);
   Args a;
   CLI::App app{"lt-asr: transcribe audio files and live streams to phones with a linear-transformer CTC model"};
   app.set_help_flag("-h,--help", "show every option with its default");
@@ -144,14 +145,14 @@ int main(int argc, char** argv) {
     in.recognizer.decoding.prune = a.phone_search.prune = a.word_search.prune = float(a.prune);
     if (use_phone_lm) {
       phone_lm = std::make_unique<lt::LanguageModel>(
-          lt::read_arpa(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
+          lt::load_language_model(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
       in.recognizer.phone_lm = phone_lm.get();
       in.recognizer.phone_search = a.phone_search;
     }
     if (a.stream) lt::SpeechStream refuses_other_models(model, in.recognizer);
     if (a.words) {
       lexicon = lt::read_lexicon(a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon);
-      if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::read_arpa(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
+      if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
       in.recognizer.lexicon = &lexicon;
       in.recognizer.lm = lm.get();
       in.recognizer.words = a.word_search;

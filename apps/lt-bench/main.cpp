@@ -1,7 +1,9 @@
 // lt-bench: shell-scriptable benchmarks reproducing the paper's speed and
 // memory claims. Rows go to stdout (md, csv, json, jsonl); progress to stderr.
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <iostream>
+#include <memory>
 
 #include "background_load.h"
 #include "benchmarks.h"
@@ -11,13 +13,26 @@
 #include "lt/backend.h"
 #include "lt/error.h"
 
-int main(int argc, char** argv) {
-  // Before prepare_process, which looks at how busy the machine is.
-  const lt::bench::BackgroundLoad load(lt::bench::BackgroundLoad::requested(argc, argv));
+namespace {
+
+lt::bench::BackgroundLoad* g_load = nullptr;  // made before the libraries load, owned by main
+
+void setup_process(int argc, char** argv, char**) {
+  // The load first: the look at how busy the machine is then sees it.
+  g_load = new lt::bench::BackgroundLoad(lt::bench::BackgroundLoad::requested(argc, argv));
   // The training benchmarks take lt-train's choice of threads on a busy machine.
   bool training = false;
-  for (int i = 1; i < argc; ++i) training |= std::string(argv[i]) == "train" || std::string(argv[i]) == "speech";
-  lt::app::prepare_process(argv, training ? lt::app::UnderLoad::all_cores : lt::app::UnderLoad::free_cores);
+  for (int i = 1; i < argc; ++i)
+    training |= std::strcmp(argv[i], "train") == 0 || std::strcmp(argv[i], "speech") == 0;
+  lt::app::prepare_process(training ? lt::app::UnderLoad::all_cores : lt::app::UnderLoad::free_cores);
+}
+
+}  // namespace
+
+LT_BEFORE_LIBRARIES(setup_process);
+
+int main(int argc, char** argv) {
+  const std::unique_ptr<lt::bench::BackgroundLoad> load(g_load);
   CLI::App app{"lt-bench: speed and memory benchmarks of linear transformers"};
   app.require_subcommand(1);
   app.fallthrough();  // -f, -t, -q may follow the subcommand too
@@ -112,7 +127,7 @@ int main(int argc, char** argv) {
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
     gen.tf32 = tr.tf32 = sp.tf32 = tf32;
     lt::bench::Writer writer(format);
-    lt::bench::set_background_load(load.count());
+    lt::bench::set_background_load(load->count());
     if (*attention) {
       att.verbose = !quiet;
       lt::bench::run_attention_bench(att, writer);

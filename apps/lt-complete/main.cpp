@@ -180,8 +180,9 @@ int run(const Args& a) {
 
 }  // namespace
 
+LT_BEFORE_LIBRARIES(lt::app::setup_process<lt::app::UnderLoad::free_cores>);
+
 int main(int argc, char** argv) {
-  lt::app::prepare_process(argv);
   Args a;
   CLI::App app{"lt-complete: complete occluded PNG images pixel by pixel with a linear-transformer image model"};
   app.add_option("inputs", a.inputs, "PNG images (transparent pixels are unknown unless --keep-* is given)")

@@ -106,8 +106,9 @@ int run(const Args& a) {
 
 }  // namespace
 
+LT_BEFORE_LIBRARIES(lt::app::setup_process<lt::app::UnderLoad::free_cores>);
+
 int main(int argc, char** argv) {
-  lt::app::prepare_process(argv);
   Args a;
   CLI::App app{"lt-sample-image: sample images pixel by pixel from a linear-transformer image model"};
   lt::app::add_model_option(app, a.model, "mnist.safetensors");

@@ -22,8 +22,10 @@ extern "C" void on_sigint(int) {
 }
 }  // namespace
 
+// training: a few large parallel regions, on all cores even when others run
+LT_BEFORE_LIBRARIES(lt::app::setup_process<lt::app::UnderLoad::all_cores>);
+
 int main(int argc, char** argv) {
-  lt::app::prepare_process(argv, lt::app::UnderLoad::all_cores);  // training: a few large parallel regions
   lt::app::TrainArgs a;
   CLI::App app{"lt-train: train linear-transformer models (image generation, copy task, speech recognition) and evaluate them"};
   app.set_help_flag("-h,--help", "show every option with its default");

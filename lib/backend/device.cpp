@@ -1,5 +1,6 @@
 // Device selection, memory accounting and build information. Everything that
-// touches the CUDA runtime goes through kernels/ and is compiled only with
+// touches the CUDA runtime goes through the CUDA module (cuda_module.h),
+// loaded when a CUDA device is first asked for, and is compiled only with
 // LT_WITH_CUDA; without it, asking for cuda says the build lacks it.
 #include <omp.h>
 
@@ -12,7 +13,7 @@
 #include "lt/error.h"
 #include "lt_build_commit.h"  // generated at build time: LT_GIT_COMMIT
 #ifdef LT_WITH_CUDA
-#include "kernels.h"
+#include "backend/cuda_module.h"
 #endif
 
 extern "C" void openblas_set_num_threads(int);
@@ -56,7 +57,8 @@ int num_threads() { return g_threads > 0 ? g_threads : g_default_threads; }
 
 std::string cuda_unavailable_reason() {
 #ifdef LT_WITH_CUDA
-  return cuda::unavailable_reason();
+  const std::string& why = cuda::module_unavailable_reason();
+  return why.empty() ? cuda::unavailable_reason() : why;
 #else
   return "this lt was built without CUDA (reconfigure with -DLT_CUDA=ON on a machine with nvcc)";
 #endif

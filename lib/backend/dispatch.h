@@ -4,7 +4,7 @@
 #pragma once
 #include "lt/error.h"
 #ifdef LT_WITH_CUDA
-#include "kernels.h"
+#include "backend/cuda_module.h"
 #define LT_ON_CUDA(call) \
   do {                   \
     call;                \

@@ -61,6 +61,7 @@ class LanguageModel {
 
  private:
   friend class ArpaReader;
+  friend class LanguageModelFile;
   // A history the model can use: an n-gram of order < N, or the context of a
   // longer one (closed under prefixes, so the search below finds every one).
   struct Context {
@@ -107,5 +108,13 @@ class LanguageModel {
 // word not among the unigrams, a repeated n-gram, no <s> or </s>, a missing
 // \end\.
 LanguageModel read_arpa(const std::string& path);
+
+// read_arpa through a binary copy of the model in a cache folder
+// ($LT_CACHE_DIR, else $XDG_CACHE_HOME/lt, else ~/.cache/lt), named by a hash
+// of the ARPA file's bytes. The first load parses the text and writes the
+// copy (atomically; a folder that cannot be written only costs the parse);
+// later loads read it: the shipped 6-gram phone model in a few milliseconds
+// instead of most of a second. A copy that does not check out is ignored.
+LanguageModel load_language_model(const std::string& arpa_path);
 
 }  // namespace lt

@@ -1,0 +1,82 @@
+#include "process_setup.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+char* openblas_get_corename(void);
+// OpenBLAS's core choice, exported by its DYNAMIC_ARCH builds (Debian's):
+// init chooses (OPENBLAS_CORETYPE, else the CPU) unless a core is chosen
+// already, quit forgets the choice, and the library's own constructor keeps
+// what was chosen before it. Weak: with another build the choice is skipped.
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+}
+
+namespace lt::app {
+namespace {
+
+// Threads of other processes running now: the kernel's count of running
+// tasks (procs_running in /proc/stat, this one included), the fewest of up
+// to five looks 2 ms apart, so that a moment's blip does not count. A look
+// that sees none ends it: an idle machine costs one read.
+int other_running_threads() {
+  int fewest = 1 << 30;
+  for (int look = 0; look < 5 && fewest > 0; ++look) {
+    if (look) usleep(2000);
+    std::FILE* f = std::fopen("/proc/stat", "r");
+    if (!f) return 0;
+    char line[256];
+    int n = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "procs_running %d", &n) == 1) break;
+    std::fclose(f);
+    if (n < 1) return 0;
+    fewest = std::min(fewest, n - 1);
+  }
+  return fewest;
+}
+
+void choose_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return;
+  gotoblas_dynamic_init();
+  const char* core = openblas_get_corename();
+  if (!core || std::strcmp(core, "Prescott") != 0) return;
+  __builtin_cpu_init();  // its own constructor has not run yet
+  const char* better = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    better = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    better = "Haswell";
+  if (!better) return;
+  setenv("OPENBLAS_CORETYPE", better, 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+}
+
+}  // namespace
+
+void prepare_process(UnderLoad threads) {
+  signal(SIGXFSZ, SIG_IGN);
+  if (std::getenv("LT_NO_PROCESS_SETUP")) return;
+  choose_openblas_core();
+  const int others = other_running_threads();
+  if (others > 0 && !std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+  if (others > 0 && threads == UnderLoad::free_cores && !std::getenv("OMP_NUM_THREADS")) {
+    cpu_set_t cpus;
+    const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    char count[16];
+    std::snprintf(count, sizeof count, "%d", std::max(1, cores - others));
+    setenv("OMP_NUM_THREADS", count, 1);
+  }
+}
+
+}  // namespace lt::app

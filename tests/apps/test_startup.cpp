@@ -1,0 +1,110 @@
+// Start-up: no tool needs a CUDA library to start (the backend is a module
+// loaded on first use, kernels/launchers.h), a CPU job never loads it, and
+// the settings libgomp reads when it loads are made before it loads, in one
+// process image (apps/common/process_setup.h).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "apps/cli.h"
+#include "lt/backend.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+const char* const kTools[] = {"lt-train", "lt-sample-image", "lt-complete", "lt-bench", "lt-asr"};
+
+bool mentions_cuda_library(const std::string& text) {
+  for (const char* lib : {"libcuda.", "libcudart", "libcublas", "liblt-cuda"})
+    if (text.find(lib) != std::string::npos) return true;
+  return false;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// K processes that spin until the object goes away.
+struct BusyLoops {
+  explicit BusyLoops(int k) {
+    for (int i = 0; i < k; ++i)
+      if (const pid_t pid = fork(); pid == 0) {
+        for (volatile unsigned x = 0;; x = x + 1) {
+        }
+      } else if (pid > 0) {
+        pids.push_back(pid);
+      }
+    usleep(200000);  // running before the tool looks
+  }
+  ~BusyLoops() {
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  }
+  std::vector<pid_t> pids;
+};
+
+}  // namespace
+
+TEST_CASE("no tool needs a CUDA library to start: ldd lists none") {
+  TempDir dir;
+  for (const char* tool : kTools) {
+    const CommandResult r = run_program(dir, "ldd", std::string(LT_BIN_DIR) + "/" + tool);
+    INFO(tool << ": " << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("libopenblas") != std::string::npos);  // ldd did list the libraries
+    CHECK(!mentions_cuda_library(r.out));
+  }
+}
+
+TEST_CASE("a CPU job loads no CUDA library; -d cuda loads the module, or says in one line why it cannot") {
+  TempDir dir;
+  const std::string model = tiny_image_checkpoint(dir, "tiny.safetensors");
+  const std::string job = "-m '" + model + "' -n 1 -q -o '" + dir.file("x.png") + "'";
+  // LD_DEBUG=files names every library as the loader opens it, dlopen included.
+  CommandResult r = run_tool(dir, "lt-sample-image", job, "LD_DEBUG=files ");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("libopenblas") != std::string::npos);
+  CHECK(!mentions_cuda_library(r.err));
+
+  r = run_tool(dir, "lt-sample-image", job + " -d cuda", "LD_DEBUG=files ");
+  if (!built_with_cuda()) {
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("built without CUDA") != std::string::npos);
+    return;
+  }
+  CHECK(r.err.find("liblt-cuda.so") != std::string::npos);
+  if (r.exit_code == 0) return;  // a GPU is here
+  // Without a GPU: the tool's one line names the device (LD_DEBUG's lines apart).
+  r = run_tool(dir, "lt-sample-image", job + " -d cuda");
+  CHECK(r.exit_code != 0);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(r.err.find("lt-sample-image: cannot use device cuda: no usable CUDA device") == 0);
+
+  // A module that is not where LT_CUDA_MODULE says.
+  r = run_tool(dir, "lt-sample-image", job + " -d cuda", "LT_CUDA_MODULE='" + dir.file("none/liblt-cuda.so") + "' ");
+  CHECK(r.exit_code != 0);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(r.err.find("the CUDA module liblt-cuda.so is not installed (looked for " + dir.file("none/liblt-cuda.so") +
+                   ")") != std::string::npos);
+}
+
+TEST_CASE("beside busy processes a tool waits passively from its first and only start") {
+  TempDir dir;
+  const BusyLoops busy(2);
+  // libgomp prints its settings once per start, when it loads.
+  CommandResult r = run_tool(dir, "lt-sample-image", "--help", "OMP_DISPLAY_ENV=verbose ");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count(r.err, "OPENMP DISPLAY ENVIRONMENT BEGIN") == 1);
+  CHECK(r.err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
+  // Left to libgomp's defaults, it would spin.
+  r = run_tool(dir, "lt-sample-image", "--help", "LT_NO_PROCESS_SETUP=1 OMP_DISPLAY_ENV=verbose ");
+  CHECK(count(r.err, "OPENMP DISPLAY ENVIRONMENT BEGIN") == 1);
+  CHECK(r.err.find("GOMP_SPINCOUNT = '0'") == std::string::npos);
+}
