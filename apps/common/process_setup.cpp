@@ -63,20 +63,25 @@ void choose_openblas_core() {
 
 }  // namespace
 
-void prepare_process(UnderLoad threads) {
+void prepare_process(UnderLoad threads, char** argv, char** envp) {
+  environ = envp;  // getenv and setenv work from here; the C library's initialiser sets it again
   signal(SIGXFSZ, SIG_IGN);
-  if (std::getenv("LT_NO_PROCESS_SETUP")) return;
+  if (std::getenv("LT_NO_REEXEC")) return;
   choose_openblas_core();
+  bool changed = false;
   const int others = other_running_threads();
   if (others > 0 && !std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+    changed |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
   if (others > 0 && threads == UnderLoad::free_cores && !std::getenv("OMP_NUM_THREADS")) {
     cpu_set_t cpus;
     const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     char count[16];
     std::snprintf(count, sizeof count, "%d", std::max(1, cores - others));
-    setenv("OMP_NUM_THREADS", count, 1);
+    changed |= setenv("OMP_NUM_THREADS", count, 1) == 0;
   }
+  if (!changed) return;
+  setenv("LT_NO_REEXEC", "1", 1);  // once: never loop
+  execv("/proc/self/exe", argv);   // returns only on failure: carry on as things are
 }
 
 }  // namespace lt::app

@@ -2,7 +2,8 @@
 // shared machine looks like to lt, so that its defaults can be measured
 // under load as well as idle. The load starts before anything else, so that
 // the tool's start-up sees it as it would see a real one (prepare_process
-// looks at the machine, before the libraries load); it dies with the tool.
+// looks at the machine); it survives the tool's re-execution (the new image
+// adopts the processes named in LT_BACKGROUND_PIDS) and dies with the tool.
 #pragma once
 #include <signal.h>
 #include <sys/prctl.h>
@@ -30,7 +31,15 @@ class BackgroundLoad {
   }
 
   explicit BackgroundLoad(int k) {
+    if (const char* pids = std::getenv("LT_BACKGROUND_PIDS")) {  // started before a re-execution
+      for (const char* p = pids; *p;) {
+        pids_.push_back(pid_t(std::strtol(p, const_cast<char**>(&p), 10)));
+        while (*p == ',') ++p;
+      }
+      return;
+    }
     if (k <= 0 || k > 64) return;
+    std::string list;
     for (int i = 0; i < k; ++i) {
       const pid_t pid = fork();
       if (pid < 0) break;
@@ -40,7 +49,9 @@ class BackgroundLoad {
         }
       }
       pids_.push_back(pid);
+      list += (list.empty() ? "" : ",") + std::to_string(pid);
     }
+    setenv("LT_BACKGROUND_PIDS", list.c_str(), 1);
     usleep(50000);  // running before anyone looks
   }
   ~BackgroundLoad() {

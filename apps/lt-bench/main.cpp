@@ -17,14 +17,15 @@ namespace {
 
 lt::bench::BackgroundLoad* g_load = nullptr;  // made before the libraries load, owned by main
 
-void setup_process(int argc, char** argv, char**) {
+void setup_process(int argc, char** argv, char** envp) {
+  environ = envp;  // as prepare_process: the load reads and writes LT_BACKGROUND_PIDS
   // The load first: the look at how busy the machine is then sees it.
   g_load = new lt::bench::BackgroundLoad(lt::bench::BackgroundLoad::requested(argc, argv));
   // The training benchmarks take lt-train's choice of threads on a busy machine.
   bool training = false;
   for (int i = 1; i < argc; ++i)
     training |= std::strcmp(argv[i], "train") == 0 || std::strcmp(argv[i], "speech") == 0;
-  lt::app::prepare_process(training ? lt::app::UnderLoad::all_cores : lt::app::UnderLoad::free_cores);
+  lt::app::prepare_process(training ? lt::app::UnderLoad::all_cores : lt::app::UnderLoad::free_cores, argv, environ);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Start-up: no tool needs a CUDA library to start (the backend is a module
 // loaded on first use, kernels/launchers.h), a CPU job never loads it, and
-// the settings libgomp reads when it loads are made before it loads, in one
-// process image (apps/common/process_setup.h).
+// the settings libgomp reads when it loads are made before any library
+// initialises (apps/common/process_setup.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -94,17 +94,18 @@ TEST_CASE("a CPU job loads no CUDA library; -d cuda loads the module, or says in
                    ")") != std::string::npos);
 }
 
-TEST_CASE("beside busy processes a tool waits passively from its first and only start") {
+TEST_CASE("beside busy processes a tool waits passively, its libraries initialised once") {
   TempDir dir;
   const BusyLoops busy(2);
-  // libgomp prints its settings once per start, when it loads.
+  // libgomp prints its settings when it initialises: the re-execution that
+  // sets them happens before any library's constructor.
   CommandResult r = run_tool(dir, "lt-sample-image", "--help", "OMP_DISPLAY_ENV=verbose ");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(count(r.err, "OPENMP DISPLAY ENVIRONMENT BEGIN") == 1);
   CHECK(r.err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
   // Left to libgomp's defaults, it would spin.
-  r = run_tool(dir, "lt-sample-image", "--help", "LT_NO_PROCESS_SETUP=1 OMP_DISPLAY_ENV=verbose ");
+  r = run_tool(dir, "lt-sample-image", "--help", "LT_NO_REEXEC=1 OMP_DISPLAY_ENV=verbose ");
   CHECK(count(r.err, "OPENMP DISPLAY ENVIRONMENT BEGIN") == 1);
   CHECK(r.err.find("GOMP_SPINCOUNT = '0'") == std::string::npos);
 }
