@@ -136,5 +136,5 @@ TEST_CASE("load_language_model: a cache folder that cannot be written only costs
   check_model(load_language_model(path), m);
   check_model(load_language_model(path), m);
   CHECK_THROWS_WITH_AS(load_language_model(tmp.file("missing.arpa")),
-                       doctest::Contains(tmp.file("missing.arpa") + ": cannot open"), Error);
+                       doctest::Contains((tmp.file("missing.arpa") + ": cannot open").c_str()), Error);
 }
