@@ -3,6 +3,7 @@
 // that is cut short, altered or stale is never trusted into a crash or a
 // wrong model, and a cache folder that cannot be written costs nothing but
 // the parse.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -37,17 +38,22 @@ ArpaModel model(Rng& rng) {
   return random_arpa(rng, int(rng.integer(1, 4)), words, rng.uniform(0, 1) < 0.5, rng.integer(20, 300));
 }
 
-// Every word after every n-gram's context (and the start), against the definition.
-void check_model(const LanguageModel& lm, const ArpaModel& m) {
+// Every word after every n-gram's context (and the start): the score as the
+// definition gives it, and the state after it, the longest usable history
+// the model knows. With `same`, both exactly as that model's.
+void check_model(const LanguageModel& lm, const ArpaModel& m, const LanguageModel* same = nullptr) {
   REQUIRE(lm.order() == m.order);
   REQUIRE(lm.words().size() == m.vocabulary.size());
+  auto ids = [&](const std::vector<std::string>& words) {
+    std::vector<int32_t> out;
+    for (const std::string& w : words) out.push_back(lm.word_id(w));
+    return out;
+  };
   std::vector<std::vector<std::string>> histories{{}, {"<s>"}};
   for (const auto& kv : m.ngrams)
     if (kv.first.size() > 1) histories.emplace_back(kv.first.begin(), kv.first.end() - 1);
   for (const std::vector<std::string>& h : histories) {
-    std::vector<int32_t> ids;
-    for (const std::string& w : h) ids.push_back(lm.word_id(w));
-    const LmState state = lm.state_of(ids);
+    const LmState state = lm.state_of(ids(h));
     for (const std::string& v : m.vocabulary) {
       if (v == "<s>") continue;
       LmState next;
@@ -55,9 +61,14 @@ void check_model(const LanguageModel& lm, const ArpaModel& m) {
       CHECK(std::abs(score - naive_log_prob(m, usable(m, h), v)) < 1e-9);
       std::vector<std::string> after = h;
       after.push_back(v);
-      std::vector<int32_t> expected;
-      for (const std::string& w : usable(m, after)) expected.push_back(lm.word_id(w));
-      CHECK(lm.history(next) == expected);
+      CHECK(next == lm.state_of(ids(after)));
+      const std::vector<int32_t> kept = lm.history(next), whole = ids(usable(m, after));
+      REQUIRE(kept.size() <= whole.size());
+      CHECK(std::equal(kept.begin(), kept.end(), whole.end() - std::ptrdiff_t(kept.size())));
+      if (!same) continue;
+      LmState same_next;
+      CHECK(same->score(same->state_of(ids(h)), lm.word_id(v), &same_next) == score);
+      CHECK(same->history(same_next) == kept);
     }
   }
 }
@@ -78,7 +89,7 @@ TEST_CASE("load_language_model: the copy written on the first load gives the sam
     REQUIRE(copies(tmp.file("cache/lt")).size() == size_t(round + 1));
     const LanguageModel copied = load_language_model(path);
     check_model(parsed, m);
-    check_model(copied, m);
+    check_model(copied, m, &parsed);
     for (int n = 1; n <= m.order; ++n) CHECK(copied.ngrams(n) == parsed.ngrams(n));
     CHECK(copied.unknown() == parsed.unknown());
     CHECK(copied.begin() == parsed.begin());
