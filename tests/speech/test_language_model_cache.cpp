@@ -35,7 +35,7 @@ std::vector<std::string> copies(const std::string& folder) {
 ArpaModel model(Rng& rng) {
   std::vector<std::string> words;
   for (int i = 0; i < 12; ++i) words.push_back("W" + std::to_string(rng.integer(0, 999)) + "X" + std::to_string(i));
-  return random_arpa(rng, int(rng.integer(1, 4)), words, rng.uniform(0, 1) < 0.5, rng.integer(20, 300));
+  return random_arpa(rng, int(rng.integer(1, 4)), words, rng.uniform(0, 1) < 0.5, rng.integer(20, 120));
 }
 
 // Every word after every n-gram's context (and the start): the score as the
