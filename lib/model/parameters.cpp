@@ -12,16 +12,23 @@ size_t Parameters::add(const std::string& name, const Shape& shape) {
   return entries_.size() - 1;
 }
 
-void Parameters::allocate(Device device) {
-  values_ = Tensor::zeros({total_}, device);
-  grads_ = Tensor::zeros({total_}, device);
+void Parameters::allocate(Device device) { values_ = Tensor::zeros({total_}, device); }
+
+const Tensor& Parameters::grads() const {
+  check(allocated(), "Parameters::grads: the parameters are not allocated");
+  if (!grads_.defined() || grads_.device() != values_.device()) grads_ = Tensor::zeros({total_}, values_.device());
+  return grads_;
+}
+
+void Parameters::zero_grad() {
+  grads();
+  grads_.zero();
 }
 
 void Parameters::share_values(const Parameters& other) {
   check(total_ == other.total_ && entries_.size() == other.entries_.size() && other.allocated(),
         "share_values: the parameter sets differ in layout");
   values_ = other.values_;
-  if (!grads_.defined() || grads_.device() != values_.device()) grads_ = Tensor::zeros({total_}, values_.device());
 }
 
 size_t Parameters::index(const std::string& name) const {
@@ -37,7 +44,7 @@ Tensor Parameters::value(size_t i) const {
 
 Tensor Parameters::grad(size_t i) const {
   const Entry& e = entries_.at(i);
-  return grads_.rows(e.offset, e.offset + shape_numel(e.shape)).reshape(e.shape);
+  return grads().rows(e.offset, e.offset + shape_numel(e.shape)).reshape(e.shape);
 }
 
 std::map<std::string, Tensor> Parameters::named_values() const {

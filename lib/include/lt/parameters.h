@@ -16,7 +16,9 @@ class Parameters {
  public:
   // Declares a parameter; valid only before allocate(). Returns its index.
   size_t add(const std::string& name, const Shape& shape);
-  // Allocates values and gradients (zeroed) on the device; views become valid.
+  // Allocates the values (zeroed) on the device; views become valid. The
+  // gradients, zeroed too, are allocated when first asked for: a model that
+  // only infers never holds them (nor pays for their pages at start-up).
   void allocate(Device device);
 
   bool allocated() const { return values_.defined(); }
@@ -36,8 +38,8 @@ class Parameters {
   // weights the optimizer updates and keeps its own gradients.
   void share_values(const Parameters& other);
   const Tensor& values() const { return values_; }  // flat [numel]
-  const Tensor& grads() const { return grads_; }    // flat [numel]
-  void zero_grad() { grads_.zero(); }
+  const Tensor& grads() const;                       // flat [numel]
+  void zero_grad();
 
   // name -> view of the value, for checkpoint writing.
   std::map<std::string, Tensor> named_values() const;
@@ -51,7 +53,8 @@ class Parameters {
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   int64_t total_ = 0;
-  Tensor values_, grads_;
+  Tensor values_;
+  mutable Tensor grads_;
 };
 
 // Checkpoint averaging (model soups, stochastic weight averaging): sets
