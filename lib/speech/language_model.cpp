@@ -1,6 +1,6 @@
 // Back-off scoring over the model's contexts (lt/language_model.h). Every
 // history the model can use is a context with an id, its back-off weight and
-// a suffix link; the n-grams are arcs (context, word) in one hash map. A score
+// a suffix link; the n-grams are arcs (context, word) in one hash table. A score
 // walks the suffix links from the state's context until an arc carries a
 // probability, adding the back-off weights it passes: the Katz recursion
 // without forming a single string.
@@ -25,37 +25,21 @@ int32_t LanguageModel::word_id(const std::string& word) const {
   return it == ids_.end() ? -1 : it->second;
 }
 
-size_t LanguageModel::first_slot(uint64_t k) const {
-  return size_t(splitmix64(k)) & (arcs_.size() - 1);  // ids are small and dense: every bit has to move the slot
+size_t LanguageModel::first_slot(uint64_t k, size_t slots) {
+  return size_t(splitmix64(k)) & (slots - 1);  // ids are small and dense: every bit has to move the slot
 }
 
-size_t LanguageModel::arc_slot(uint64_t k) const {
-  const size_t mask = arcs_.size() - 1;
-  size_t i = first_slot(k);
-  while (arcs_[i].key != k && arcs_[i].key != kNoArc) i = (i + 1) & mask;
+size_t LanguageModel::find_slot(const Arc* table, size_t slots, uint64_t k) {
+  const size_t mask = slots - 1;
+  size_t i = first_slot(k, slots);
+  while (table[i].key != k && table[i].key != kNoArc) i = (i + 1) & mask;
   return i;
 }
 
 const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) const {
-  if (arcs_.empty()) return nullptr;
-  const Arc& a = arcs_[arc_slot(key(context, word))];
+  if (arc_slots_ == 0) return nullptr;
+  const Arc& a = arcs_[find_slot(arcs_, arc_slots_, key(context, word))];
   return a.key == kNoArc ? nullptr : &a;
-}
-
-LanguageModel::Arc& LanguageModel::arc_or_new(int32_t context, int32_t word) {
-  if ((arc_count_ + 1) * 2 > arcs_.size()) {
-    const std::vector<Arc> old = std::move(arcs_);
-    arcs_.assign(std::max<size_t>(1024, old.size() * 2), Arc{kNoArc, 0.0, -1, false});
-    for (const Arc& a : old)
-      if (a.key != kNoArc) arcs_[arc_slot(a.key)] = a;
-  }
-  const uint64_t k = key(context, word);
-  Arc& a = arcs_[arc_slot(k)];
-  if (a.key == kNoArc) {
-    a.key = k;
-    ++arc_count_;
-  }
-  return a;
 }
 
 // The longest suffix of "context word" that is a context, of at most
@@ -77,7 +61,7 @@ double LanguageModel::score(LmState from, int32_t word, LmState* to) const {
   if (word < 0 || size_t(word) >= words_.size())  // not check(): the search calls this per hypothesis and frame
     throw Error("LanguageModel::score: word id " + std::to_string(word) + " is outside the vocabulary of " +
                 std::to_string(words_.size()));
-  check(from.context >= 0 && size_t(from.context) < contexts_.size(), "LanguageModel::score: not a state of this model");
+  check(from.context >= 0 && size_t(from.context) < context_count_, "LanguageModel::score: not a state of this model");
   double backoff = 0;
   for (int32_t c = from.context;;) {
     const Arc* a = arc(c, word);
@@ -103,7 +87,7 @@ LmState LanguageModel::state_of(const std::vector<int32_t>& history) const {
 }
 
 std::vector<int32_t> LanguageModel::history(LmState state) const {
-  check(state.context >= 0 && size_t(state.context) < contexts_.size(), "LanguageModel::history: not a state of this model");
+  check(state.context >= 0 && size_t(state.context) < context_count_, "LanguageModel::history: not a state of this model");
   std::vector<int32_t> words;
   for (int32_t c = state.context; c > 0; c = contexts_[size_t(c)].parent) words.push_back(contexts_[size_t(c)].word);
   std::reverse(words.begin(), words.end());

@@ -1,14 +1,14 @@
 // The binary copy behind load_language_model (lt/language_model.h): the
-// parsed model as it lies in memory (words, contexts, the arc table with its
-// empty slots), so that loading is reading. The ARPA file is the source of
-// truth: the copy is named by a hash of its bytes, carries that hash and size
-// again, and is checked whole before use; any failure falls back to parsing.
+// parsed model's tables as they lie in memory, so that loading maps the file
+// and reads nothing twice. The ARPA file is the source of truth: the copy is
+// named by a hash of its bytes, carries that hash and size again, and is
+// checked whole before use; any failure falls back to parsing.
 //
-// Format (little-endian): "LTLM", u32 version, u64 source size, u64 source
-// hash, i32 order, bos, eos, unk, begin; u64 n_counts, i64 counts[]; u64
-// n_words, each word as u32 length + bytes; u64 n_contexts, each as i32
-// parent, word, suffix, length, f64 backoff; u64 table size, u64 arc count,
-// each slot as u64 key, f64 logp, i32 next, u8 has_prob.
+// Format (little-endian, x86-64 layout): "LTLM", u32 version, u64 source
+// size, u64 source hash, i32 order, bos, eos, unk, begin, u32 0; u64
+// n_counts, i64 counts[]; u64 n_words, each word as u32 length + bytes, zero
+// bytes to a multiple of 8; u64 n_contexts, the Context structs; u64 table
+// size, u64 arc count, the Arc structs (padding bytes zero).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,9 +16,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string_view>
 
 #include "lt/error.h"
@@ -28,7 +30,7 @@ namespace lt {
 namespace {
 
 constexpr char kMagic[4] = {'L', 'T', 'L', 'M'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // The file's bytes; empty when it cannot be read whole.
 std::string read_whole(const std::string& path) {
@@ -63,17 +65,19 @@ void make_folders(const std::string& path) {
 class Writer {
  public:
   template <class T>
-  void put(T v) {
+  void put(const T& v) {
     out_.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
   void put_bytes(const std::string& s) { out_ += s; }
+  void align8() { out_.append((8 - out_.size() % 8) % 8, '\0'); }
   const std::string& bytes() const { return out_; }
 
  private:
   std::string out_;
 };
 
-// Reads fields in order; any read past the end makes ok() false.
+// Reads fields in order from the mapped copy; any read past the end makes
+// ok() false. Tables are read in place.
 class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
@@ -96,8 +100,18 @@ class Reader {
     pos_ += n;
     return std::string(in_.substr(pos_ - n, n));
   }
-  // A count of records of at least `record` bytes each that the rest can hold.
-  bool fits(uint64_t count, size_t record) const { return ok_ && count <= (in_.size() - pos_) / record; }
+  // count records of T where the reader stands (8-aligned), or null.
+  template <class T>
+  const T* table(uint64_t count) {
+    if (!ok_ || pos_ % alignof(T) != 0 || count > (in_.size() - pos_) / sizeof(T)) {
+      ok_ = false;
+      return nullptr;
+    }
+    const T* t = reinterpret_cast<const T*>(in_.data() + pos_);
+    pos_ += count * sizeof(T);
+    return t;
+  }
+  void align8() { pos_ = std::min(in_.size(), (pos_ + 7) / 8 * 8); }
   bool ok() const { return ok_; }
   bool at_end() const { return ok_ && pos_ == in_.size(); }
 
@@ -110,6 +124,13 @@ class Reader {
 }  // namespace
 
 class LanguageModelFile {
+  using Context = LanguageModel::Context;
+  using Arc = LanguageModel::Arc;
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the copy's tables are the machine's own structs");
+  static_assert(sizeof(Context) == 24 && offsetof(Context, backoff) == 16, "Context is the copy's record");
+  static_assert(sizeof(Arc) == 24 && offsetof(Arc, next) == 16 && offsetof(Arc, has_prob) == 20,
+                "Arc is the copy's record");
+
  public:
   static std::string write(const LanguageModel& lm, uint64_t size, uint64_t hash) {
     Writer w;
@@ -117,7 +138,7 @@ class LanguageModelFile {
     w.put(kVersion);
     w.put(size);
     w.put(hash);
-    for (int32_t v : {int32_t(lm.order_), lm.bos_, lm.eos_, lm.unk_, lm.begin_.context}) w.put(v);
+    for (int32_t v : {int32_t(lm.order_), lm.bos_, lm.eos_, lm.unk_, lm.begin_.context, 0}) w.put(v);
     w.put(uint64_t(lm.ngram_counts_.size()));
     for (int64_t c : lm.ngram_counts_) w.put(c);
     w.put(uint64_t(lm.words_.size()));
@@ -125,24 +146,43 @@ class LanguageModelFile {
       w.put(uint32_t(word.size()));
       w.put_bytes(word);
     }
-    w.put(uint64_t(lm.contexts_.size()));
-    for (const LanguageModel::Context& c : lm.contexts_) {
-      for (int32_t v : {c.parent, c.word, c.suffix, c.length}) w.put(v);
-      w.put(c.backoff);
-    }
-    w.put(uint64_t(lm.arcs_.size()));
-    w.put(uint64_t(lm.arc_count_));
-    for (const LanguageModel::Arc& a : lm.arcs_) {
-      w.put(a.key);
-      w.put(a.logp);
-      w.put(a.next);
-      w.put(uint8_t(a.has_prob));
+    w.align8();
+    w.put(uint64_t(lm.context_count_));
+    for (size_t i = 0; i < lm.context_count_; ++i) w.put(lm.contexts_[i]);
+    uint64_t arcs = 0;
+    for (size_t i = 0; i < lm.arc_slots_; ++i) arcs += lm.arcs_[i].key != LanguageModel::kNoArc;
+    w.put(uint64_t(lm.arc_slots_));
+    w.put(arcs);
+    for (size_t i = 0; i < lm.arc_slots_; ++i) {
+      Arc a;
+      std::memset(&a, 0, sizeof a);  // no stray padding bytes in the file
+      a.key = lm.arcs_[i].key;
+      a.logp = lm.arcs_[i].logp;
+      a.next = lm.arcs_[i].next;
+      a.has_prob = lm.arcs_[i].has_prob;
+      w.put(a);
     }
     return w.bytes();
   }
 
-  // The model, or false when the bytes are not a whole, consistent copy of
-  // the source with this size and hash.
+  // Maps the copy at path into lm, which keeps the mapping; false when
+  // there is none or it is not one (read).
+  static bool map(const std::string& path, uint64_t size, uint64_t hash, LanguageModel& lm) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    const size_t bytes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? size_t(st.st_size) : 0;
+    void* map = bytes ? mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED) return false;
+    lm.storage_ = std::shared_ptr<const void>(map, [bytes](const void* p) { munmap(const_cast<void*>(p), bytes); });
+    return read({static_cast<const char*>(map), bytes}, size, hash, lm);
+  }
+
+  // Fills lm from the mapped bytes, its tables pointing into them; false
+  // when they are not a whole, consistent copy of the source with this size
+  // and hash. Every index is checked, so that no lookup, walk or score can
+  // leave the tables or loop.
   static bool read(std::string_view bytes, uint64_t size, uint64_t hash, LanguageModel& lm) {
     Reader r(bytes);
     for (char c : kMagic)
@@ -153,65 +193,63 @@ class LanguageModelFile {
     lm.eos_ = r.get<int32_t>();
     lm.unk_ = r.get<int32_t>();
     lm.begin_.context = r.get<int32_t>();
+    r.get<int32_t>();
     const uint64_t orders = r.get<uint64_t>();
-    if (lm.order_ < 1 || orders != uint64_t(lm.order_) || !r.fits(orders, 8)) return false;
+    if (lm.order_ < 1 || orders != uint64_t(lm.order_) || orders > 64) return false;
     lm.ngram_counts_.resize(orders);
     for (int64_t& c : lm.ngram_counts_) c = r.get<int64_t>();
     const uint64_t words = r.get<uint64_t>();
-    if (!r.fits(words, 4) || words >= (1u << 31)) return false;
+    if (!r.ok() || words >= bytes.size()) return false;
     lm.words_.resize(words);
     lm.ids_.reserve(words);
     for (uint64_t i = 0; i < words; ++i) {
       lm.words_[i] = r.get_bytes(r.get<uint32_t>());
       if (!r.ok() || !lm.ids_.emplace(lm.words_[i], int32_t(i)).second) return false;
     }
+    r.align8();
     const auto word_ok = [&](int32_t w, bool none_ok) { return (none_ok && w == -1) || (w >= 0 && uint64_t(w) < words); };
     if (!word_ok(lm.bos_, false) || !word_ok(lm.eos_, false) || !word_ok(lm.unk_, true)) return false;
+
     const uint64_t contexts = r.get<uint64_t>();
-    if (contexts < 1 || !r.fits(contexts, 24) || contexts >= (1u << 31)) return false;
-    lm.contexts_.resize(contexts);
+    const Context* ctx = r.table<Context>(contexts);
+    if (!ctx || contexts < 1 || contexts >= (1u << 31)) return false;
     for (uint64_t i = 0; i < contexts; ++i) {
-      LanguageModel::Context& c = lm.contexts_[i];
-      c.parent = r.get<int32_t>();
-      c.word = r.get<int32_t>();
-      c.suffix = r.get<int32_t>();
-      c.length = r.get<int32_t>();
-      c.backoff = r.get<double>();
-      // Parents and suffixes are shorter histories; only the empty one has no parent.
+      const Context& c = ctx[i];
+      // Only the empty history has no parent, and a parent is one word shorter.
       const bool root = i == 0;
       if (root != (c.parent == -1) || !word_ok(c.word, root) || (!root && uint64_t(c.parent) >= contexts) ||
           c.suffix < 0 || uint64_t(c.suffix) >= contexts || c.length < 0 || c.length >= lm.order_ ||
-          !std::isfinite(c.backoff))
+          !std::isfinite(c.backoff) || (root ? c.length != 0 : ctx[c.parent].length != c.length - 1))
         return false;
-      if (!root && lm.contexts_[size_t(c.parent)].length != c.length - 1) return false;
     }
     // Suffix links shorten the history, so every walk along them ends at the empty one.
-    for (const LanguageModel::Context& c : lm.contexts_)
-      if (lm.contexts_[size_t(c.suffix)].length >= std::max(c.length, 1)) return false;
+    for (uint64_t i = 0; i < contexts; ++i)
+      if (ctx[ctx[i].suffix].length >= std::max(ctx[i].length, 1)) return false;
     if (lm.begin_.context < 0 || uint64_t(lm.begin_.context) >= contexts) return false;
-    const uint64_t table = r.get<uint64_t>(), arcs = r.get<uint64_t>();
-    if (table < 1024 || (table & (table - 1)) || !r.fits(table, 21) || arcs * 2 > table) return false;
-    lm.arcs_.resize(table);
-    lm.arc_count_ = arcs;
+
+    const uint64_t slots = r.get<uint64_t>(), arcs = r.get<uint64_t>();
+    const Arc* table = r.table<Arc>(slots);
+    if (!table || slots < 1024 || (slots & (slots - 1)) || arcs * 2 > slots || !r.at_end()) return false;
     uint64_t used = 0;
-    for (LanguageModel::Arc& a : lm.arcs_) {
-      a.key = r.get<uint64_t>();
-      a.logp = r.get<double>();
-      a.next = r.get<int32_t>();
-      const uint8_t has_prob = r.get<uint8_t>();
-      a.has_prob = has_prob == 1;
+    for (uint64_t i = 0; i < slots; ++i) {
+      const Arc& a = table[i];
       if (a.key == LanguageModel::kNoArc) continue;
       ++used;
-      const uint64_t context = a.key >> 32, word = a.key & 0xffffffffu;
-      if (context >= contexts || word >= words || has_prob > 1 || !std::isfinite(a.logp) || a.logp > 0 ||
-          a.next < -1 || (a.next >= 0 && uint64_t(a.next) >= contexts))
+      uint8_t has_prob;
+      std::memcpy(&has_prob, &a.has_prob, 1);  // a bool's byte may hold anything here
+      if ((a.key >> 32) >= contexts || (a.key & 0xffffffffu) >= words || has_prob > 1 || !std::isfinite(a.logp) ||
+          a.logp > 0 || a.next < -1 || (a.next >= 0 && uint64_t(a.next) >= contexts))
         return false;
     }
-    if (!r.at_end() || used != arcs) return false;
-    // Lookups end: the table is at most half full. Every word has a
-    // unigram, where score()'s walk ends.
+    // A lookup ends at an empty slot: the table holds no more than it says.
+    if (used != arcs) return false;
+    lm.contexts_ = ctx;
+    lm.context_count_ = contexts;
+    lm.arcs_ = table;
+    lm.arc_slots_ = slots;
+    // Every word has a unigram, where score()'s walk ends.
     for (uint64_t w = 0; w < words; ++w) {
-      const LanguageModel::Arc* a = lm.arc(0, int32_t(w));
+      const Arc* a = lm.arc(0, int32_t(w));
       if (!a || !a->has_prob) return false;
     }
     return true;
@@ -226,20 +264,7 @@ LanguageModel load_language_model(const std::string& arpa_path) {
   char name[64];
   std::snprintf(name, sizeof name, "/lm-%016llx-%llu.ltlm", (unsigned long long)hash, (unsigned long long)size);
   const std::string copy = folder + name;
-  if (const int fd = open(copy.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    // Mapped, not read: the copy is tens of megabytes, read once.
-    struct stat st {};
-    void* map = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
-                    ? mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)
-                    : MAP_FAILED;
-    close(fd);
-    if (map != MAP_FAILED) {
-      LanguageModel lm;
-      const bool ok = LanguageModelFile::read({static_cast<const char*>(map), size_t(st.st_size)}, size, hash, lm);
-      munmap(map, size_t(st.st_size));
-      if (ok) return lm;
-    }
-  }
+  if (LanguageModel lm; LanguageModelFile::map(copy, size, hash, lm)) return lm;
   LanguageModel lm = read_arpa(arpa_path);
   make_folders(folder);
   const std::string bytes = LanguageModelFile::write(lm, size, hash);

@@ -12,6 +12,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <utility>
 
 #include "io/one_line.h"
 #include "lt/error.h"
@@ -102,18 +104,28 @@ std::string trimmed(const std::string& line) {
 // Per-line checks throw with `if`: check()'s message would be built for
 // every line of a model with millions.
 class ArpaReader {
+  using Context = LanguageModel::Context;
+  using Arc = LanguageModel::Arc;
+
  public:
   explicit ArpaReader(const std::string& path) : path_(path), lines_(path) {}
 
   LanguageModel read() {
     read_header();
-    lm_.contexts_.push_back({-1, -1, 0, 0, 0.0});
+    contexts_.push_back({-1, -1, 0, 0, 0.0});
     for (int n = 1; n <= lm_.order_; ++n) read_section(n);
     check(trimmed(line_) == "\\end\\", where() + ": expected \\end\\ after the " + std::to_string(lm_.order_) +
                                            "-grams, found '" + io::one_line(line_.substr(0, 80)) + "'");
     check(lm_.bos_ >= 0 && lm_.eos_ >= 0, path_ + ": the 1-grams lack " + std::string(lm_.bos_ < 0 ? "<s>" : "</s>") +
                                               ", which every sentence's score needs");
     link_suffixes();
+    auto tables = std::make_shared<std::pair<std::vector<Context>, std::vector<Arc>>>(std::move(contexts_),
+                                                                                      std::move(arcs_));
+    lm_.contexts_ = tables->first.data();
+    lm_.context_count_ = tables->first.size();
+    lm_.arcs_ = tables->second.data();
+    lm_.arc_slots_ = tables->second.size();
+    lm_.storage_ = std::move(tables);
     lm_.begin_ = lm_.next_state(0, lm_.bos_);
     return std::move(lm_);
   }
@@ -187,12 +199,30 @@ class ArpaReader {
     return id;
   }
 
+  // The arc (context, word), new (no probability, no context) when missing;
+  // the table doubles before it is half full.
+  Arc& arc_or_new(int32_t context, int32_t word) {
+    if ((arc_count_ + 1) * 2 > arcs_.size()) {
+      const std::vector<Arc> old = std::move(arcs_);
+      arcs_.assign(std::max<size_t>(1024, old.size() * 2), Arc{LanguageModel::kNoArc, 0.0, -1, false});
+      for (const Arc& a : old)
+        if (a.key != LanguageModel::kNoArc) arcs_[LanguageModel::find_slot(arcs_.data(), arcs_.size(), a.key)] = a;
+    }
+    const uint64_t k = LanguageModel::key(context, word);
+    Arc& a = arcs_[LanguageModel::find_slot(arcs_.data(), arcs_.size(), k)];
+    if (a.key == LanguageModel::kNoArc) {
+      a.key = k;
+      ++arc_count_;
+    }
+    return a;
+  }
+
   // The context "parent word", made (with back-off weight 1) when missing.
   int32_t context(int32_t parent, int32_t word) {
-    LanguageModel::Arc& a = lm_.arc_or_new(parent, word);
+    Arc& a = arc_or_new(parent, word);
     if (a.next < 0) {
-      a.next = int32_t(lm_.contexts_.size());
-      lm_.contexts_.push_back({parent, word, 0, lm_.contexts_[size_t(parent)].length + 1, 0.0});
+      a.next = int32_t(contexts_.size());
+      contexts_.push_back({parent, word, 0, contexts_[size_t(parent)].length + 1, 0.0});
     }
     return a.next;
   }
@@ -220,11 +250,11 @@ class ArpaReader {
       int32_t parent = 0;
       for (int i = 1; i < n; ++i) parent = context(parent, known_word(fields_[size_t(i)]));
       const int32_t word = n == 1 ? add_word(fields_[1]) : known_word(fields_[size_t(n)]);
-      LanguageModel::Arc& a = lm_.arc_or_new(parent, word);
+      Arc& a = arc_or_new(parent, word);
       if (a.has_prob) throw Error(where() + ": this " + std::to_string(n) + "-gram repeats an earlier one");
       a.logp = logp;
       a.has_prob = true;
-      if (with_backoff) lm_.contexts_[size_t(context(parent, word))].backoff = backoff;
+      if (with_backoff) contexts_[size_t(context(parent, word))].backoff = backoff;
       ++entries;
     }
     check(entries == declared_[size_t(n - 1)],
@@ -237,18 +267,18 @@ class ArpaReader {
   // suffix("w1 .. wk") is the longest "s wk" that is a context, s on the
   // suffix chain of "w1 .. wk-1": shorter contexts first, so those links exist.
   void link_suffixes() {
-    std::vector<int32_t> by_length(lm_.contexts_.size());
+    std::vector<int32_t> by_length(contexts_.size());
     for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = int32_t(i);
     std::stable_sort(by_length.begin(), by_length.end(), [&](int32_t a, int32_t b) {
-      return lm_.contexts_[size_t(a)].length < lm_.contexts_[size_t(b)].length;
+      return contexts_[size_t(a)].length < contexts_[size_t(b)].length;
     });
     for (int32_t id : by_length) {
-      LanguageModel::Context& c = lm_.contexts_[size_t(id)];
+      Context& c = contexts_[size_t(id)];
       if (c.length <= 1) continue;  // the empty history and single words link to the empty history
-      for (int32_t s = lm_.contexts_[size_t(c.parent)].suffix;; s = lm_.contexts_[size_t(s)].suffix) {
-        const LanguageModel::Arc* a = lm_.arc(s, c.word);
-        if (a && a->next >= 0) {
-          c.suffix = a->next;
+      for (int32_t s = contexts_[size_t(c.parent)].suffix;; s = contexts_[size_t(s)].suffix) {
+        const Arc& a = arcs_[LanguageModel::find_slot(arcs_.data(), arcs_.size(), LanguageModel::key(s, c.word))];
+        if (a.key != LanguageModel::kNoArc && a.next >= 0) {
+          c.suffix = a.next;
           break;
         }
         if (s == 0) break;
@@ -262,6 +292,9 @@ class ArpaReader {
   std::vector<std::string> fields_;
   std::vector<int64_t> declared_;
   LanguageModel lm_;
+  std::vector<Context> contexts_;
+  std::vector<Arc> arcs_;
+  size_t arc_count_ = 0;
 };
 
 LanguageModel read_arpa(const std::string& path) { return ArpaReader(path).read(); }

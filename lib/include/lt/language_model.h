@@ -18,6 +18,7 @@
 // natural logarithms.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,7 +53,7 @@ class LanguageModel {
   // Asks the memory system for what score(from, word) reads first, so that
   // a caller about to score many pairs overlaps their cache misses.
   void prefetch(LmState from, int32_t word) const {
-    if (!arcs_.empty()) __builtin_prefetch(&arcs_[first_slot(key(from.context, word))]);
+    if (arc_slots_) __builtin_prefetch(&arcs_[first_slot(key(from.context, word))]);
   }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
   // The state of a history given as word ids (oldest first), and a state's history.
@@ -81,10 +82,15 @@ class LanguageModel {
   };
   static constexpr uint64_t kNoArc = ~0ull;  // ids stay below 2^31
   static uint64_t key(int32_t context, int32_t word) { return uint64_t(uint32_t(context)) << 32 | uint32_t(word); }
+  // The arcs live in one open-addressing table of a power-of-two size
+  // (linear probing, at most half full): a search scores every hypothesis's
+  // extensions each frame, and a lookup here touches one cache line where a
+  // node-based map touches three. Where key's probing starts, and its slot
+  // or the empty one where it would go.
+  static size_t first_slot(uint64_t key, size_t slots);
+  static size_t find_slot(const Arc* table, size_t slots, uint64_t key);
+  size_t first_slot(uint64_t k) const { return first_slot(k, arc_slots_); }
   const Arc* arc(int32_t context, int32_t word) const;
-  Arc& arc_or_new(int32_t context, int32_t word);  // a new one has no probability and no context
-  size_t arc_slot(uint64_t key) const;             // its slot, or the empty one where it would go
-  size_t first_slot(uint64_t key) const;           // where arc_slot's probing starts
   LmState next_state(int32_t context, int32_t word) const;
 
   int order_ = 0;
@@ -92,13 +98,15 @@ class LanguageModel {
   std::unordered_map<std::string, int32_t> ids_;
   int32_t bos_ = -1, eos_ = -1, unk_ = -1;
   std::vector<int64_t> ngram_counts_;
-  std::vector<Context> contexts_;
-  // The arcs in one open-addressing table (linear probing, at most half
-  // full): a search scores every hypothesis's extensions each frame, and a
-  // lookup here touches one cache line where a node-based map touches three.
-  std::vector<Arc> arcs_;
-  size_t arc_count_ = 0;
   LmState begin_;
+  // The contexts and the arc table, never changed once read: vectors the
+  // ARPA reader built, or a mapped binary copy (load_language_model), which
+  // `storage_` owns. Copies of a model share them.
+  std::shared_ptr<const void> storage_;
+  const Context* contexts_ = nullptr;
+  size_t context_count_ = 0;
+  const Arc* arcs_ = nullptr;
+  size_t arc_slots_ = 0;
 };
 
 // Reads an ARPA file. Every malformed input is one lt::Error naming
