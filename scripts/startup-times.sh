@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Start-up time of every tool: `--help`, and one short real job each on the
-# shipped models, as wall time measured from outside (median and fastest of
-# RUNS, default 10). For the jobs that report their own work (lt-sample-image,
-# lt-asr), set-up is the wall time less that work. Markdown on stdout; run on
-# a quiet machine.
+# shipped models, measured from outside over RUNS runs (default 10). For the
+# jobs that report their own work (lt-sample-image, lt-asr), set-up is the
+# median wall time less that work. Markdown on stdout; run on a quiet machine.
 #   scripts/startup-times.sh [BIN_DIR] [RUNS]      (default: build/bin, 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,31 +22,37 @@ for split in ("train", "t10k"):
         f.write(struct.pack(">IIII", 0x803, 2, 28, 28) + bytes(random.randrange(256) for _ in range(2 * 784)))
 PY
 
-# One command RUNS times: median and fastest wall ms, and the median of the
-# work the tool reports (seconds after "in " on its summary line), if any.
+# One command RUNS times: median and fastest wall ms, median CPU ms (user +
+# system: what the start-up costs on a machine whose other cores are busy),
+# and the median of the work the tool reports (seconds after "in " on its
+# summary line), if any.
+TIMEFORMAT='%R %U %S'
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 measure() {  # label, command...
-  local label="$1" walls=() works=() start end
+  local label="$1" walls=() cpus=() works=() work
   shift
   for ((i = 0; i < runs; i++)); do
-    start=$(date +%s%N)
-    "$@" > "$tmp/out" 2> "$tmp/err" || { echo "startup-times.sh: failed: $*" >&2; cat "$tmp/err" >&2; exit 1; }
-    end=$(date +%s%N)
-    walls+=($(((end - start) / 1000000)))
+    { time "$@" > "$tmp/out" 2> "$tmp/err"; } 2> "$tmp/time" ||
+      { echo "startup-times.sh: failed: $*" >&2; cat "$tmp/err" >&2; exit 1; }
+    read -r real user sys < "$tmp/time"
+    walls+=("$(awk -v r="$real" 'BEGIN { printf "%d", r * 1000 }')")
+    cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%d", (u + s) * 1000 }')")
     work=$(grep -oE ' in [0-9.]+ s' "$tmp/err" | tail -1 | grep -oE '[0-9.]+' || true)
     [ -n "$work" ] && works+=("$(awk -v s="$work" 'BEGIN { printf "%d", s * 1000 }')")
   done
-  local median fastest work_ms="" setup=""
-  median=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  local wall fastest cpu work_ms="" setup=""
+  wall=$(printf '%s\n' "${walls[@]}" | median)
   fastest=$(printf '%s\n' "${walls[@]}" | sort -n | head -1)
+  cpu=$(printf '%s\n' "${cpus[@]}" | median)
   if [ ${#works[@]} -gt 0 ]; then
-    work_ms=$(printf '%s\n' "${works[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-    setup=$((median - work_ms))
+    work_ms=$(printf '%s\n' "${works[@]}" | median)
+    setup=$((wall - work_ms))
   fi
-  echo "| $label | $median | $fastest | $work_ms | $setup |"
+  echo "| $label | $wall | $fastest | $cpu | $work_ms | $setup |"
 }
 
-echo "| command | median ms | fastest ms | the tool's own work, ms | set-up, ms |"
-echo "| --- | ---: | ---: | ---: | ---: |"
+echo "| command | wall, median ms | wall, fastest ms | CPU, median ms | the tool's own work, ms | set-up, ms |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for tool in lt-train lt-sample-image lt-complete lt-bench lt-asr; do
   measure "\`$tool --help\`" "$bin/$tool" --help
 done
