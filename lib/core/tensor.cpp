@@ -66,8 +66,9 @@ Tensor Tensor::from_vector(const std::vector<int32_t>& v, const Shape& shape, De
   return t;
 }
 
-Tensor Tensor::wrap(void* data, const Shape& shape, Device device, DType dtype) {
+Tensor Tensor::wrap(void* data, const Shape& shape, Device device, DType dtype, std::shared_ptr<void> owner) {
   Tensor t;
+  t.storage_ = std::move(owner);
   t.shape_ = shape;
   t.device_ = device;
   t.dtype_ = dtype;

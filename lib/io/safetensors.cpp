@@ -6,6 +6,8 @@
 // into the tensors (F32) or through one scratch buffer (F16, BF16).
 #include "lt/safetensors.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,6 +194,16 @@ void read_exactly(const std::string& path, std::FILE* f, void* dst, size_t bytes
                    (std::ferror(f) ? std::strerror(errno) : "the file ended early (changed while reading?)"));
 }
 
+// The whole file mapped copy-on-write (a tensor may be changed in place;
+// the file never is), unmapped with its last view; null when it cannot be.
+std::shared_ptr<void> map_file(std::FILE* f, uint64_t size) {
+  struct stat st {};
+  if (size == 0 || fstat(fileno(f), &st) != 0 || uint64_t(st.st_size) != size) return nullptr;  // changed since
+  void* p = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fileno(f), 0);
+  if (p == MAP_FAILED) return nullptr;
+  return std::shared_ptr<void>(p, [size](void* q) { munmap(q, size_t(size)); });
+}
+
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix.
 std::string json_reason(const json::exception& e) {
   const std::string message = e.what();
@@ -261,8 +273,20 @@ Checkpoint load_safetensors(const std::string& path) {
   check_cover(path, entries, buffer_bytes);
 
   // Sorted by offset and gap-free, so the buffer is read once, in order.
+  // float32 tensors are views of the file mapped copy-on-write (loading a
+  // model then copies its weights once, into its parameters), or read when
+  // the file cannot be mapped or a tensor's start is not a float's.
+  std::shared_ptr<void> mapped = map_file(file.get(), size);
+  const uint64_t data_start = 8 + header_bytes;
   std::vector<uint16_t> scratch;
   for (const Entry& e : entries) {
+    if (e.dtype == FileDType::f32 && mapped && (data_start + e.begin) % alignof(float) == 0) {
+      char* at = static_cast<char*>(mapped.get()) + data_start + e.begin;
+      ck.tensors.emplace(e.name, Tensor::wrap(at, e.shape, Device::cpu, DType::f32, mapped));
+      continue;
+    }
+    if (std::fseek(file.get(), long(data_start + e.begin), SEEK_SET) != 0)
+      fail(path, std::string("seek failed: ") + std::strerror(errno));
     Tensor t = Tensor::empty(e.shape);
     const int64_t n = t.numel();
     if (e.dtype == FileDType::f32) {

@@ -28,8 +28,10 @@ class Tensor {
   static Tensor zeros(const Shape& shape, Device device = Device::cpu, DType dtype = DType::f32);
   static Tensor from_vector(const std::vector<float>& v, const Shape& shape, Device device = Device::cpu);
   static Tensor from_vector(const std::vector<int32_t>& v, const Shape& shape, Device device = Device::cpu);
-  // Wraps memory the caller owns (it must outlive every view of it).
-  static Tensor wrap(void* data, const Shape& shape, Device device, DType dtype = DType::f32);
+  // Wraps memory the caller owns (it must outlive every view of it), or, with
+  // an owner, memory that every view keeps alive by holding owner.
+  static Tensor wrap(void* data, const Shape& shape, Device device, DType dtype = DType::f32,
+                     std::shared_ptr<void> owner = nullptr);
 
   // A default-constructed Tensor is undefined (used for optional arguments).
   bool defined() const { return !shape_.empty(); }
