@@ -90,8 +90,8 @@ void pieces_against_whole(const std::string& path, const std::vector<uint8_t>& b
         const size_t n = std::min(bytes.size() - at, size_t(1 + rng() % 300));
         const ssize_t put = write(fds[1], bytes.data() + at, n);
         if (put > 0) at += size_t(put);
-        if (at == bytes.size()) close(fds[1]), fds[1] = -1;
       }
+      if (at == bytes.size() && fds[1] >= 0) close(fds[1]), fds[1] = -1;  // the end: the reader sees it
       more = in.read(chunk);
       pieces.insert(pieces.end(), chunk.begin(), chunk.end());
     }
