@@ -12,8 +12,8 @@
 //      kFileSeparator: both readers;
 //   6  AudioStream fed the rest through a pipe in pieces of random sizes
 //      (byte 1 seeds them), against the same reader on the whole file.
-// Whatever a reader returns is finite and within +-2 (clipped audio through
-// the resampler), and so is the front end's filterbank of it.
+// Whatever a reader returns is within [-1, 1] (clipped before the resampler
+// and after it), and the front end's filterbank of it is finite.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -34,7 +34,7 @@ namespace {
 
 void check_samples(const std::vector<float>& x) {
   for (float v : x)
-    if (!(std::abs(v) <= 2.f)) finding("a reader returned a sample beyond +-2 or not finite");
+    if (!(std::abs(v) <= 1.f)) finding("a reader returned a sample beyond +-1 or not finite");
   static const lt::SpeechFrontEnd frontend;
   for (float v : frontend.filterbank(x))
     if (!std::isfinite(v)) finding("the filterbank of what a reader returned is not finite");

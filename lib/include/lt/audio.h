@@ -22,7 +22,9 @@ constexpr int kSpeechSampleRate = 16000;
 // The shortest audio lt reads: one 25 ms analysis frame at 16 kHz.
 constexpr int64_t kMinSpeechSamples = 400;
 // Float samples past full scale (+-1) up to this are clipped to +-1; larger
-// ones, NaN and infinities are an error naming the file and the sample.
+// ones, NaN and infinities are an error naming the file and the sample. The
+// resampler's output is clipped to +-1 too: what the readers return is
+// always within [-1, 1].
 constexpr float kMaxSampleMagnitude = 2.f;
 
 enum class PcmFormat { s16le, s24le, s32le, f32le, u8 };
