@@ -284,8 +284,9 @@ TEST_CASE("model loaders: control bytes in any metadata value or tensor name are
     INFO(saved.path);
     saved.load(saved.path);
     const Checkpoint ck = load_safetensors(saved.path);
-    for (const auto& [key, value] : ck.metadata) {
-      for (const std::string& bad : {std::string("a\nb"), value + "\r\n", std::string("\t\x01\x1b[2J\x7f")}) {
+    for (const auto& entry : ck.metadata) {
+      const std::string& key = entry.first;  // not a structured binding: INFO captures it
+      for (const std::string& bad : {std::string("a\nb"), entry.second + "\r\n", std::string("\t\x01\x1b[2J\x7f")}) {
         std::map<std::string, std::string> meta = ck.metadata;
         meta[key] = bad;
         save_safetensors(edited, ck.tensors, meta);
