@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   lt::SpeechModel model;
   lt::Lexicon lexicon;
   std::unique_ptr<lt::LanguageModel> lm, phone_lm;
+  std::unique_ptr<lt::SpeechRecognizer> recognizer;
   try {
     lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
     for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam"})
@@ -149,7 +150,6 @@ int main(int argc, char** argv) {
       in.recognizer.phone_lm = phone_lm.get();
       in.recognizer.phone_search = a.phone_search;
     }
-    if (a.stream) lt::SpeechStream refuses_other_models(model, in.recognizer);
     if (a.words) {
       lexicon = lt::read_lexicon(a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon);
       if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
@@ -157,6 +157,10 @@ int main(int argc, char** argv) {
       in.recognizer.lm = lm.get();
       in.recognizer.words = a.word_search;
     }
+    // Made now, so that a model, lexicon or language model it cannot use is
+    // one line before any input, not one per input.
+    if (a.stream) lt::SpeechStream trial(model, in.recognizer);
+    else recognizer = std::make_unique<lt::SpeechRecognizer>(model, in.recognizer);
     refs = a.ref.empty() ? std::make_unique<lt::app::References>()
                          : std::make_unique<lt::app::References>(a.ref, a.lexicon);
   } catch (const std::exception& e) {
@@ -165,7 +169,6 @@ int main(int argc, char** argv) {
   }
 
   lt::app::AsrOutput out(a.format == "json", a.words, a.model, model.frontend, *refs);
-  std::unique_ptr<lt::SpeechRecognizer> recognizer;
   int failed = 0;
   double audio = 0, wall = 0;
   for (const std::string& path : a.inputs) {
@@ -174,7 +177,6 @@ int main(int argc, char** argv) {
       if (a.stream) {
         r = lt::app::stream_input(path, model, in, out);
       } else {
-        if (!recognizer) recognizer = std::make_unique<lt::SpeechRecognizer>(model, in.recognizer);
         r = lt::app::transcribe_input(path, *recognizer, in);
       }
       out.write(r);

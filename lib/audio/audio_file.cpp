@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include "audio/pcm.h"
 #include "audio/resampler.h"
-#include "io/one_line.h"
+#include "audio/wav_header.h"
 #include "lt/audio.h"
 #include "lt/error.h"
 
@@ -19,7 +22,7 @@ PcmFormat parse_pcm_format(const std::string& name) {
   if (name == "s32le") return PcmFormat::s32le;
   if (name == "f32le") return PcmFormat::f32le;
   if (name == "u8") return PcmFormat::u8;
-  throw Error("raw sample format '" + io::one_line(name) + "': expected s16le, s24le, s32le, f32le or u8");
+  throw Error("raw sample format '" + name + "': expected s16le, s24le, s32le, f32le or u8");
 }
 
 int pcm_bytes(PcmFormat format) {
@@ -34,11 +37,7 @@ void append_mono(const uint8_t* p, int64_t frames, int channels, PcmFormat f, co
   for (int64_t i = 0; i < frames; ++i) {
     float sum = 0;
     for (int c = 0; c < channels; ++c) {
-      const float v = pcm_sample(p + (i * channels + c) * bytes, f);
-      if (!std::isfinite(v))
-        throw Error(name + ": sample " + std::to_string((first_sample + i) * channels + c) + " is " +
-                    (std::isnan(v) ? "NaN" : "infinite"));
-      sum += v;
+      sum += checked_sample(pcm_sample(p + (i * channels + c) * bytes, f), name, (first_sample + i) * channels + c);
     }
     out.push_back(sum / float(channels));
   }
@@ -54,6 +53,19 @@ struct SndFile {
     if (f) sf_close(f);
   }
 };
+
+// A WAV file's header goes through the stream's walker first, so that both
+// readers bound it alike (libsndfile would walk any number of chunks).
+void check_wav_header(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) return;  // libsndfile says why
+  std::vector<uint8_t> piece(65536);
+  size_t n = std::fread(piece.data(), 1, 12, f.get());
+  if (n < 12 || std::memcmp(piece.data(), "RIFF", 4) != 0 || std::memcmp(piece.data() + 8, "WAVE", 4) != 0) return;
+  audio::WavHeader header(path);
+  do header.feed(piece.data(), n);
+  while (!header.done() && (n = std::fread(piece.data(), 1, piece.size(), f.get())) > 0);
+}
 
 int raw_subtype(PcmFormat f) {
   switch (f) {
@@ -88,10 +100,12 @@ std::vector<float> read_audio(const std::string& path, const RawAudio& raw) {
     info.samplerate = raw.sample_rate;
     info.channels = raw.channels;
     info.format = SF_FORMAT_RAW | raw_subtype(raw.format) | SF_ENDIAN_LITTLE;
+  } else {
+    check_wav_header(path);
   }
   SndFile file;
   file.f = sf_open(path.c_str(), SFM_READ, &info);
-  check(file.f != nullptr, path + ": not audio libsndfile can read (" + io::one_line(sf_strerror(nullptr)) + ")");
+  check(file.f != nullptr, path + ": not audio libsndfile can read (" + sf_strerror(nullptr) + ")");
   check(info.frames > 0, path + ": holds no audio samples");
   check(info.channels >= 1 && info.channels <= 64 && info.samplerate > 0,
         path + ": " + std::to_string(info.channels) + " channels at " + std::to_string(info.samplerate) +
@@ -108,17 +122,13 @@ std::vector<float> read_audio(const std::string& path, const RawAudio& raw) {
     for (sf_count_t i = 0; i < got; ++i) {
       float sum = 0;
       for (int c = 0; c < info.channels; ++c) {
-        const float v = piece[size_t(i * info.channels + c)];
-        if (!std::isfinite(v))
-          throw Error(path + ": sample " + std::to_string((first + i) * info.channels + c) + " is " +
-                      (std::isnan(v) ? "NaN" : "infinite"));
-        sum += v;
+        sum += audio::checked_sample(piece[size_t(i * info.channels + c)], path, (first + i) * info.channels + c);
       }
       mono.push_back(sum / float(info.channels));
     }
     check(int64_t(mono.size()) <= kMaxSamples, path + ": longer than the 2^31 samples lt reads");
   }
-  check(!mono.empty(), path + ": cannot decode its samples (" + io::one_line(sf_strerror(file.f)) + ")");
+  check(!mono.empty(), path + ": cannot decode its samples (" + sf_strerror(file.f) + ")");
   std::vector<float> out;
   out.reserve(size_t(double(mono.size()) * kSpeechSampleRate / info.samplerate) + 16);
   audio::Resampler resampler(info.samplerate, path);

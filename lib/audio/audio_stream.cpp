@@ -1,7 +1,6 @@
-// Audio as it arrives on a file descriptor: the WAV header is parsed from
-// the bytes as they come (chunks other than fmt and data are skipped), whole
-// sample frames are decoded and resampled at once, and a partial frame waits
-// for the next read.
+// Audio as it arrives on a file descriptor: the WAV header is walked as the
+// bytes come (audio/wav_header.h), whole sample frames are decoded and
+// resampled at once, and a partial frame waits for the next read.
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,14 +10,13 @@
 
 #include "audio/pcm.h"
 #include "audio/resampler.h"
+#include "audio/wav_header.h"
 #include "lt/audio.h"
 #include "lt/error.h"
 
 namespace lt {
 
 namespace {
-uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 constexpr size_t kReadBytes = 16384;
 }  // namespace
 
@@ -35,50 +33,8 @@ struct AudioStream::Impl {
   std::vector<uint8_t> pending;
   std::vector<float> mono;
   std::unique_ptr<audio::Resampler> resampler;
+  std::unique_ptr<audio::WavHeader> header;  // until its data chunk starts
 
-  // Parses the RIFF/WAVE header from pending; false while more bytes are needed.
-  bool parse_header(const std::string& name) {
-    if (pending.size() < 12) return false;
-    check(std::memcmp(pending.data(), "RIFF", 4) == 0 && std::memcmp(pending.data() + 8, "WAVE", 4) == 0,
-          name + ": not a WAV stream (no RIFF/WAVE header); raw PCM needs its rate, channels and format given");
-    size_t at = 12;
-    bool have_format = false;
-    for (;;) {
-      if (pending.size() < at + 8) return false;
-      const uint8_t* chunk = pending.data() + at;
-      const uint32_t size = le32(chunk + 4);
-      if (std::memcmp(chunk, "data", 4) == 0) {
-        check(have_format, name + ": WAV data chunk before its fmt chunk");
-        data_left = size == 0 || size == 0xFFFFFFFFu ? -1 : int64_t(size);
-        pending.erase(pending.begin(), pending.begin() + long(at + 8));
-        return true;
-      }
-      const size_t padded = size_t(size) + (size & 1);  // chunks are word-aligned
-      if (std::memcmp(chunk, "fmt ", 4) == 0) {
-        if (pending.size() < at + 8 + padded) return false;
-        check(size >= 16, name + ": WAV fmt chunk of " + std::to_string(size) + " bytes");
-        const uint8_t* f = chunk + 8;
-        uint16_t tag = le16(f);
-        if (tag == 0xFFFE && size >= 26) tag = le16(f + 24);  // WAVE_FORMAT_EXTENSIBLE: the subformat's tag
-        channels = le16(f + 2);
-        rate = int(le32(f + 4));
-        const int bits = le16(f + 14);
-        check(channels >= 1 && channels <= 64, name + ": WAV with " + std::to_string(channels) + " channels");
-        if (tag == 1 && bits == 8) format = PcmFormat::u8;
-        else if (tag == 1 && bits == 16) format = PcmFormat::s16le;
-        else if (tag == 1 && bits == 24) format = PcmFormat::s24le;
-        else if (tag == 1 && bits == 32) format = PcmFormat::s32le;
-        else if (tag == 3 && bits == 32) format = PcmFormat::f32le;
-        else
-          throw Error(name + ": unsupported WAV encoding (format tag " + std::to_string(tag) + ", " +
-                      std::to_string(bits) + " bits): lt streams PCM 8/16/24/32-bit and 32-bit float");
-        have_format = true;
-      } else if (pending.size() < at + 8 + padded) {
-        return false;
-      }
-      at += 8 + padded;
-    }
-  }
 };
 
 AudioStream::AudioStream(int fd, std::string name, const RawAudio& raw, double follow_seconds)
@@ -94,6 +50,8 @@ AudioStream::AudioStream(int fd, std::string name, const RawAudio& raw, double f
     impl_->format = raw.format;
     impl_->header_done = true;
     impl_->resampler = std::make_unique<audio::Resampler>(raw.sample_rate, name_);
+  } else {
+    impl_->header = std::make_unique<audio::WavHeader>(name_);
   }
 }
 
@@ -120,11 +78,18 @@ bool AudioStream::read(std::vector<float>& out) {
     }
   }
   if (!s.header_done) {
-    if (!s.parse_header(name_)) {
-      check(!s.eof, name_ + (s.pending.empty() && s.frames_in == 0 ? ": no audio (empty input)"
-                                                                 : ": ends inside its WAV header"));
+    const size_t used = s.header->feed(s.pending.data(), s.pending.size());
+    s.pending.erase(s.pending.begin(), s.pending.begin() + long(used));
+    if (!s.header->done()) {
+      check(!s.eof, name_ + (s.header->bytes() == 0 ? ": no audio (empty input)" : ": ends inside its WAV header"));
       return true;
     }
+    const RawAudio f = s.header->pcm_format();
+    s.channels = f.channels;
+    s.rate = f.sample_rate;
+    s.format = f.format;
+    s.data_left = s.header->data_bytes();
+    s.header.reset();
     s.header_done = true;
     s.resampler = std::make_unique<audio::Resampler>(s.rate, name_);
   }

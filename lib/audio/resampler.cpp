@@ -4,6 +4,7 @@
 
 #include <soxr.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lt/audio.h"
@@ -40,6 +41,9 @@ void Resampler::run(const float* in, size_t n, std::vector<float>& out) {
                                             out.data() + at, room, &made);
     check(!error, name_ + ": resampling failed: " + soxr_strerror(error));
     out.resize(at + made);
+    // The filter rings past full scale at sharp edges (2.03 from a sawtooth
+    // of 8-bit samples at 8 kHz): clipped, so that what lt reads stays in [-1, 1].
+    for (size_t i = at; i < out.size(); ++i) out[i] = std::clamp(out[i], -1.f, 1.f);
     taken += used;
     if (!in && made < room) return;  // the tail is out
   } while (in ? taken < n : true);

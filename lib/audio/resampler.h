@@ -1,5 +1,6 @@
 // A stream resampler to 16 kHz over libsoxr (high quality, float, one
-// channel), or a copy when the input already is at 16 kHz.
+// channel), or a copy when the input already is at 16 kHz. Its output is
+// clipped to [-1, 1], where the filter rings past full scale.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -19,7 +19,6 @@
 #include <limits>
 
 #include "io/file_bytes.h"
-#include "io/one_line.h"
 #include "lt/error.h"
 
 namespace lt {
@@ -127,7 +126,7 @@ Image read_png(const std::string& path) {
     // copies an unknown chunk's type into it raw, "IG\r\n PNG chunk not
     // known" (both found by fuzzing): keep the message on one line.
     const char* reason = stbi_failure_reason();
-    throw Error(path + ": cannot decode PNG: " + io::one_line(reason ? reason : "stb_image gave no reason"));
+    throw Error(path + ": cannot decode PNG: " + (reason ? reason : "stb_image gave no reason"));
   }
   img.pixels.assign(data, data + size_t(img.width) * img.height * img.channels);
   stbi_image_free(data);

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <utility>
 
-#include "io/one_line.h"
 #include "lt/dataset.h"
 #include "lt/error.h"
 #include "lt/png.h"
@@ -55,14 +54,7 @@ std::vector<std::string> list_png_files(const std::string& dir) {
 
 ImageSet read_png_images(const std::vector<std::string>& paths, const std::string& source) {
   check(!paths.empty(), source + ": no .png files");
-  // File names come from a folder listing and may hold a newline: every
-  // message leaves here through one_line.
-  Image first;
-  try {
-    first = read_png(paths[0]);
-  } catch (const Error& e) {
-    throw Error(io::one_line(e.what()));
-  }
+  const Image first = read_png(paths[0]);
   ImageSet set;
   set.count = int64_t(paths.size());
   set.height = first.height;
@@ -89,7 +81,7 @@ ImageSet read_png_images(const std::vector<std::string>& paths, const std::strin
     }
   }
   for (const std::string& e : errors)
-    if (!e.empty()) throw Error(io::one_line(e));
+    if (!e.empty()) throw Error(e);
   return set;
 }
 

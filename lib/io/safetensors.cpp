@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "core/bf16.h"
-#include "io/one_line.h"
 
 namespace lt {
 namespace {
@@ -40,7 +39,7 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 const char* const kMetadataKey = "__metadata__";
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw Error(io::one_line(path + ": " + problem));
+  throw Error(path + ": " + problem);
 }
 
 // A JSON value for a message, kept short: a header may nest arrays a million

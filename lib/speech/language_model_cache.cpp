@@ -165,9 +165,11 @@ class LanguageModelFile {
     return w.bytes();
   }
 
-  // Maps the copy at path into lm, which keeps the mapping; false when
-  // there is none or it is not one (read).
-  static bool map(const std::string& path, uint64_t size, uint64_t hash, LanguageModel& lm) {
+  // Maps the copy at path of the model in arpa_path into lm, which keeps the
+  // mapping; false when there is none or it is not one (read).
+  static bool map(const std::string& path, const std::string& arpa_path, uint64_t size, uint64_t hash,
+                  LanguageModel& lm) {
+    lm.name_ = arpa_path;  // messages name the file the user gave
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st {};
@@ -264,7 +266,7 @@ LanguageModel load_language_model(const std::string& arpa_path) {
   char name[64];
   std::snprintf(name, sizeof name, "/lm-%016llx-%llu.ltlm", (unsigned long long)hash, (unsigned long long)size);
   const std::string copy = folder + name;
-  if (LanguageModel lm; LanguageModelFile::map(copy, size, hash, lm)) return lm;
+  if (LanguageModel lm; LanguageModelFile::map(copy, arpa_path, size, hash, lm)) return lm;
   LanguageModel lm = read_arpa(arpa_path);
   make_folders(folder);
   const std::string bytes = LanguageModelFile::write(lm, size, hash);

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "io/file_bytes.h"
-#include "io/one_line.h"
 #include "lt/error.h"
 #include "lt/speech_corpus.h"
 
@@ -49,7 +48,7 @@ std::vector<int32_t> pronounce(const std::string& words, const Lexicon* lexicon,
   std::vector<int32_t> phones;
   for (const std::string& w : split_words(words)) {
     const std::vector<int32_t> p = lexicon->phones_of(w);
-    check(!p.empty(), where + ": the lexicon has no word '" + io::one_line(w) + "'");
+    check(!p.empty(), where + ": the lexicon has no word '" + w + "'");
     phones.insert(phones.end(), p.begin(), p.end());
   }
   return phones;
@@ -85,7 +84,7 @@ std::vector<Utterance> read_manifest(const std::string& path, const Lexicon* lex
       char* end = nullptr;
       u.duration = std::strtod(duration.c_str(), &end);
       check(end == duration.c_str() + duration.size() && u.duration >= 0 && u.duration < 1e6,
-            where + ": duration_s '" + io::one_line(duration) + "' is not a number of seconds");
+            where + ": duration_s '" + duration + "' is not a number of seconds");
     }
     u.speaker = field("speaker");
     u.words = field("words");
@@ -93,7 +92,7 @@ std::vector<Utterance> read_manifest(const std::string& path, const Lexicon* lex
     if (!phones.empty()) {
       for (const std::string& p : split_words(phones)) {
         const int32_t id = phone_id(p);
-        check(id > 0, where + ": '" + io::one_line(p) + "' is not one of the 39 ARPAbet phones");
+        check(id > 0, where + ": '" + p + "' is not one of the 39 ARPAbet phones");
         u.phones.push_back(id);
       }
     } else {
@@ -139,7 +138,7 @@ std::vector<Utterance> read_librispeech(const std::string& dir, const Lexicon& l
         check(space != std::string::npos && space > 0, where + ": expected '<utterance id> WORDS...'");
         Utterance u;
         const std::string id = lines[n].substr(0, space);
-        check(id.find('/') == std::string::npos, where + ": utterance id '" + io::one_line(id) + "' holds a '/'");
+        check(id.find('/') == std::string::npos, where + ": utterance id '" + id + "' holds a '/'");
         u.audio = folder + "/" + id + ".flac";
         u.speaker = speaker;
         u.words = lines[n].substr(space + 1);

@@ -8,6 +8,7 @@ namespace {
 
 Lexicon phone_lexicon() {
   Lexicon lexicon;
+  lexicon.name = "the 39 phones";
   for (int32_t id = 1; id < kPhoneClasses; ++id) lexicon.words[phone_names()[size_t(id)]] = {id};
   return lexicon;
 }

@@ -2,7 +2,6 @@
 #include <cctype>
 
 #include "io/file_bytes.h"
-#include "io/one_line.h"
 #include "lt/error.h"
 #include "lt/speech_corpus.h"
 
@@ -54,6 +53,7 @@ Lexicon read_lexicon(const std::string& path) {
   const std::vector<uint8_t> bytes = io::read_file_bytes(path);
   const std::string text(bytes.begin(), bytes.end());
   Lexicon lex;
+  lex.name = path;
   size_t line_no = 0;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
@@ -65,16 +65,15 @@ Lexicon read_lexicon(const std::string& path) {
     if (fields.empty()) continue;
     const std::string& word = fields[0];
     if (word.find('(') != std::string::npos) continue;  // an alternate pronunciation
-    check(fields.size() >= 2, path + ":" + std::to_string(line_no) + ": word '" + io::one_line(word) +
-                                  "' has no pronunciation");
     std::vector<int32_t> phones;
     for (size_t i = 1; i < fields.size(); ++i) {
       if (fields[i][0] == '#') break;  // a trailing comment
       const int32_t id = phone_id(fields[i]);
-      check(id > 0, path + ":" + std::to_string(line_no) + ": '" + io::one_line(fields[i]) +
-                        "' is not one of the 39 ARPAbet phones");
+      check(id > 0, path + ":" + std::to_string(line_no) + ": '" + fields[i] + "' is not one of the 39 ARPAbet phones");
       phones.push_back(id);
     }
+    // A bare word and one followed by a comment alike: a word needs a phone.
+    check(!phones.empty(), path + ":" + std::to_string(line_no) + ": word '" + word + "' has no pronunciation");
     lex.words.emplace(word, std::move(phones));
   }
   check(!lex.words.empty(), path + ": no pronunciations (expected CMU-dictionary lines \"word PH ON ES\")");

@@ -15,7 +15,6 @@
 #include <memory>
 #include <utility>
 
-#include "io/one_line.h"
 #include "lt/error.h"
 #include "lt/language_model.h"
 
@@ -111,11 +110,12 @@ class ArpaReader {
   explicit ArpaReader(const std::string& path) : path_(path), lines_(path) {}
 
   LanguageModel read() {
+    lm_.name_ = path_;
     read_header();
     contexts_.push_back({-1, -1, 0, 0, 0.0});
     for (int n = 1; n <= lm_.order_; ++n) read_section(n);
     check(trimmed(line_) == "\\end\\", where() + ": expected \\end\\ after the " + std::to_string(lm_.order_) +
-                                           "-grams, found '" + io::one_line(line_.substr(0, 80)) + "'");
+                                           "-grams, found '" + line_.substr(0, 80) + "'");
     check(lm_.bos_ >= 0 && lm_.eos_ >= 0, path_ + ": the 1-grams lack " + std::string(lm_.bos_ < 0 ? "<s>" : "</s>") +
                                               ", which every sentence's score needs");
     link_suffixes();
@@ -155,16 +155,16 @@ class ArpaReader {
       for (size_t i = 1; i < fields_.size(); ++i) spec += fields_[i];
       const size_t eq = spec.find('=');
       check(!fields_.empty() && fields_[0] == "ngram" && eq != std::string::npos,
-            where() + ": expected " + want + " or \\1-grams:, found '" + io::one_line(line_.substr(0, 80)) + "'");
+            where() + ": expected " + want + " or \\1-grams:, found '" + line_.substr(0, 80) + "'");
       check(spec.substr(0, eq) == std::to_string(n),
-            where() + ": expected " + want + " (orders count up from 1), found '" + io::one_line(line_.substr(0, 80)) + "'");
+            where() + ": expected " + want + " (orders count up from 1), found '" + line_.substr(0, 80) + "'");
       check(n <= kMaxOrder, where() + ": order " + std::to_string(n) + " is above the " + std::to_string(kMaxOrder) +
                                 " this reader supports");
       int64_t count = -1;
       const char* begin = spec.data() + eq + 1;
       const auto [end, ec] = std::from_chars(begin, spec.data() + spec.size(), count);
       check(ec == std::errc() && end == spec.data() + spec.size() && count >= 0,
-            where() + ": the count in '" + io::one_line(line_.substr(0, 80)) + "' is not a whole number");
+            where() + ": the count in '" + line_.substr(0, 80) + "' is not a whole number");
       declared_.push_back(count);
     }
     check(!declared_.empty(), where() + ": \\1-grams: before any 'ngram N=COUNT' line");
@@ -176,7 +176,7 @@ class ArpaReader {
     double v = 0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
     if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(v))
-      throw Error(where() + ": '" + io::one_line(field.substr(0, 40)) + "' is not a finite number");
+      throw Error(where() + ": '" + field.substr(0, 40) + "' is not a finite number");
     if (probability && v > 0) throw Error(where() + ": log10 probability " + field + " is above 0");
     return v * kLn10;
   }
@@ -187,7 +187,7 @@ class ArpaReader {
     int32_t* special = w == "<S>" ? &lm_.bos_ : w == "</S>" ? &lm_.eos_ : w == "<UNK>" ? &lm_.unk_ : nullptr;
     if (special) w = w == "<S>" ? "<s>" : w == "</S>" ? "</s>" : "<unk>";
     const int32_t id = int32_t(lm_.words_.size());
-    check(lm_.ids_.emplace(w, id).second, where() + ": the 1-gram '" + io::one_line(w) + "' repeats an earlier one");
+    check(lm_.ids_.emplace(w, id).second, where() + ": the 1-gram '" + w + "' repeats an earlier one");
     if (special) *special = id;
     lm_.words_.push_back(w);
     return id;
@@ -195,7 +195,7 @@ class ArpaReader {
 
   int32_t known_word(const std::string& raw) {
     const int32_t id = lm_.word_id(raw);
-    if (id < 0) throw Error(where() + ": '" + io::one_line(raw.substr(0, 80)) + "' is not among the 1-grams");
+    if (id < 0) throw Error(where() + ": '" + raw.substr(0, 80) + "' is not among the 1-grams");
     return id;
   }
 
@@ -231,7 +231,7 @@ class ArpaReader {
     const std::string header = "\\" + std::to_string(n) + "-grams:";
     if (n > 1) {
       check(!line_.empty() && trimmed(line_) == header,
-            where() + ": expected " + header + ", found '" + io::one_line(line_.substr(0, 80)) + "'");
+            where() + ": expected " + header + ", found '" + line_.substr(0, 80) + "'");
     }
     const int64_t header_line = lines_.number();
     const bool with_backoff = n < lm_.order_;

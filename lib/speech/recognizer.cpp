@@ -44,8 +44,13 @@ int64_t positions_in(const SpeechFrontEnd& f, double seconds) {
 SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options)
     : model_(model), options_(options) {
   check(model.model->config().family == "speech", "a speech recognizer needs a speech model");
-  model.model->prepare_step(options.precision, false);
-  make_ctc_decoder(model.model->config().head.width(), options.decoding);  // refuses bad options now
+  // Only a causal-linear model runs as an RNN (CausalEncoder); the others,
+  // a Bi-LSTM among them, see whole windows and have no step to prepare.
+  if (model.model->config().runs_as_rnn()) model.model->prepare_step(options.precision, false);
+  else options.precision.check_runs_on(model.model->device());
+  // Made now so that bad options, a lexicon or language model that cannot
+  // work together, are refused before the first recording.
+  decoding_ = std::make_unique<speech::Decoding>(model.model->config().head.width(), options);
   positions_in(model.frontend, options.pause_seconds);  // refuses a bad pause now
 }
 
@@ -113,8 +118,7 @@ Transcript SpeechRecognizer::transcribe(const std::vector<float>& samples) {
   t.times.encoder = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   const int64_t C = model_.model->config().head.width();
-  if (decoding_) decoding_->reset();
-  else decoding_ = std::make_unique<speech::Decoding>(C, options_);
+  decoding_->reset();
   for (int64_t p = 0; p < t.positions; ++p) decoding_->push(l.data() + p * C);
   decoding_->finish();
   decoding_->take_settled(t.phones, &t.words);

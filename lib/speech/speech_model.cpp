@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "lt/audio.h"
 #include "lt/error.h"
 
 namespace lt {
@@ -78,9 +79,14 @@ std::map<std::string, Tensor> SpeechFrontEnd::tensors() const {
 }
 
 SpeechFrontEnd SpeechFrontEnd::from_checkpoint(const Checkpoint& ck) {
+  // Checked as read, before they are narrowed to int.
+  const int64_t rate = ck.meta_int("fbank.sample_rate"), bins = ck.meta_int("fbank.bins");
+  check(rate == kSpeechSampleRate && bins >= 1 && bins <= 512,
+        ck.path + ": metadata fbank.sample_rate " + std::to_string(rate) + " / fbank.bins " + std::to_string(bins) +
+            " (lt reads 16 kHz, 1..512 bins)");
   FbankConfig c;
-  c.sample_rate = int(ck.meta_int("fbank.sample_rate"));
-  c.bins = int(ck.meta_int("fbank.bins"));
+  c.sample_rate = int(rate);
+  c.bins = int(bins);
   c.frame_ms = ck.meta_double("fbank.frame_ms");
   c.hop_ms = ck.meta_double("fbank.hop_ms");
   c.preemphasis = ck.meta_double("fbank.preemphasis");
@@ -88,9 +94,6 @@ SpeechFrontEnd SpeechFrontEnd::from_checkpoint(const Checkpoint& ck) {
   c.high_hz = ck.meta_double("fbank.high_hz");
   c.log_floor = ck.meta_double("fbank.log_floor");
   c.remove_dc = ck.meta_int("fbank.remove_dc") != 0;
-  check(c.sample_rate == 16000 && c.bins >= 1 && c.bins <= 512,
-        ck.path + ": metadata fbank.sample_rate " + std::to_string(c.sample_rate) + " / fbank.bins " +
-            std::to_string(c.bins) + " (lt reads 16 kHz, 1..512 bins)");
   // Files from before context frames have no frame_past or frame_future.
   auto frames = [&](const char* key) { return ck.metadata.count(key) ? ck.meta_int(key) : 0; };
   const int64_t stack = ck.meta_int("frame_stack"), past = frames("frame_past"), future = frames("frame_future");

@@ -67,9 +67,9 @@ std::vector<SearchWord> searchable_words(const Lexicon& lexicon, const LanguageM
     }
     out.push_back(SearchWord{text, phones, id});
   }
-  check(!out.empty(), lm && lm->unknown() < 0
-                          ? "WordSearch: no word of the lexicon is in the language model, which has no <unk>"
-                          : "WordSearch: the lexicon has no word with a pronunciation");
+  if (out.empty() && lm && lm->unknown() < 0)
+    throw Error(lm->name() + ": no word of the lexicon (" + lexicon.name + ") is in the language model, which has no <unk>");
+  check(!out.empty(), lexicon.name + ": the lexicon has no word with a pronunciation other than <s> and </s>");
   return out;
 }
 

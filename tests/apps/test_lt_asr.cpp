@@ -356,3 +356,74 @@ TEST_CASE("lt-asr --phone-lm: the model changes the phones a beam finds, 'none' 
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
   CHECK(bad.out.empty());
 }
+
+TEST_CASE("lt-asr transcribes with a Bi-LSTM model offline and refuses it in one line with --stream") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  SpeechModel m = random_bilstm_speech_model(rng, 64, seed, kPhoneClasses);
+  const std::string model = tmp.file("bilstm.safetensors");
+  m.model->save(model, m.frontend.metadata(), m.frontend.tensors());
+  const std::string a = tmp.file("a.wav");
+  write_float_wav(a, test_audio(rng, 1.5));
+  for (const std::string flags : {"--beam 1", "--beam 8", "--beam 8 --phone-lm none"}) {
+    const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' -q " + flags + " '" + a + "'");
+    INFO(flags << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(a + "\t", 0) == 0);
+    CHECK(phones_of(r.out).size() > 1);
+  }
+  const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' --stream '" + a + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("causal-linear") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("lt-asr refuses float samples far beyond full scale in one line naming the file, whatever decodes them") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  std::vector<float> x = test_audio(rng, 1.0);
+  const size_t at = size_t(rng.integer(0, int64_t(x.size()) - 1));
+  x[at] = rng.uniform() < 0 ? -3e38f : 3e38f;
+  const std::string huge = tmp.file("huge.wav");
+  write_float_wav(huge, x, 22050);  // resampled: the check comes before the resampler
+  for (const std::string flags : {"", "--beam 1", "--phone-lm none", "--stream", "--stream --beam 1"}) {
+    const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' -q " + flags + " '" + huge + "'");
+    INFO(flags << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("lt-asr: " + huge + ": sample " + std::to_string(at) + " is ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    // A stream has printed the phones that settled before the sample.
+    if (flags.find("--stream") == std::string::npos) CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("lt-asr: a phone or word model that cannot decode anything is one line naming its file, before any input") {
+  TempDir tmp;
+  const uint64_t seed = fresh_seed();
+  const std::string model = save_model(tmp, "c.safetensors", Direction::causal, seed);
+  Rng rng(seed);
+  const std::string a = tmp.file("a.wav");
+  write_float_wav(a, test_audio(rng, 1.0));
+  // Words where phones should be, and no <unk>: no phone is in the model.
+  const std::string words = tmp.file("words.arpa");
+  write_text(words, "\\data\\\nngram 1=3\n\n\\1-grams:\n-99 <s>\n-0.5 </s>\n-0.1 HELLO\n\n\\end\\\n");
+  const std::string lexicon = tmp.file("lexicon.txt");
+  write_text(lexicon, "GOODBYE G UH D B AY\n");
+  for (const std::string& flags : {"--beam 8 --phone-lm '" + words + "'",
+                                   "--phone-lm none --words --lexicon '" + lexicon + "' --lm '" + words + "'"}) {
+    for (const char* mode : {"", "--stream "}) {
+      const CommandResult r = run_tool(tmp, "lt-asr", "-m '" + model + "' " + mode + flags + " '" + a + "'");
+      INFO(mode << flags << ": " << r.err);
+      CHECK(r.exit_code == 1);
+      CHECK(r.err.rfind("lt-asr: " + words + ": no word of the lexicon", 0) == 0);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK(r.out.empty());
+    }
+  }
+}

@@ -1,13 +1,16 @@
 // Test audio written through libsndfile itself: a known signal in a chosen
 // container, rate and channel count, and the analytic signal at 16 kHz to
-// compare what lt reads with.
+// compare what lt reads with; bytes fed to the stream reader through a pipe.
 #pragma once
 #include <sndfile.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "lt/audio.h"
 #include "test_util.h"
 
 namespace lt::test {
@@ -61,6 +64,31 @@ inline double snr_db(const std::vector<float>& got, const std::vector<double>& w
     e += (got[i] - want[i]) * (got[i] - want[i]);
   }
   return 10 * std::log10(s / std::max(e, 1e-30));
+}
+
+// The whole of fd's input through AudioStream.
+inline std::vector<float> stream_all(int fd, const RawAudio& raw = {}) {
+  AudioStream in(fd, "-", raw);
+  std::vector<float> all, chunk;
+  while (in.read(chunk)) all.insert(all.end(), chunk.begin(), chunk.end());
+  CHECK(in.samples_read() == int64_t(all.size()));
+  return all;
+}
+
+// Writes bytes into a pipe in random pieces from another thread; returns the read end.
+inline int pipe_of(const std::vector<uint8_t>& bytes, uint64_t seed, std::thread& writer) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  writer = std::thread([bytes, seed, w = fds[1]] {
+    Rng rng(seed);
+    for (size_t at = 0; at < bytes.size();) {
+      const size_t n = std::min(bytes.size() - at, size_t(rng.integer(1, 3000)));
+      if (write(w, bytes.data() + at, n) != ssize_t(n)) break;
+      at += n;
+    }
+    close(w);
+  });
+  return fds[0];
 }
 
 }  // namespace lt::test

@@ -3,9 +3,6 @@
 // stream reader through a pipe against the file reader; and one line naming
 // the file for every kind of bad input.
 #include <fcntl.h>
-#include <unistd.h>
-
-#include <thread>
 
 #include "audio/audio_files.h"
 #include "io/temp_dir.h"
@@ -15,31 +12,6 @@ using namespace lt;
 using namespace lt::test;
 
 namespace {
-
-// The whole of fd's input through AudioStream.
-std::vector<float> stream_all(int fd, const RawAudio& raw = {}) {
-  AudioStream in(fd, "-", raw);
-  std::vector<float> all, chunk;
-  while (in.read(chunk)) all.insert(all.end(), chunk.begin(), chunk.end());
-  CHECK(in.samples_read() == int64_t(all.size()));
-  return all;
-}
-
-// Writes bytes into a pipe in random pieces from another thread; returns the read end.
-int pipe_of(const std::vector<uint8_t>& bytes, uint64_t seed, std::thread& writer) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  writer = std::thread([bytes, seed, w = fds[1]] {
-    Rng rng(seed);
-    for (size_t at = 0; at < bytes.size();) {
-      const size_t n = std::min(bytes.size() - at, size_t(rng.integer(1, 3000)));
-      if (write(w, bytes.data() + at, n) != ssize_t(n)) break;
-      at += n;
-    }
-    close(w);
-  });
-  return fds[0];
-}
 
 void check_one_line(const std::string& msg, const std::string& path, const std::string& want) {
   INFO(msg);

@@ -3,7 +3,9 @@
 // Run once by hand when a format changes: lt-fuzz-seeds tests/fuzz/corpus
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -141,6 +143,9 @@ int main(int argc, char** argv) {
     const lt::TransformerConfig t{1, 1, 4, 4, 4, lt::AttentionKind::linear, lt::Direction::bidirectional, "elu", 0.1f};
     lt::SequenceModel m(lt::speech_model_config(t, frontend.features(), 40, 16), lt::Device::cpu);
     model_seed("speech", 2, [&](const std::string& p) { m.save(p, frontend.metadata(), frontend.tensors()); });
+    lt::SequenceModel lstm(lt::speech_model_config(lt::LstmConfig{1, 2, 0.f}, frontend.features(), 40, 16),
+                           lt::Device::cpu);
+    model_seed("speech-bilstm", 2, [&](const std::string& p) { lstm.save(p, frontend.metadata(), frontend.tensors()); });
   }
 
   // Audio: a 16 kHz mono 16-bit WAV of a ramp (read as a file and as a
@@ -175,6 +180,39 @@ int main(int argc, char** argv) {
       Bytes b = {mode, 1};
       b.insert(b.end(), pcm.begin(), pcm.end());
       put(out / ("audio/raw-" + std::to_string(mode)), b);
+    }
+    // Float samples behind the harness's header (4), at 16 kHz mono.
+    Bytes floats = {4, 1};
+    for (int i = 0; i < 600; ++i) {
+      const float v = float(i % 100) / 50.f - 1.f;
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      le32(floats, bits);
+    }
+    put(out / "audio/float-4", floats);
+    // 17 x 3 empty chunks before fmt and data (5); the WAV in pieces (6).
+    Bytes chunks = {5, 3, 'j', 'u', 'n', 'k', 0, 0, 0, 0};
+    chunks.insert(chunks.end(), lt::fuzz::kFileSeparator.begin(), lt::fuzz::kFileSeparator.end());
+    chunks.insert(chunks.end(), wav.begin() + 12, wav.end());
+    put(out / "audio/chunks-5", chunks);
+    Bytes pieces = {6, 0};
+    pieces.insert(pieces.end(), wav.begin(), wav.end());
+    put(out / "audio/pieces-6", pieces);
+  }
+
+  // Recognition: 0.1 s of a tone as raw 16 kHz s16le (byte 1 = 1), for
+  // each model, phone model on and off (byte 0 = 0..5).
+  {
+    Bytes pcm;
+    for (int i = 0; i < 1600; ++i) {
+      const int16_t v = int16_t(8000 * std::sin(0.07 * i) * (i % 400 < 300));
+      pcm.push_back(uint8_t(v & 0xff));
+      pcm.push_back(uint8_t(uint16_t(v) >> 8));
+    }
+    for (uint8_t kind = 0; kind < 6; ++kind) {
+      Bytes b = {kind, 1};
+      b.insert(b.end(), pcm.begin(), pcm.end());
+      put(out / ("recognizer/tone-" + std::to_string(kind)), b);
     }
   }
 

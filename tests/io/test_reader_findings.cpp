@@ -1,12 +1,18 @@
 // Regression tests for what fuzzing the readers found (docs/reliability.md):
 // each reproducer, byte for byte, must be one lt::Error line naming the file.
+#include <algorithm>
+#include <functional>
 #include <random>
+#include <set>
 
 #include "io/stored_deflate.h"
 #include "io/temp_dir.h"
+#include "lt/copy_task.h"
 #include "lt/dataset.h"
+#include "lt/image_model.h"
 #include "lt/png.h"
 #include "lt/safetensors.h"
+#include "speech/random_speech_model.h"
 
 using namespace lt;
 using namespace lt::test;
@@ -223,5 +229,109 @@ TEST_CASE("every reader rejects random and damaged bytes with one line naming th
     holds_contract([&] { read_idx_images(path); });
     holds_contract([&] { read_idx_labels(path); });
     holds_contract([&] { read_cifar10_batches({path}); });
+  }
+}
+
+namespace {
+
+// A valid checkpoint of each family, saved by lt, and the loader the tools
+// call on it.
+struct SavedModel {
+  std::string path;
+  std::function<void(const std::string&)> load;
+};
+
+std::vector<SavedModel> saved_models(const TempDir& tmp, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<SavedModel> out;
+  ImageModelConfig image;
+  image.height = 3;
+  image.width = 2;
+  image.mixtures = 2;
+  image.transformer = TransformerConfig{1, 2, 8, 16, 32};
+  ImageModel im(image, Device::cpu);
+  im.init_parameters(seed);
+  out.push_back({tmp.file("image.safetensors"), [](const std::string& p) { ImageModel::load(p, Device::cpu); }});
+  im.save(out.back().path);
+  CopyTaskConfig copy{16, 5, TransformerConfig{1, 2, 8, 16, 32}};
+  SequenceModel cm(copy.sequence_config(), Device::cpu);
+  cm.init_parameters(seed);
+  out.push_back({tmp.file("copy.safetensors"), [](const std::string& p) { load_copy_model(p, Device::cpu); }});
+  cm.save(out.back().path);
+  for (const bool lstm : {false, true}) {
+    SpeechModel m = lstm ? random_bilstm_speech_model(rng, 16, seed) : random_speech_model(rng, Direction::causal, 16, seed);
+    out.push_back({tmp.file(lstm ? "bilstm.safetensors" : "speech.safetensors"),
+                   [](const std::string& p) { load_speech_model(p, Device::cpu); }});
+    m.model->save(out.back().path, m.frontend.metadata(), m.frontend.tensors());
+  }
+  return out;
+}
+
+bool has_control_byte(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return uint8_t(c) < 0x20 || c == 0x7f; });
+}
+
+}  // namespace
+
+TEST_CASE("model loaders: control bytes in any metadata value or tensor name are escaped, the message one line") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  TempDir tmp;
+  const std::string edited = tmp.file("edited.safetensors");
+  // The strings the outside campaign found printed raw (issue 36).
+  const std::set<std::string> quoted = {"lt.model", "encoder", "direction", "attention", "feature_map", "output_head"};
+  for (const SavedModel& saved : saved_models(tmp, seed)) {
+    INFO(saved.path);
+    saved.load(saved.path);
+    const Checkpoint ck = load_safetensors(saved.path);
+    for (const auto& entry : ck.metadata) {
+      const std::string& key = entry.first;  // not a structured binding: INFO captures it
+      for (const std::string& bad : {std::string("a\nb"), entry.second + "\r\n", std::string("\t\x01\x1b[2J\x7f")}) {
+        std::map<std::string, std::string> meta = ck.metadata;
+        meta[key] = bad;
+        save_safetensors(edited, ck.tensors, meta);
+        INFO(key);
+        try {
+          saved.load(edited);
+        } catch (const Error& e) {
+          const std::string msg = e.what();
+          INFO(msg);
+          CHECK(msg.rfind(edited, 0) == 0);
+          CHECK_FALSE(has_control_byte(msg));
+        }
+      }
+      // Each of the quoted strings is refused when it names nothing lt knows.
+      if (quoted.count(key) && key != "direction") {
+        std::map<std::string, std::string> meta = ck.metadata;
+        meta[key] = "a\nb";
+        save_safetensors(edited, ck.tensors, meta);
+        INFO(key);
+        CHECK(error_of([&] { saved.load(edited); }).find("a\\nb") != std::string::npos);
+      }
+    }
+    std::map<std::string, Tensor> tensors = ck.tensors;
+    tensors.emplace("x\ny", Tensor::zeros({1}, Device::cpu));
+    save_safetensors(edited, tensors, ck.metadata);
+    const std::string msg = error_of([&] { saved.load(edited); });
+    CHECK(msg.rfind(edited, 0) == 0);
+    CHECK(msg.find("'x\\ny'") != std::string::npos);
+    CHECK_FALSE(has_control_byte(msg));
+  }
+}
+
+TEST_CASE("load_speech_model: fbank.sample_rate and fbank.bins are checked before they are narrowed to int") {
+  const uint64_t seed = fresh_seed();
+  TempDir tmp;
+  const std::string path = saved_models(tmp, seed)[2].path, edited = tmp.file("edited.safetensors");
+  const Checkpoint ck = load_safetensors(path);
+  // 2^32 + 16000 and 2^32 + 40 read as 16000 and 40 once cast.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{{"fbank.sample_rate", "4294983296"},
+                                                                     {"fbank.bins", "4294967336"},
+                                                                     {"fbank.sample_rate", "-4294951296"}}) {
+    std::map<std::string, std::string> meta = ck.metadata;
+    meta[key] = value;
+    save_safetensors(edited, ck.tensors, meta);
+    const std::string msg = contract_error(edited, [&] { load_speech_model(edited, Device::cpu); });
+    CHECK(msg.find(key + " " + value) != std::string::npos);
   }
 }

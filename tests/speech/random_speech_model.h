@@ -5,38 +5,61 @@
 #include <memory>
 #include <vector>
 
+#include "lt/bilstm.h"
 #include "lt/fbank.h"
 #include "lt/speech.h"
 #include "test_util.h"
 
 namespace lt::test {
 
+// A head sharpened and a blank made less likely than a random model makes
+// them, so that decoding emits labels in every utterance.
+inline void sharpen_head(SequenceModel& model) {
+  Tensor w = model.params().value(model.params().index("predictor.weight"));
+  std::vector<float> v = w.to_vector();
+  for (float& x : v) x *= 12;
+  w.copy_from(Tensor::from_vector(v, w.shape()));
+  Tensor bias = model.params().value(model.params().index("predictor.bias"));
+  std::vector<float> b = bias.to_vector();
+  b[0] -= 4;
+  bias.copy_from(Tensor::from_vector(b, bias.shape()));
+}
+
+// A front end over windows of filterbank frames with statistics of random frames.
+inline SpeechFrontEnd random_front_end(Rng& rng, const FrameWindow& window) {
+  SpeechFrontEnd f(FbankConfig{}, window);
+  FeatureStats stats(40);
+  const std::vector<float> frames = rng.normals(200 * 40, 3);
+  stats.add(frames.data(), 200);
+  f.set_statistics(stats);
+  return f;
+}
+
 // A random speech model over windows of filterbank frames (3 stacked
-// without context by default), with statistics of random frames and
-// ff_conv taps of feed-forward convolution; its head is sharpened and its
-// blank made less likely, so that decoding emits labels.
+// without context by default), with ff_conv taps of feed-forward
+// convolution, and a sharpened head.
 inline SpeechModel random_speech_model(Rng& rng, Direction dir, int64_t max_positions, uint64_t seed,
                                        int64_t classes = 6, const FrameWindow& window = FrameWindow{3},
                                        int64_t ff_conv = 0) {
   SpeechModel m;
-  m.frontend = SpeechFrontEnd(FbankConfig{}, window);
-  FeatureStats stats(40);
-  const std::vector<float> frames = rng.normals(200 * 40, 3);
-  stats.add(frames.data(), 200);
-  m.frontend.set_statistics(stats);
+  m.frontend = random_front_end(rng, window);
   TransformerConfig t{2, 2, 8, 16, 32, AttentionKind::linear, dir, "elu", 0.f};
   t.ff_conv = ff_conv;
   m.model = std::make_unique<SequenceModel>(speech_model_config(t, m.frontend.features(), classes, max_positions), Device::cpu);
   m.model->init_parameters(seed);
-  Tensor w = m.model->params().value(m.model->params().index("predictor.weight"));
-  std::vector<float> v = w.to_vector();
-  for (float& x : v) x *= 12;
-  w.copy_from(Tensor::from_vector(v, w.shape()));
-  // A blank less likely than a random model makes it: labels in every utterance.
-  Tensor bias = m.model->params().value(m.model->params().index("predictor.bias"));
-  std::vector<float> b = bias.to_vector();
-  b[0] -= 4;
-  bias.copy_from(Tensor::from_vector(b, bias.shape()));
+  sharpen_head(*m.model);
+  return m;
+}
+
+// The same with the paper's Bi-LSTM baseline, tiny: 2 layers of 8 per direction.
+inline SpeechModel random_bilstm_speech_model(Rng& rng, int64_t max_positions, uint64_t seed, int64_t classes = 6,
+                                              const FrameWindow& window = FrameWindow{3}) {
+  SpeechModel m;
+  m.frontend = random_front_end(rng, window);
+  m.model = std::make_unique<SequenceModel>(
+      speech_model_config(LstmConfig{2, 8, 0.f}, m.frontend.features(), classes, max_positions), Device::cpu);
+  m.model->init_parameters(seed);
+  sharpen_head(*m.model);
   return m;
 }
 

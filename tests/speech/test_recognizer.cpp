@@ -102,7 +102,12 @@ TEST_CASE("offline recognition with a bidirectional model takes each position fr
   INFO("seed " << seed);
   Rng rng(seed);
   const int64_t W = 16, F = 120, C = 6;
-  SpeechModel m = random_speech_model(rng, Direction::bidirectional, W, seed);
+  SpeechModel m;
+  // The Bi-LSTM has no recurrent form either: the recognizer runs it as it
+  // does the bidirectional transformer.
+  SUBCASE("transformer") { m = random_speech_model(rng, Direction::bidirectional, W, seed); }
+  SUBCASE("Bi-LSTM") { m = random_bilstm_speech_model(rng, W, seed); }
+  INFO(m.model->config().describe_encoder());
   RecognizerOptions never;
   never.pause_seconds = 0;
   SpeechRecognizer r(m, never);
@@ -255,13 +260,25 @@ TEST_CASE("recognition with bf16 products stays close to fp32, for causal and bi
   }
 }
 
-TEST_CASE("streaming refuses a bidirectional model in one line") {
+TEST_CASE("streaming refuses a bidirectional model in one line, a Bi-LSTM too, which transcribes whole recordings") {
   const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
   Rng rng(seed);
-  SpeechModel m = random_speech_model(rng, Direction::bidirectional, 16, seed);
+  SpeechModel m;
+  SUBCASE("transformer") { m = random_speech_model(rng, Direction::bidirectional, 16, seed); }
+  SUBCASE("Bi-LSTM") { m = random_bilstm_speech_model(rng, 16, seed); }
   const std::string msg = error_of([&] { SpeechStream s(m); });
   CHECK(msg.find("causal-linear") != std::string::npos);
   CHECK(msg.find('\n') == std::string::npos);
+  // Whole recordings, pauses and all, greedy and with a beam.
+  const std::vector<float> audio = test_audio(rng, 2.0);
+  for (int beam : {1, 8}) {
+    RecognizerOptions options;
+    options.decoding.beam = beam;
+    const Transcript t = SpeechRecognizer(m, options).transcribe(audio);
+    CHECK(t.positions == m.frontend.positions(m.frontend.fbank().frames(int64_t(audio.size()))));
+    CHECK(!t.phones.empty());
+  }
 }
 
 TEST_CASE("a negative or non-finite pause is refused in one line when the recognizer or stream is made") {

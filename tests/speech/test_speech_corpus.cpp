@@ -94,6 +94,13 @@ TEST_CASE("malformed manifests and lexicons are one line naming file:line") {
   const std::string dict = tmp.file("bad.dict");
   write_text(dict, "a AH0\nb QQ\n");
   CHECK(error_of([&] { read_lexicon(dict); }).find(dict + ":2: 'QQ' is not one of the 39") == 0);
+  // One rule for a word without phones, bare or before a comment (issue 36).
+  for (const char* line : {"b\n", "b # a comment\n", "b\t#\n"}) {
+    write_text(dict, std::string("a AH0 # a comment\n") + line);
+    CHECK(error_of([&] { read_lexicon(dict); }) == dict + ":2: word 'B' has no pronunciation");
+  }
+  write_text(dict, "a AH0 # a comment\n");
+  CHECK(read_lexicon(dict).phones_of("a") == std::vector<int32_t>{phone_id("AH")});
 }
 
 TEST_CASE("the LibriSpeech layout reads speakers, chapters and transcripts through the lexicon") {

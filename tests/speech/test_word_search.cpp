@@ -329,8 +329,15 @@ TEST_CASE("word search: bad logits, options and lexicons are errors") {
   TempDir tmp;
   write_text_file(tmp.file("lm.arpa"), "\\data\\\nngram 1=3\n\\1-grams:\n-99 <s>\n-1 </s>\n-1 BYE\n\\end\\\n", false);
   const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
-  CHECK(error_of([&] { WordSearch(lex, &lm); }).find("no word of the lexicon is in the language model") !=
-        std::string::npos);
+  const std::string msg = error_of([&] { WordSearch(lex, &lm); });
+  CHECK(msg.rfind(tmp.file("lm.arpa") + ": no word of the lexicon", 0) == 0);
+  // With <unk> every word is searched but the sentence marks: a lexicon of those alone.
+  write_text_file(tmp.file("unk.arpa"), "\\data\\\nngram 1=3\n\\1-grams:\n-99 <s>\n-1 </s>\n-1 <unk>\n\\end\\\n", false);
+  write_text_file(tmp.file("marks.dict"), "<s> AA\n</s> AE\n", false);
+  const LanguageModel unk = read_arpa(tmp.file("unk.arpa"));
+  const Lexicon marks = read_lexicon(tmp.file("marks.dict"));
+  CHECK(error_of([&] { WordSearch(marks, &unk); })
+            .rfind(tmp.file("marks.dict") + ": the lexicon has no word with a pronunciation", 0) == 0);
 }
 
 TEST_CASE("phone LM decoder: the phones of brute force's best sequence, and taken as they settle equal one pass") {

@@ -21,6 +21,11 @@ namespace lt {
 constexpr int kSpeechSampleRate = 16000;
 // The shortest audio lt reads: one 25 ms analysis frame at 16 kHz.
 constexpr int64_t kMinSpeechSamples = 400;
+// Float samples past full scale (+-1) up to this are clipped to +-1; larger
+// ones, NaN and infinities are an error naming the file and the sample. The
+// resampler's output is clipped to +-1 too: what the readers return is
+// always within [-1, 1].
+constexpr float kMaxSampleMagnitude = 2.f;
 
 enum class PcmFormat { s16le, s24le, s32le, f32le, u8 };
 // Raw PCM's layout; sample_rate 0 means the input is not raw.
@@ -35,7 +40,7 @@ int pcm_bytes(PcmFormat format);
 
 // The whole file, mono at 16 kHz. Errors: unreadable, not audio, an
 // unsupported codec, raw flags that do not divide the size, no samples or
-// fewer than kMinSpeechSamples, a NaN or infinite sample.
+// fewer than kMinSpeechSamples, a sample beyond kMaxSampleMagnitude.
 std::vector<float> read_audio(const std::string& path, const RawAudio& raw = {});
 
 // Audio read from a file descriptor as it arrives: a WAV header (PCM 8, 16,

@@ -2,13 +2,37 @@
 // line that names the file, tensor or shape at fault, so a tool can print it
 // as is and exit non-zero.
 #pragma once
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 namespace lt {
 
+// text with control bytes written as escapes (\n, \t, \x01), as JSON would.
+namespace detail {
+inline std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else out += char(c);
+  }
+  return out;
+}
+}  // namespace detail
+
+// What a message quotes from a file (a metadata string, a tensor or file
+// name) may hold any byte: the constructor escapes control bytes, so every
+// message is one line without each one having to remember it.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message) : std::runtime_error(detail::one_line(message)) {}
+  explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
 // Throws lt::Error(message) when cond is false. A message built by

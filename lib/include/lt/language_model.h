@@ -36,6 +36,7 @@ struct LmState {
 
 class LanguageModel {
  public:
+  const std::string& name() const { return name_; }  // the file it was read from, for messages
   int order() const { return order_; }
   // Words are upper-cased when read (as the lexicon's), except <s>, </s> and
   // <unk>, which are matched in any case and named as here.
@@ -63,6 +64,7 @@ class LanguageModel {
  private:
   friend class ArpaReader;
   friend class LanguageModelFile;
+  std::string name_;
   // A history the model can use: an n-gram of order < N, or the context of a
   // longer one (closed under prefixes, so the search below finds every one).
   struct Context {

@@ -98,7 +98,7 @@ class SpeechRecognizer {
   SpeechModel& model_;
   RecognizerOptions options_;
   SequenceBatch batch_;
-  std::unique_ptr<speech::Decoding> decoding_;  // made by the first transcribe, reset by each
+  std::unique_ptr<speech::Decoding> decoding_;  // made by the constructor, reset by each transcribe
 };
 
 // A causal linear model run as an RNN over audio pushed in any pieces: its

@@ -28,11 +28,13 @@ const std::vector<std::string>& phone_names();  // index = id; [0] = "<blank>"
 int32_t phone_id(const std::string& name);
 
 struct Lexicon {
+  std::string name = "a lexicon made in memory";  // for messages: the file it was read from
   std::unordered_map<std::string, std::vector<int32_t>> words;  // upper-case word -> phones (first pronunciation)
   std::vector<int32_t> phones_of(const std::string& word) const;  // any case; empty if unknown
 };
 // CMU-dictionary format: "word PH ON ES" per line; alternates "word(2)" and
-// ";;;" comments are skipped. Every phone must be one of the 39 (errors name
+// ";;;" comments are skipped; a "#" starts a comment at the end of a line.
+// Every word needs at least one phone, each one of the 39 (errors name
 // file:line).
 Lexicon read_lexicon(const std::string& path);
 
