@@ -18,11 +18,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string_view>
 
+#include "io/file_bytes.h"
 #include "lt/error.h"
 #include "lt/language_model.h"
 
@@ -32,34 +35,11 @@ namespace {
 constexpr char kMagic[4] = {'L', 'T', 'L', 'M'};
 constexpr uint32_t kVersion = 2;
 
-// The file's bytes; empty when it cannot be read whole.
-std::string read_whole(const std::string& path) {
-  std::string bytes;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return bytes;
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    bytes.resize(size_t(st.st_size));
-    size_t got = 0;
-    for (ssize_t n = 1; got < bytes.size() && n > 0; got += size_t(std::max<ssize_t>(n, 0)))
-      n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (got != bytes.size()) bytes.clear();
-  }
-  close(fd);
-  return bytes;
-}
-
 std::string cache_folder() {
   if (const char* dir = std::getenv("LT_CACHE_DIR"); dir && *dir) return dir;
   if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::string(dir) + "/lt";
   if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/lt";
   return {};
-}
-
-// mkdir -p, quietly: a folder that cannot be made only means no copy.
-void make_folders(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
 }
 
 class Writer {
@@ -259,22 +239,28 @@ class LanguageModelFile {
 };
 
 LanguageModel load_language_model(const std::string& arpa_path) {
-  const std::string source = read_whole(arpa_path);
   const std::string folder = cache_folder();
-  if (source.empty() || folder.empty()) return read_arpa(arpa_path);  // read_arpa says what is wrong
-  const uint64_t size = source.size(), hash = std::hash<std::string_view>{}(source);
+  std::vector<uint8_t> source;
+  try {
+    source = io::read_file_bytes(arpa_path);
+  } catch (const Error&) {
+    return read_arpa(arpa_path);  // which says what is wrong with the file
+  }
+  if (folder.empty()) return read_arpa(arpa_path);
+  const uint64_t size = source.size();
+  const uint64_t hash = std::hash<std::string_view>{}({reinterpret_cast<const char*>(source.data()), source.size()});
   char name[64];
   std::snprintf(name, sizeof name, "/lm-%016llx-%llu.ltlm", (unsigned long long)hash, (unsigned long long)size);
   const std::string copy = folder + name;
   if (LanguageModel lm; LanguageModelFile::map(copy, arpa_path, size, hash, lm)) return lm;
   LanguageModel lm = read_arpa(arpa_path);
-  make_folders(folder);
+  // A folder that cannot be made or written only means no copy.
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
   const std::string bytes = LanguageModelFile::write(lm, size, hash);
-  const std::string partial = copy + ".partial-" + std::to_string(getpid());
-  if (std::FILE* f = std::fopen(partial.c_str(), "wb")) {
-    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    if (std::fclose(f) == 0 && written && std::rename(partial.c_str(), copy.c_str()) == 0) return lm;
-    std::remove(partial.c_str());
+  try {
+    io::write_file_atomically(copy, bytes.data(), bytes.size());
+  } catch (const Error&) {
   }
   return lm;
 }
