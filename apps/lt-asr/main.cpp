@@ -17,7 +17,7 @@
 #include "lt/error.h"
 #include "lt/language_model.h"
 #include "lt/speech_corpus.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 #include "process_setup.h"
 #include "shipped_model.h"
 
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
       lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
-    in.recognizer.precision = lt::app::training_precision(a.bf16, a.tf32, device);
+    in.recognizer.precision = lt::training_precision(a.bf16, a.tf32, device);
     in.recognizer.decoding.beam = a.phone_search.beam = a.beam;
     const bool use_phone_lm = a.beam > 1 && a.phone_lm != "none";
     for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})

@@ -16,7 +16,7 @@
 #include "lt/error.h"
 #include "lt/recognizer.h"
 #include "lt/speech_corpus.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 
 namespace lt::bench {
 namespace {
@@ -86,7 +86,7 @@ void set_times(Row& row, const RecognitionTimes& times, double audio_s) {
 RecognizerOptions recognizer_options(const AsrBenchOptions& o, Device dev) {
   RecognizerOptions ro;
   ro.decoding.beam = o.beam;
-  ro.precision = app::training_precision(o.bf16, false, dev);
+  ro.precision = training_precision(o.bf16, false, dev);
   return ro;
 }
 

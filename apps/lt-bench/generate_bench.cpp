@@ -11,7 +11,7 @@
 #include <random>
 
 #include "benchmarks.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 #include "lt/error.h"
 #include "lt/image_model.h"
 
@@ -96,7 +96,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
         const size_t base = memory_in_use(dev);
         ImageModel model(c, dev);
         model.init_parameters(7);
-        const Precision precision = app::generation_precision(o.bf16, o.tf32, dev);
+        const Precision precision = generation_precision(o.bf16, o.tf32, dev);
         if (!recompute) model.core().prepare_step(precision, /*pack_weights=*/!o.openblas);
         const size_t weights = memory_in_use(dev) - base;
         const int64_t L = c.sequence_length();

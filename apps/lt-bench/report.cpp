@@ -4,7 +4,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "blas_cores.h"
+#include "lt/blas_description.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 
@@ -19,7 +19,7 @@ Row environment_row(const std::string& device, int threads) {
   r.set("device", device);
   r.set("threads", threads);
   r.set("cpu", device_description(Device::cpu));
-  r.set("blas", app::blas_description());
+  r.set("blas", blas_description());
   r.set("gpu", device == "cuda" ? device_description(Device::cuda) : std::string("none"));
   r.set("commit", build_commit());
   r.set("cuda_build", built_with_cuda());

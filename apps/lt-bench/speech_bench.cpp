@@ -13,7 +13,7 @@
 #include "lt/speech_corpus.h"
 #include "lt/train.h"
 #include "lt/training_loop.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 
 namespace lt::bench {
 namespace {
@@ -65,7 +65,7 @@ void run_speech_bench(const SpeechBenchOptions& o, Writer& out) {
     require_device(dev);
     ForwardOptions options;
     options.train = true;
-    options.precision = app::training_precision(o.bf16, o.tf32, dev);
+    options.precision = training_precision(o.bf16, o.tf32, dev);
     for (const std::string& name : o.attentions) {
       for (int stack : o.stacks) {
         const int64_t positions = (o.frames + stack - 1) / stack;

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "benchmarks.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 #include "lt/error.h"
 #include "lt/image_model.h"
 #include "lt/image_training.h"
@@ -58,7 +58,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
     require_device(dev);
     ForwardOptions options;
     options.train = true;
-    options.precision = app::training_precision(o.bf16, o.tf32, dev);
+    options.precision = training_precision(o.bf16, o.tf32, dev);
     for (const std::string& shape : o.shapes) {
       const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches

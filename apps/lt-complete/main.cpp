@@ -14,14 +14,14 @@
 #include "command_line.h"
 #include "common_options.h"
 #include "image_sheet.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/heads.h"
 #include "lt/image_generation.h"
 #include "lt/png.h"
 #include "output_path.h"
-#include "progress.h"
+#include "lt/progress.h"
 #include "shipped_model.h"
 #include "terminal_grid.h"
 
@@ -98,7 +98,7 @@ int run(const Args& a) {
   if (!a.output.empty()) lt::app::check_output_file(a.output);
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
-  const lt::Precision precision = lt::app::generation_precision(a.bf16, a.tf32, device);
+  const lt::Precision precision = lt::generation_precision(a.bf16, a.tf32, device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   auto model = lt::ImageModel::load(model_path, device);
   const lt::ImageModelConfig& c = model->config();
@@ -118,7 +118,7 @@ int run(const Args& a) {
     lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
   }
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-  const bool draw = !a.quiet && lt::app::stderr_is_terminal();
+  const bool draw = !a.quiet && lt::stderr_is_terminal();
   if (!a.quiet)
     std::fprintf(stderr, "lt-complete: %s (%lldx%lldx%lld, %s), %zu input(s) x %lld completion(s), seed %llu\n",
                  model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
@@ -126,7 +126,7 @@ int run(const Args& a) {
                  (unsigned long long)seed);
 
   lt::ImageGenerator generator(*model, K, precision);
-  lt::app::Progress progress(int64_t(a.inputs.size()) * S, a.quiet || draw);
+  lt::Progress progress(int64_t(a.inputs.size()) * S, a.quiet || draw);
   std::vector<uint8_t> pixels;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t n = 0; n < a.inputs.size(); ++n) {

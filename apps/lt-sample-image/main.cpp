@@ -14,13 +14,13 @@
 #include "command_line.h"
 #include "common_options.h"
 #include "image_sheet.h"
-#include "precision_options.h"
+#include "lt/precision_flags.h"
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/heads.h"
 #include "lt/image_generation.h"
 #include "output_path.h"
-#include "progress.h"
+#include "lt/progress.h"
 #include "shipped_model.h"
 #include "terminal_grid.h"
 
@@ -38,7 +38,7 @@ int run(const Args& a) {
   lt::set_num_threads(a.threads);
   const lt::Device device = lt::parse_device(a.device);
   lt::require_device(device);
-  const lt::Precision precision = lt::app::generation_precision(a.bf16, a.tf32, device);
+  const lt::Precision precision = lt::generation_precision(a.bf16, a.tf32, device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   if (!a.output.empty()) lt::app::check_output_file(a.output);
   if (!a.out_dir.empty()) {
@@ -50,7 +50,7 @@ int run(const Args& a) {
   const lt::ImageModelConfig& c = model->config();
   const int64_t S = c.subpixels(), batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-  const bool draw = !a.quiet && lt::app::stderr_is_terminal();
+  const bool draw = !a.quiet && lt::stderr_is_terminal();
   if (!a.quiet)
     std::fprintf(stderr, "lt-sample-image: %s (%lldx%lldx%lld, %lld layers, %s), %lld images in batches of %lld, seed %llu, %s%s\n",
                  model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
@@ -60,7 +60,7 @@ int run(const Args& a) {
 
   std::vector<uint8_t> all(a.count * S);
   lt::ImageGenerator generator(*model, batch, precision);
-  lt::app::Progress progress(a.count * S, a.quiet || draw);
+  lt::Progress progress(a.count * S, a.quiet || draw);
   std::vector<uint8_t> pixels;
   std::vector<double> nll;
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,18 +1,19 @@
 // lt-train: trains the paper's models (pixel-by-pixel image models, the copy
 // task, CTC phoneme recognition), evaluates checkpoints (--eval) and exports
-// weights without the optimizer state (--export). Results on stdout,
-// progress on stderr.
+// weights without the optimizer state (--export). The flags fill a
+// TrainingRecipe and the run is the library's (lt/training_run.h). Results on
+// stdout, progress on stderr.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
 
-#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
-#include "precision_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
-#include "train_tasks.h"
+#include "lt/precision_flags.h"
+#include "lt/training_run.h"
+#include "process_setup.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -20,19 +21,32 @@ extern "C" void on_sigint(int) {
   g_stop = true;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
 }
+
+// The exit of a run that did not finish: its message and status code.
+int report_unfinished(const lt::TrainResult& r, const std::string& output) {
+  if (r.status == lt::TrainStatus::diverged) {
+    std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
+               (long long)r.step, output.c_str());
+  return 130;
+}
 }  // namespace
 
 // training: a few large parallel regions, on all cores even when others run
 LT_BEFORE_LIBRARIES(lt::app::setup_process<lt::app::UnderLoad::all_cores>);
 
 int main(int argc, char** argv) {
-  lt::app::TrainArgs a;
+  lt::TrainingRecipe a;  // the run; the mode and threads are the command line's own
+  bool eval = false, export_ = false;
+  int threads = 0;
   CLI::App app{"lt-train: train linear-transformer models (image generation, copy task, speech recognition) and evaluate them"};
   app.set_help_flag("-h,--help", "show every option with its default");
 
   auto* modes = app.add_option_group("mode", "what to do (default: train)");
-  modes->add_flag("--eval", a.eval, "evaluate -m CKPT on the test split of --data: bits/dim (copy: accuracy; speech: PER on --data)");
-  modes->add_flag("--export", a.export_, "write -m CKPT without optimizer state to -o, with its test bits/dim (images: of --data; speech: PER of each --score manifest)");
+  modes->add_flag("--eval", eval, "evaluate -m CKPT on the test split of --data: bits/dim (copy: accuracy; speech: PER on --data)");
+  modes->add_flag("--export", export_, "write -m CKPT without optimizer state to -o, with its test bits/dim (images: of --data; speech: PER of each --score manifest)");
   app.add_option("--score", a.score, "with --export of a speech model: a manifest whose PER (decoded with --beam) goes into the metadata as speech.per.NAME, NAME its file name without .tsv (repeatable)");
   app.add_option("--average", a.average, "with --export: checkpoints of -m's model whose parameters are averaged with its own, each counting once (checkpoint averaging, model soups)");
   app.add_option("--note", a.notes, "with --export: KEY=TEXT written into the metadata as note.KEY, such as how the training data was made (repeatable)");
@@ -93,7 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--log", a.log, "append metrics as JSON lines to this file");
   app.add_option("-f,--format", a.format, "--eval output: text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   lt::app::add_device_option(app, a.device);
-  lt::app::add_threads_option(app, a.threads);
+  lt::app::add_threads_option(app, threads);
   lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::training);
   app.add_flag("-q,--quiet", a.quiet, "no progress on stderr");
 
@@ -105,30 +119,22 @@ int main(int argc, char** argv) {
     for (const CLI::Option* o : group->get_options([](const CLI::Option* o) { return o->count() > 0; }))
       if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
   try {
-    lt::check(!a.recurrent || a.eval, "--recurrent is an option of --eval");
-    lt::check((a.score.empty() && a.notes.empty() && a.average.empty()) || a.export_,
+    lt::check(!a.recurrent || eval, "--recurrent is an option of --eval");
+    lt::check((a.score.empty() && a.notes.empty() && a.average.empty()) || export_,
               "--score, --note and --average are options of --export");
-    lt::set_num_threads(a.threads);
+    lt::set_num_threads(threads);
     // Before the device is opened: a flag that cannot apply is the first thing to say.
     const lt::Device device = lt::parse_device(a.device);
     if (a.recurrent)
-      lt::app::generation_precision(a.bf16, a.tf32, device);
+      lt::generation_precision(a.bf16, a.tf32, device);
     else
-      lt::app::training_precision(a.bf16, a.tf32, device);
-    if (!a.eval && !a.export_ && a.task == "copy") {
-      lt::app::refuse_options(a, lt::app::kImageOnlyOptions, "--task copy");
-      lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task copy");
-    }
-    if (!a.eval && !a.export_ && a.task == "asr") lt::app::refuse_options(a, lt::app::kImageNotSpeechOptions, "--task asr");
-    if (!a.eval && !a.export_ && a.encoder == "bilstm")
-      lt::app::refuse_options(a, lt::app::kTransformerOnlyOptions, "--encoder bilstm");
-    if (!a.eval && !a.export_ && a.task == "image") lt::app::refuse_options(a, lt::app::kSpeechOnlyOptions, "--task image");
-    if (a.eval) return lt::app::run_eval(a);
-    if (a.export_) return lt::app::run_export(a);
+      lt::training_precision(a.bf16, a.tf32, device);
+    if (eval) return lt::evaluate_checkpoint(a), 0;
+    if (export_) return lt::export_checkpoint(a), 0;
     std::signal(SIGINT, on_sigint);
     std::signal(SIGTERM, on_sigint);
-    if (a.task == "asr") return lt::app::run_asr_training(a, g_stop);
-    return a.task == "copy" ? lt::app::run_copy_training(a, g_stop) : lt::app::run_image_training(a, g_stop);
+    const lt::TrainResult r = lt::run_training(a, &g_stop);
+    return r.status == lt::TrainStatus::finished ? 0 : report_unfinished(r, a.output);
   } catch (const std::exception& e) {
     std::cerr << "lt-train: " << e.what() << "\n";
     return 1;

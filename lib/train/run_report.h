@@ -1,4 +1,4 @@
-// lt-train's one view of the training loop's events, for every task: the
+// A run's one view of the training loop's events, for every task: the
 // progress line on stderr, evaluations as lines, and the JSON-lines log.
 // Image tasks speak in bits/dim, categorical ones add accuracy, speech PER.
 #pragma once
@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <functional>
 
+#include "lt/progress.h"
 #include "lt/training_loop.h"
 #include "metrics_log.h"
-#include "progress.h"
 
-namespace lt::app {
+namespace lt {
 
 inline std::function<void(const TrainEvent&)> report_events(MetricsLog& log, Progress& progress, bool bits,
                                                             bool quiet) {
@@ -57,15 +57,4 @@ inline std::function<void(const TrainEvent&)> report_events(MetricsLog& log, Pro
   };
 }
 
-// The exit of a run that did not finish: its message and status code.
-inline int report_unfinished(const TrainResult& r, const std::string& output) {
-  if (r.status == TrainStatus::diverged) {
-    std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
-    return 1;
-  }
-  std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
-               (long long)r.step, output.c_str());
-  return 130;
-}
-
-}  // namespace lt::app
+}  // namespace lt

@@ -1,6 +1,6 @@
-// lt-train's speech task (paper section 4.3): CTC phoneme recognition from a
-// manifest or a LibriSpeech folder, through the shared model, loop and
-// reports; --eval prints the phone error rate overall and per speaker.
+// The speech task (paper section 4.3) as a task family: CTC phoneme
+// recognition from a manifest or a LibriSpeech folder, the paper's encoder
+// or its Bi-LSTM baseline, scored by phone error rate overall and per speaker.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,11 +11,10 @@
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/speech_training.h"
-#include "precision_options.h"
-#include "train_run.h"
-#include "train_tasks.h"
+#include "lt/precision_flags.h"
+#include "task_family.h"
 
-namespace lt::app {
+namespace lt {
 
 namespace {
 
@@ -26,7 +25,7 @@ double hours(const std::vector<std::vector<float>>& raw, const SpeechFrontEnd& f
 }
 
 // Reads and featurises a split, saying on stderr what it kept.
-SpeechSet load_split(const std::string& name, const std::string& path, const TrainArgs& a, SpeechFrontEnd& frontend,
+SpeechSet load_split(const std::string& name, const std::string& path, const TrainingRecipe& a, SpeechFrontEnd& frontend,
                      int64_t max_positions, bool fit_statistics) {
   const auto t0 = std::chrono::steady_clock::now();
   check(!path.empty(), "--task asr needs --data MANIFEST.tsv or a LibriSpeech folder");
@@ -37,9 +36,9 @@ SpeechSet load_split(const std::string& name, const std::string& path, const Tra
   SpeechSet set = make_speech_set(utts, raw, frontend, max_positions, &report);
   if (!a.quiet)
     std::fprintf(stderr,
-                 "lt-train: %s: %lld utterances, %.2f h of audio from %s in %.1f s; left out %lld too short for "
+                 "%s: %s: %lld utterances, %.2f h of audio from %s in %.1f s; left out %lld too short for "
                  "their phones, %lld over %lld positions, %lld without phones\n",
-                 name.c_str(), (long long)set.size(), hours(raw, frontend), path.c_str(),
+                 a.name.c_str(), name.c_str(), (long long)set.size(), hours(raw, frontend), path.c_str(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  (long long)report.too_short, (long long)report.too_long, (long long)max_positions,
                  (long long)report.no_phones);
@@ -47,12 +46,12 @@ SpeechSet load_split(const std::string& name, const std::string& path, const Tra
 }
 
 // Whether --attention asks for a causal model (causal-*, the streaming model).
-bool asks_causal(const TrainArgs& a) {
+bool asks_causal(const TrainingRecipe& a) {
   return a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
 }
 
 // The paper's encoder: 9 layers, 6 heads of 32, bidirectional linear attention.
-TransformerConfig asr_transformer(const TrainArgs& a) {
+TransformerConfig asr_transformer(const TrainingRecipe& a) {
   TransformerConfig t;
   t.layers = a.layers > 0 ? a.layers : 9;
   t.heads = a.heads > 0 ? a.heads : 6;
@@ -74,7 +73,7 @@ TransformerConfig asr_transformer(const TrainArgs& a) {
 }
 
 // The paper's Bi-LSTM baseline (Table 3): 3 layers, 320 hidden units per direction.
-LstmConfig asr_bilstm(const TrainArgs& a) {
+LstmConfig asr_bilstm(const TrainingRecipe& a) {
   LstmConfig l;
   l.layers = a.layers > 0 ? a.layers : 3;
   l.hidden = a.d_model > 0 ? a.d_model : 320;
@@ -82,7 +81,7 @@ LstmConfig asr_bilstm(const TrainArgs& a) {
   return l;
 }
 
-SequenceModelConfig asr_model_config(const TrainArgs& a, int64_t features, int64_t max_positions) {
+SequenceModelConfig asr_model_config(const TrainingRecipe& a, int64_t features, int64_t max_positions) {
   return a.encoder == "bilstm" ? speech_model_config(asr_bilstm(a), features, kPhoneClasses, max_positions)
                                : speech_model_config(asr_transformer(a), features, kPhoneClasses, max_positions);
 }
@@ -91,7 +90,7 @@ SequenceModelConfig asr_model_config(const TrainArgs& a, int64_t features, int64
 // a transformer, whose attention cannot look at a position's neighbours
 // (docs/speech.md, "Context frames"); a causal model's context is before it
 // unless --future asks for more (a stream waits for those frames).
-FrameWindow frame_window(const TrainArgs& a) {
+FrameWindow frame_window(const TrainingRecipe& a) {
   const bool bilstm = a.encoder == "bilstm";
   const bool causal = !bilstm && asks_causal(a);
   const int past = a.context >= 0 ? a.context : bilstm ? 0 : 8;
@@ -100,9 +99,9 @@ FrameWindow frame_window(const TrainArgs& a) {
 
 // What the command line asks of a resumed model: its encoder first, then that encoder's sizes
 // and the frames of a position. An encoder not given is the checkpoint's.
-std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceModelConfig& have,
+std::vector<ArchitectureField> asr_fields(const TrainingRecipe& a, const SequenceModelConfig& have,
                                           const FrameWindow& have_window) {
-  TrainArgs asked = a;
+  TrainingRecipe asked = a;
   if (!a.given.count("--encoder")) asked.encoder = encoder_kind_name(have.encoder);
   const SequenceModelConfig want = asr_model_config(asked, have.input_features, have.max_positions);
   std::vector<ArchitectureField> fields = {
@@ -120,11 +119,32 @@ std::vector<ArchitectureField> asr_fields(const TrainArgs& a, const SequenceMode
   return fields;
 }
 
-int64_t max_positions_of(const TrainArgs& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
+int64_t max_positions_of(const TrainingRecipe& a) { return (a.max_frames + a.frame_stack - 1) / a.frame_stack; }
 
-class SpeechRun final : public TaskRun {
+nlohmann::json counts_json(const ErrorCounts& c) {
+  return {{"per", c.rate()}, {"errors", c.errors}, {"phones", c.reference}, {"substitutions", c.substitutions},
+          {"deletions", c.deletions}, {"insertions", c.insertions}};
+}
+
+// PER of a manifest under --beam, --batch, --bf16/--tf32; left_out counts the
+// utterances it could not score (too short for their phones, too long, none).
+SpeechScore score_manifest(const TrainingRecipe& a, SequenceModel& model, const SpeechFrontEnd& frontend,
+                           const std::string& manifest, int64_t& left_out) {
+  const std::vector<Utterance> utts = read_corpus(manifest, a.lexicon);
+  SpeechSetReport report;
+  const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, frontend), frontend,
+                                        model.config().max_positions, &report);
+  ForwardOptions options;
+  options.precision = training_precision(a.bf16, a.tf32, model.device());
+  CtcBeamOptions beam;
+  beam.beam = int(a.beam);
+  left_out = report.too_short + report.too_long + report.no_phones;
+  return score_speech(model, set, a.batch > 0 ? a.batch : 16, options, beam);
+}
+
+class SpeechFamily final : public TaskFamily {
  public:
-  SequenceModel& resume(const std::string& path, const TrainArgs& a, Device d) override {
+  SequenceModel& resume(const std::string& path, const TrainingRecipe& a, Device d) override {
     SpeechModel m = load_speech_model(path, d);
     check_resumed_architecture(a, asr_fields(a, m.model->config(), m.frontend.window()), path);
     model_ = std::move(m.model);
@@ -132,7 +152,7 @@ class SpeechRun final : public TaskRun {
     load_data(a, false);
     return *model_;
   }
-  SequenceModel& start(const TrainArgs& a, Device d) override {
+  SequenceModel& start(const TrainingRecipe& a, Device d) override {
     if (!a.init.empty()) {  // its architecture, front end and statistics; a fresh optimizer
       refuse_architecture_with_init(a, {"--encoder", "--frame-stack", "--context", "--future"});
       SpeechModel m = load_speech_model(a.init, d);
@@ -149,9 +169,9 @@ class SpeechRun final : public TaskRun {
   }
   int64_t default_batch() const override { return 16; }
   int64_t steps_per_epoch(int64_t batch) const override { return std::max<int64_t>(1, train_.size() / batch); }
-  Schedule schedule(const TrainArgs& a, int64_t steps) const override { return a.make_schedule(1e-4f, steps); }
+  Schedule schedule(const TrainingRecipe& a, int64_t steps) const override { return a.make_schedule(1e-4f, steps); }
   int default_plateau() const override { return 3; }
-  std::map<std::string, std::string> metadata(const TrainArgs& a) const override {
+  std::map<std::string, std::string> metadata(const TrainingRecipe& a) const override {
     std::map<std::string, std::string> m = frontend_.metadata();
     m["speech.train_data"] = a.data;
     m["speech.train_utterances"] = std::to_string(train_.size());
@@ -164,7 +184,7 @@ class SpeechRun final : public TaskRun {
     return m;
   }
   std::map<std::string, Tensor> tensors() const override { return frontend_.tensors(); }
-  TrainingTask& task(const TrainArgs& a, int64_t) override {
+  TrainingTask& task(const TrainingRecipe& a, int64_t) override {
     SpeechAugmentation augmentation;
     augmentation.masks = a.spec_augment;
     augmentation.vtlp = a.vtlp;
@@ -178,7 +198,7 @@ class SpeechRun final : public TaskRun {
            std::to_string(w.future) + " after";
   }
   bool reports_bits() const override { return false; }
-  nlohmann::json finish(const TrainArgs& a, int64_t step, int64_t batch, const Precision& eval) override {
+  nlohmann::json finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
     if (task_->valid_set().size() == 0) {
       std::printf("%s: step %lld (no --valid data to score)\n", a.output.c_str(), (long long)step);
       return {{"event", "done"}, {"step", step}};
@@ -191,8 +211,71 @@ class SpeechRun final : public TaskRun {
     return {{"event", "eval"}, {"step", step}, {"test_loss", s.loss}, {"test_per", s.overall.rate()}};
   }
 
+
+  SequenceModel& load(const std::string& path, Device d) override {
+    SpeechModel m = load_speech_model(path, d);
+    model_ = std::move(m.model);
+    frontend_ = m.frontend;
+    return *model_;
+  }
+  std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
+  std::map<std::string, std::string> architecture() const override {
+    std::map<std::string, std::string> a = model_->metadata();
+    for (const auto& [k, v] : frontend_.metadata()) a[k] = v;
+    return a;
+  }
+  void save(const std::string& path, const std::map<std::string, std::string>& meta) override {
+    model_->save(path, meta, frontend_.tensors());
+    std::printf("%s: speech model written without optimizer state\n", path.c_str());
+  }
+  void evaluate(const TrainingRecipe& a, Device) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t left_out = 0;
+    const SpeechScore s = score_manifest(a, *model_, frontend_, a.data, left_out);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (a.format == "json") {
+      nlohmann::json speakers = nlohmann::json::object();
+      for (const auto& [name, c] : s.by_speaker) speakers[name] = counts_json(c);
+      nlohmann::json j = counts_json(s.overall);
+      j.update({{"loss", s.loss}, {"utterances", s.utterances}, {"left_out", left_out}, {"model", a.model},
+                {"data", a.data}, {"decoder", a.beam > 1 ? "beam" : "greedy"}, {"seconds", secs},
+                {"speakers", speakers}});
+      std::cout << j.dump() << "\n";
+      return;
+    }
+    std::printf("PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld utterances of %s, "
+                "loss %.4f, %s decoding, %.1f s\n",
+                100 * s.overall.rate(), (long long)s.overall.errors, (long long)s.overall.substitutions,
+                (long long)s.overall.deletions, (long long)s.overall.insertions, (long long)s.overall.reference,
+                (long long)s.utterances, a.data.c_str(), s.loss, a.beam > 1 ? "beam" : "greedy", secs);
+    if (s.by_speaker.size() > 1)
+      for (const auto& [name, c] : s.by_speaker)
+        std::printf("  %-28s PER %6.2f%% over %lld phones\n", name.c_str(), 100 * c.rate(), (long long)c.reference);
+    if (left_out > 0)
+      std::fprintf(stderr, "%s: %lld utterances left out (too short for their phones, too long, or without phones)\n",
+                   a.name.c_str(), (long long)left_out);
+  }
+  // The PER of each --score manifest, as speech.per.NAME (NAME its file name without .tsv).
+  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta) override {
+    for (const std::string& manifest : a.score) {
+      std::string name = std::filesystem::path(manifest).filename().string();
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0) name.resize(name.size() - 4);
+      int64_t left_out = 0;
+      const SpeechScore s = score_manifest(a, *model_, frontend_, manifest, left_out);
+      char line[512];
+      std::snprintf(line, sizeof line, "%.2f%% (%s decoding%s; %lld utterances, %lld phones; %s)",
+                    100 * s.overall.rate(), a.beam > 1 ? "beam" : "greedy",
+                    a.beam > 1 ? (", width " + std::to_string(a.beam)).c_str() : "", (long long)s.utterances,
+                    (long long)s.overall.reference, manifest.c_str());
+      meta["speech.per." + name] = line;
+      std::printf("%s: PER %s\n", a.output.c_str(), line);
+      if (left_out > 0)
+        std::fprintf(stderr, "%s: %s: %lld utterances left out\n", a.name.c_str(), manifest.c_str(), (long long)left_out);
+    }
+  }
+
  private:
-  void load_data(const TrainArgs& a, bool fit_statistics) {
+  void load_data(const TrainingRecipe& a, bool fit_statistics) {
     const int64_t max_positions = model_ ? model_->config().max_positions : max_positions_of(a);
     train_ = load_split("train", a.data, a, frontend_, max_positions, fit_statistics);
     if (!a.valid.empty()) valid_ = load_split("valid", a.valid, a, frontend_, max_positions, false);
@@ -203,88 +286,9 @@ class SpeechRun final : public TaskRun {
   std::unique_ptr<SpeechTrainingTask> task_;
 };
 
-nlohmann::json counts_json(const ErrorCounts& c) {
-  return {{"per", c.rate()}, {"errors", c.errors}, {"phones", c.reference}, {"substitutions", c.substitutions},
-          {"deletions", c.deletions}, {"insertions", c.insertions}};
-}
-
-// PER of a manifest under --beam, --batch, --bf16/--tf32; left_out counts the
-// utterances it could not score (too short for their phones, too long, none).
-SpeechScore score_manifest(const TrainArgs& a, SpeechModel& m, const std::string& manifest, int64_t& left_out) {
-  const std::vector<Utterance> utts = read_corpus(manifest, a.lexicon);
-  SpeechSetReport report;
-  const SpeechSet set = make_speech_set(utts, compute_filterbanks(utts, m.frontend), m.frontend,
-                                        m.model->config().max_positions, &report);
-  ForwardOptions options;
-  options.precision = training_precision(a.bf16, a.tf32, m.model->device());
-  CtcBeamOptions beam;
-  beam.beam = int(a.beam);
-  left_out = report.too_short + report.too_long + report.no_phones;
-  return score_speech(*m.model, set, a.batch > 0 ? a.batch : 16, options, beam);
-}
 
 }  // namespace
 
-int run_asr_training(const TrainArgs& a, const std::atomic<bool>& stop) {
-  SpeechRun run;
-  return run_training(a, run, stop);
-}
+std::unique_ptr<TaskFamily> speech_family() { return std::make_unique<SpeechFamily>(); }
 
-int run_asr_eval(const TrainArgs& a) {
-  const Device device = parse_device(a.device);
-  require_device(device);
-  SpeechModel m = load_speech_model(a.model, device);
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t left_out = 0;
-  const SpeechScore s = score_manifest(a, m, a.data, left_out);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (a.format == "json") {
-    nlohmann::json speakers = nlohmann::json::object();
-    for (const auto& [name, c] : s.by_speaker) speakers[name] = counts_json(c);
-    nlohmann::json j = counts_json(s.overall);
-    j.update({{"loss", s.loss}, {"utterances", s.utterances}, {"left_out", left_out}, {"model", a.model},
-              {"data", a.data}, {"decoder", a.beam > 1 ? "beam" : "greedy"}, {"seconds", secs},
-              {"speakers", speakers}});
-    std::cout << j.dump() << "\n";
-    return 0;
-  }
-  std::printf("PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld utterances of %s, "
-              "loss %.4f, %s decoding, %.1f s\n",
-              100 * s.overall.rate(), (long long)s.overall.errors, (long long)s.overall.substitutions,
-              (long long)s.overall.deletions, (long long)s.overall.insertions, (long long)s.overall.reference,
-              (long long)s.utterances, a.data.c_str(), s.loss, a.beam > 1 ? "beam" : "greedy", secs);
-  if (s.by_speaker.size() > 1)
-    for (const auto& [name, c] : s.by_speaker)
-      std::printf("  %-28s PER %6.2f%% over %lld phones\n", name.c_str(), 100 * c.rate(), (long long)c.reference);
-  if (left_out > 0) std::fprintf(stderr, "lt-train: %lld utterances left out (too short for their phones, too long, or without phones)\n", (long long)left_out);
-  return 0;
-}
-
-int run_asr_export(const TrainArgs& a, const Checkpoint& ck) {
-  SpeechModel m = load_speech_model(a.model, parse_device(a.device));
-  std::map<std::string, std::string> meta;
-  for (const auto& [k, v] : ck.metadata)
-    if (!m.model->metadata().count(k) && k.rfind("optimizer.", 0) != 0) meta[k] = v;
-  std::map<std::string, std::string> architecture = m.model->metadata();
-  for (const auto& [k, v] : m.frontend.metadata()) architecture[k] = v;
-  average_models(a, ck, m.model->params(), architecture, meta);
-  for (const std::string& manifest : a.score) {
-    std::string name = std::filesystem::path(manifest).filename().string();
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0) name.resize(name.size() - 4);
-    int64_t left_out = 0;
-    const SpeechScore s = score_manifest(a, m, manifest, left_out);
-    char line[512];
-    std::snprintf(line, sizeof line, "%.2f%% (%s decoding%s; %lld utterances, %lld phones; %s)", 100 * s.overall.rate(),
-                  a.beam > 1 ? "beam" : "greedy", a.beam > 1 ? (", width " + std::to_string(a.beam)).c_str() : "",
-                  (long long)s.utterances, (long long)s.overall.reference, manifest.c_str());
-    meta["speech.per." + name] = line;
-    std::printf("%s: PER %s\n", a.output.c_str(), line);
-    if (left_out > 0) std::fprintf(stderr, "lt-train: %s: %lld utterances left out\n", manifest.c_str(), (long long)left_out);
-  }
-  add_notes(a, meta);
-  m.model->save(a.output, meta, m.frontend.tensors());
-  std::printf("%s: speech model written without optimizer state\n", a.output.c_str());
-  return 0;
-}
-
-}  // namespace lt::app
+}  // namespace lt

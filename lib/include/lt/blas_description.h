@@ -4,7 +4,7 @@
 
 extern "C" char* openblas_get_corename(void);
 
-namespace lt::app {
+namespace lt {
 
 // "OpenBLAS Cooperlake".
 inline std::string blas_description() {
@@ -12,4 +12,4 @@ inline std::string blas_description() {
   return std::string("OpenBLAS ") + (core ? core : "unknown");
 }
 
-}  // namespace lt::app
+}  // namespace lt

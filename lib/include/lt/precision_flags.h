@@ -5,7 +5,7 @@
 #include "lt/error.h"
 #include "lt/precision.h"
 
-namespace lt::app {
+namespace lt {
 
 // Generation (lt-sample-image, lt-complete, lt-bench generate, lt-train
 // --eval --recurrent): --bf16 is the recurrent state in bf16 and, on the CPU,
@@ -34,4 +34,4 @@ inline Precision training_precision(bool bf16, bool tf32, Device d) {
   return p;
 }
 
-}  // namespace lt::app
+}  // namespace lt

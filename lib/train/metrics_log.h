@@ -9,7 +9,7 @@
 
 #include "lt/error.h"
 
-namespace lt::app {
+namespace lt {
 
 class MetricsLog {
  public:
@@ -36,4 +36,4 @@ class MetricsLog {
   std::FILE* f_ = nullptr;
 };
 
-}  // namespace lt::app
+}  // namespace lt

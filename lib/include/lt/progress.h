@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-namespace lt::app {
+namespace lt {
 
 inline bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
 
@@ -67,4 +67,4 @@ class Progress {
   clock::time_point start_, last_;
 };
 
-}  // namespace lt::app
+}  // namespace lt

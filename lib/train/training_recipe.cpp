@@ -1,6 +1,6 @@
-// lt-train's training recipe in checkpoints: written as lt.train.* metadata,
-// read back by --resume for every option the command line leaves out; and
-// the check that flags repeated on --resume match the checkpoint's model.
+// The training recipe in checkpoints: written as lt.train.* metadata, read
+// back on resume for every option not given again; and the options over a
+// family's architecture, which a resumed checkpoint's model must match.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -8,39 +8,26 @@
 #include <string>
 
 #include "lt/error.h"
-#include "train_tasks.h"
+#include "task_family.h"
 
-namespace lt::app {
+namespace lt {
+
+Schedule TrainingRecipe::make_schedule(float base_lr, int64_t total_steps) const {
+  Schedule s;
+  s.kind = parse_schedule_kind(schedule);
+  s.lr = lr > 0 ? lr : base_lr;
+  s.warmup_steps = warmup;
+  s.milestones = milestones;
+  s.gamma = gamma;
+  s.total_steps = total_steps;
+  s.min_lr = min_lr;
+  return s;
+}
 
 std::string exact(float v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", double(v));
   return buf;
-}
-
-void add_notes(const TrainArgs& a, std::map<std::string, std::string>& meta) {
-  for (const std::string& note : a.notes) {
-    const size_t eq = note.find('=');
-    const std::string key = note.substr(0, eq);
-    check(eq != std::string::npos && !key.empty() &&
-              std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-'; }),
-          "--note '" + note + "': expected KEY=TEXT, KEY of letters, digits, '_', '.' or '-'");
-    meta["note." + key] = note.substr(eq + 1);
-  }
-}
-
-void average_models(const TrainArgs& a, const Checkpoint& ck, Parameters& params,
-                    const std::map<std::string, std::string>& architecture, std::map<std::string, std::string>& meta) {
-  if (a.average.empty()) return;
-  std::vector<Checkpoint> others;
-  std::string all = a.model;
-  for (const std::string& path : a.average) {
-    others.push_back(load_safetensors(path));
-    all += ", " + path;
-  }
-  average_checkpoints(params, ck, others, architecture);
-  meta["lt.average"] = all;
-  std::fprintf(stderr, "lt-train: the mean of %zu checkpoints' parameters\n", others.size() + 1);
 }
 
 namespace {
@@ -53,7 +40,7 @@ float parse_float(const Checkpoint& ck, const std::string& key) {
 }
 }  // namespace
 
-std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Schedule& s, int64_t batch,
+std::map<std::string, std::string> recipe_metadata(const TrainingRecipe& a, const Schedule& s, int64_t batch,
                                                    int64_t steps) {
   std::string milestones;
   for (int64_t m : s.milestones) milestones += (milestones.empty() ? "" : ",") + std::to_string(m);
@@ -75,7 +62,7 @@ std::map<std::string, std::string> recipe_metadata(const TrainArgs& a, const Sch
   return meta;
 }
 
-void TrainArgs::adopt_recipe(const Checkpoint& ck) {
+void TrainingRecipe::adopt(const Checkpoint& ck) {
   auto adopt = [&](const char* option, const char* key) {
     return !given.count(option) && ck.metadata.count(std::string("lt.train.") + key);
   };
@@ -116,6 +103,21 @@ void TrainArgs::adopt_recipe(const Checkpoint& ck) {
   }
 }
 
+void apply_transformer_options(const TrainingRecipe& a, TransformerConfig& t) {
+  if (a.layers > 0) t.layers = a.layers;
+  if (a.heads > 0) t.heads = a.heads;
+  if (a.d_model > 0) t.d_model = a.d_model, t.ff_dim = 4 * a.d_model;
+  check(t.d_model % t.heads == 0, "--d-model " + std::to_string(t.d_model) + " is not a multiple of --heads " +
+                                      std::to_string(t.heads));
+  t.head_dim = t.d_model / t.heads;
+  if (a.ff_dim > 0) t.ff_dim = a.ff_dim;
+  t.set_attention(a.attention);
+  t.feature_map = a.feature_map;
+  t.ff_conv = a.ff_conv;
+  t.features = a.features;
+  if (a.dropout >= 0) t.dropout = a.dropout;
+}
+
 std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want, const TransformerConfig& have) {
   using std::to_string;
   return {{"--layers", to_string(want.layers), to_string(have.layers)},
@@ -129,7 +131,7 @@ std::vector<ArchitectureField> transformer_fields(const TransformerConfig& want,
           {"--features", to_string(want.features ? want.features : have.features), to_string(have.features)}};
 }
 
-void refuse_architecture_with_init(const TrainArgs& a, std::initializer_list<const char*> extra) {
+void refuse_architecture_with_init(const TrainingRecipe& a, std::initializer_list<const char*> extra) {
   auto refuse = [&](const char* flag) {
     check(!a.given.count(flag), std::string(flag) + " cannot be combined with --init: the architecture comes from " + a.init);
   };
@@ -137,7 +139,7 @@ void refuse_architecture_with_init(const TrainArgs& a, std::initializer_list<con
   for (const char* flag : extra) refuse(flag);
 }
 
-void check_resumed_architecture(const TrainArgs& a, const std::vector<ArchitectureField>& fields,
+void check_resumed_architecture(const TrainingRecipe& a, const std::vector<ArchitectureField>& fields,
                                 const std::string& path) {
   const bool preset = a.given.count("--preset") > 0;
   for (const ArchitectureField& f : fields)
@@ -147,4 +149,4 @@ void check_resumed_architecture(const TrainArgs& a, const std::vector<Architectu
                   "; --resume keeps the checkpoint's architecture");
 }
 
-}  // namespace lt::app
+}  // namespace lt

@@ -1,33 +1,57 @@
-// lt-train's one run, for every task.
-#include "train_run.h"
+// The one training run, for every task family: resume or start, optimizer
+// and schedule, the loop's settings and checkpoint metadata, the report of
+// its events, the final score.
+#include "lt/training_run.h"
 
 #include <sys/stat.h>
 
 #include <cstdio>
 
-#include "blas_cores.h"
 #include "lt/backend.h"
+#include "lt/blas_description.h"
 #include "lt/error.h"
-#include "precision_options.h"
-#include "train_report.h"
+#include "lt/precision_flags.h"
+#include "run_report.h"
+#include "task_family.h"
 
-namespace lt::app {
+namespace lt {
 
 namespace {
 bool file_exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
+
+// Options given that the task cannot use, refused before any file is read.
+void refuse_foreign_options(const TrainingRecipe& a) {
+  if (a.task == "copy") {
+    refuse_options(a, kImageOnlyOptions, "--task copy");
+    refuse_options(a, kSpeechOnlyOptions, "--task copy");
+  }
+  if (a.task == "asr") refuse_options(a, kImageNotSpeechOptions, "--task asr");
+  if (a.encoder == "bilstm") refuse_options(a, kTransformerOnlyOptions, "--encoder bilstm");
+  if (a.task == "image") refuse_options(a, kSpeechOnlyOptions, "--task image");
+}
+
+std::unique_ptr<TaskFamily> training_family(const TrainingRecipe& a) {
+  if (a.task == "copy") return copy_family();
+  if (a.task == "asr") return speech_family();
+  check(a.task == "image", "--task must be image, copy or asr, got '" + a.task + "'");
+  return image_family(a.data);
+}
 }  // namespace
 
-int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& stop) {
-  TrainArgs a = args;
+TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop) {
+  refuse_foreign_options(recipe);
+  std::unique_ptr<TaskFamily> family = training_family(recipe);
+  TaskFamily& run = *family;
+  TrainingRecipe a = recipe;
   const Device device = parse_device(a.device);
   require_device(device);
   const bool resuming = a.resume && file_exists(a.output);
   check(a.resume || !file_exists(a.output),
         a.output + ": already exists; pass --resume to continue training it, or choose another --output");
-  if (resuming) a.adopt_recipe(load_safetensors(a.output));
+  if (resuming) a.adopt(load_safetensors(a.output));
   SequenceModel& model = resuming ? run.resume(a.output, a, device) : run.start(a, device);
   if (a.dropout >= 0) model.set_dropout(a.dropout);  // a training option, whatever the checkpoint had
   const int64_t batch = a.batch > 0 ? a.batch : run.default_batch();
@@ -58,9 +82,9 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
 
   if (!a.quiet)
     std::fprintf(stderr,
-                 "lt-train: %s; %s, %lld params; batch %lld, %s lr %g; %s step %lld "
+                 "%s: %s; %s, %lld params; batch %lld, %s lr %g; %s step %lld "
                  "of %lld, seed %llu, %s, %d threads%s%s\n",
-                 run.description().c_str(), model.config().describe_encoder().c_str(),
+                 a.name.c_str(), run.description().c_str(), model.config().describe_encoder().c_str(),
                  (long long)model.params().numel(), (long long)batch,
                  a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from", (long long)trainer.step(),
                  (long long)steps, (unsigned long long)a.seed, device_description(device).c_str(), num_threads(),
@@ -70,11 +94,10 @@ int run_training(const TrainArgs& args, TaskRun& run, const std::atomic<bool>& s
   MetricsLog log(a.log);
   Progress progress(steps, a.quiet, 10.0, trainer.step());
   const TrainResult r = train_model(model, trainer, run.task(a, batch), s,
-                                    report_events(log, progress, run.reports_bits(), a.quiet), &stop);
+                                    report_events(log, progress, run.reports_bits(), a.quiet), stop);
   progress.finish();
-  if (r.status != TrainStatus::finished) return report_unfinished(r, a.output);
-  log.write(run.finish(a, r.step, batch, s.eval_precision));
-  return 0;
+  if (r.status == TrainStatus::finished) log.write(run.finish(a, r.step, batch, s.eval_precision));
+  return r;
 }
 
-}  // namespace lt::app
+}  // namespace lt

@@ -1,0 +1,106 @@
+// The copy task (paper section 4.1.1) as a task family: the paper's copy
+// model under the options, its batches from (seed, step), so that a resumed
+// run sees the same data, and its test loss and accuracy.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "lt/copy_task.h"
+#include "lt/error.h"
+#include "lt/precision_flags.h"
+#include "task_family.h"
+
+namespace lt {
+
+namespace {
+// The paper's copy model with the options that override it.
+CopyTaskConfig copy_config(const TrainingRecipe& a) {
+  CopyTaskConfig c;
+  apply_transformer_options(a, c.transformer);
+  return c;
+}
+
+int64_t copy_batch(const TrainingRecipe& a) { return a.batch > 0 ? a.batch : 64; }
+
+Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, int64_t batch, const Precision& precision = {}) {
+  CopyTrainingTask task(copy_task_of(model.config()), seed, batch);
+  ReplicaSet replicas(model, batch);
+  ForwardOptions options;
+  options.precision = precision;
+  return task.evaluate(replicas, options);
+}
+
+class CopyFamily final : public TaskFamily {
+ public:
+  SequenceModel& resume(const std::string& path, const TrainingRecipe& a, Device d) override {
+    model_ = load_copy_model(path, d);
+    check_resumed_architecture(a, transformer_fields(copy_config(a).transformer, model_->config().transformer), path);
+    return *model_;
+  }
+  SequenceModel& start(const TrainingRecipe& a, Device d) override {
+    CopyTaskConfig c = copy_config(a);
+    c.validate();
+    model_ = std::make_unique<SequenceModel>(c.sequence_config(), d);
+    model_->init_parameters(a.seed);
+    return *model_;
+  }
+  int64_t default_batch() const override { return 64; }
+  int64_t steps_per_epoch(int64_t) const override { return 100; }  // the reference's epochs of 100 batches
+  Schedule schedule(const TrainingRecipe& a, int64_t steps) const override {
+    Schedule s = a.make_schedule(1e-3f, steps);
+    if (a.schedule == "step" && a.milestones.empty()) s.milestones = {3000};  // the paper's lr / 10
+    return s;
+  }
+  std::map<std::string, std::string> metadata(const TrainingRecipe&) const override { return {}; }
+  TrainingTask& task(const TrainingRecipe& a, int64_t batch) override {
+    task_ = std::make_unique<CopyTrainingTask>(copy_task_of(model_->config()), a.seed, batch);
+    return *task_;
+  }
+  std::string description() const override {
+    return "copy task L=" + std::to_string(model_->config().max_positions) + ", " +
+           std::to_string(model_->config().vocabulary - 1) + " symbols";
+  }
+  bool reports_bits() const override { return false; }
+  nlohmann::json finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
+    const Evaluation e = evaluate_copy(*model_, a.seed, batch, eval);
+    std::printf("%s: step %lld, test loss %.4f, accuracy %.4f\n", a.output.c_str(), (long long)step, e.loss,
+                e.accuracy);
+    return {{"event", "eval"}, {"step", step}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}};
+  }
+
+  SequenceModel& load(const std::string& path, Device d) override {
+    model_ = load_copy_model(path, d);
+    return *model_;
+  }
+  std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
+  void save(const std::string& path, const std::map<std::string, std::string>& meta) override {
+    model_->save(path, meta);
+  }
+  void evaluate(const TrainingRecipe& a, Device d) override {
+    const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a), training_precision(a.bf16, a.tf32, d));
+    if (a.format == "json")
+      std::cout << nlohmann::json{{"loss", e.loss}, {"accuracy", e.accuracy}, {"sequences", e.examples}, {"model", a.model}}
+                       .dump()
+                << "\n";
+    else
+      std::printf("copy task: loss %.4f, accuracy %.4f on %lld test sequences\n", e.loss, e.accuracy,
+                  (long long)e.examples);
+  }
+  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta) override {
+    const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a));
+    meta["test_accuracy"] = std::to_string(e.accuracy);
+    meta["test_loss"] = std::to_string(e.loss);
+    std::printf("%s: test loss %.4f, accuracy %.4f on %lld test sequences\n", a.output.c_str(), e.loss, e.accuracy,
+                (long long)e.examples);
+  }
+
+ private:
+  std::unique_ptr<SequenceModel> model_;
+  std::unique_ptr<CopyTrainingTask> task_;
+};
+
+}  // namespace
+
+std::unique_ptr<TaskFamily> copy_family() { return std::make_unique<CopyFamily>(); }
+
+}  // namespace lt
