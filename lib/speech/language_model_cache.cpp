@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string_view>
 
@@ -212,17 +213,22 @@ class LanguageModelFile {
     const uint64_t slots = r.get<uint64_t>(), arcs = r.get<uint64_t>();
     const Arc* table = r.table<Arc>(slots);
     if (!table || slots < 1024 || (slots & (slots - 1)) || arcs * 2 > slots || !r.at_end()) return false;
+    // Without branches: the scan over every slot is most of a load's time.
     uint64_t used = 0;
+    bool bad = false;
     for (uint64_t i = 0; i < slots; ++i) {
       const Arc& a = table[i];
-      if (a.key == LanguageModel::kNoArc) continue;
-      ++used;
+      const bool occupied = a.key != LanguageModel::kNoArc;
       uint8_t has_prob;
       std::memcpy(&has_prob, &a.has_prob, 1);  // a bool's byte may hold anything here
-      if ((a.key >> 32) >= contexts || (a.key & 0xffffffffu) >= words || has_prob > 1 || !std::isfinite(a.logp) ||
-          a.logp > 0 || a.next < -1 || (a.next >= 0 && uint64_t(a.next) >= contexts))
-        return false;
+      // logp finite and at most 0 (NaN fails both comparisons); next in [-1, contexts).
+      const bool wrong = (a.key >> 32) >= contexts || (a.key & 0xffffffffu) >= words || has_prob > 1 ||
+                         !(a.logp <= 0 && a.logp > -std::numeric_limits<double>::infinity()) ||
+                         uint64_t(int64_t(a.next) + 1) > contexts;
+      used += occupied;
+      bad |= occupied & wrong;
     }
+    if (bad) return false;
     // A lookup ends at an empty slot: the table holds no more than it says.
     if (used != arcs) return false;
     lm.contexts_ = ctx;
