@@ -19,19 +19,25 @@ __device__ unsigned long long mix64(unsigned long long z) {
   return z ^ (z >> 31);
 }
 
+constexpr unsigned long long kRowOdd = 0xD1B54A32D192ED03ull;
+
 __global__ void dropout_kernel(const float* x, float* y, long long n, unsigned long long key, unsigned threshold,
-                               float scale) {
+                               float scale, long long first, long long rows, long long inner) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const unsigned u = (unsigned)(mix64(key + ((unsigned long long)i + 1) * kGolden) >> 40);
+    const long long segment = i / inner, r = segment % rows, o = segment / rows;
+    const unsigned long long row_key = mix64(key + (unsigned long long)(first + r + 1) * kRowOdd);
+    const unsigned long long pos = (unsigned long long)(o * inner + (i - segment * inner));
+    const unsigned u = (unsigned)(mix64(row_key + (pos + 1) * kGolden) >> 40);
     y[i] = u >= threshold ? x[i] * scale : 0.f;
   }
 }
 
 }  // namespace
 
-void dropout_apply(const float* x, float* y, int64_t n, uint64_t key, uint32_t threshold, float scale) {
+void dropout_apply(const float* x, float* y, int64_t n, uint64_t key, uint32_t threshold, float scale, int64_t first,
+                   int64_t rows, int64_t inner) {
   if (n == 0) return;
-  dropout_kernel<<<grid_for(n), kThreads>>>(x, y, n, key, threshold, scale);
+  dropout_kernel<<<grid_for(n), kThreads>>>(x, y, n, key, threshold, scale, first, rows, inner);
   LT_CUDA_LAUNCH_CHECK();
 }
 

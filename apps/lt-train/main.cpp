@@ -13,6 +13,7 @@
 #include "lt/error.h"
 #include "lt/precision_flags.h"
 #include "lt/training_run.h"
+#include "lt/world.h"
 #include "process_setup.h"
 
 namespace {
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   optim->add_option("--min-lr", a.min_lr, "cosine schedule floor")->capture_default_str();
   optim->add_option("--clip", a.clip, "per-parameter gradient norm clip (0: off)")->capture_default_str();
   optim->add_option("-b,--batch", a.batch, "batch size (0: the preset's)")->capture_default_str();
+  optim->add_option("--micro-batch", a.micro_batch, "most rows of one forward pass per rank; a step runs its rows in passes of this size and adds their gradients (0: all at once)")->capture_default_str()->check(CLI::NonNegativeNumber);
   optim->add_option("--steps", a.steps, "total optimizer steps (0: from --epochs)")->capture_default_str();
   optim->add_option("--epochs", a.epochs, "epochs, when --steps is 0")->capture_default_str();
   optim->add_option("-s,--seed", a.seed, "seed of initialisation, data order and dropout")->capture_default_str();
@@ -136,7 +138,10 @@ int main(int argc, char** argv) {
     const lt::TrainResult r = lt::run_training(a, &g_stop);
     return r.status == lt::TrainStatus::finished ? 0 : report_unfinished(r, a.output);
   } catch (const std::exception& e) {
-    std::cerr << "lt-train: " << e.what() << "\n";
+    // A rank that fails alone ends them all: the others wait in a collective.
+    lt::World& world = lt::World::get();
+    std::cerr << "lt-train: " << (world.size() > 1 ? world.describe() + ": " : "") << e.what() << "\n";
+    if (world.size() > 1) world.abort(1);
     return 1;
   }
 }

@@ -170,7 +170,7 @@ void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const Fo
     direction_forward(l, 1, in);
     // nn.LSTM's dropout: on the outputs of every layer but the last.
     if (options.train && config_.dropout > 0 && l + 1 < n)
-      dropout_forward(b.out[l], config_.dropout, layer_seed(options.seed, l), b.out[l]);
+      dropout_forward(b.out[l], config_.dropout, layer_seed(options.seed, l), b.out[l], {options.first_row, B, L});
   }
   swap_leading_axes(b.out[n - 1], y);
 }
@@ -237,7 +237,7 @@ void BiLstm::backward(const Tensor& dy, Tensor& dx) {
       swap_leading_axes(din, dx);
     } else {
       if (b.pass.train && config_.dropout > 0)
-        dropout_backward(din, config_.dropout, layer_seed(b.pass.seed, l - 1), din);
+        dropout_backward(din, config_.dropout, layer_seed(b.pass.seed, l - 1), din, {b.pass.first_row, B, L});
       std::swap(b.dthis_store, b.dnext_store);
       dthis = din;
     }

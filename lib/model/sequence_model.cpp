@@ -310,11 +310,12 @@ Tensor SequenceModel::heads() const {
   return buf_->v_head.reshape({buf_->rows, buf_->length, config_.head.width()});
 }
 
-void SequenceModel::backward() {
+void SequenceModel::backward(int64_t normalizer) {
   Buffers& b = *buf_;
   check(b.rows > 0, "backward before forward");
+  check(normalizer == 0 || normalizer >= b.counted, "backward: a batch's count cannot be below its part's");
   const int64_t B = b.rows, L = b.length, d = config_.width();
-  const float scale = 1.f / float(b.counted);
+  const float scale = 1.f / float(normalizer > 0 ? normalizer : b.counted);
   if (!config_.head.per_position()) {
     Tensor dhead3 = b.v_dhead.reshape({B, L, config_.head.width()});
     ctc_loss_backward(b.v_head.reshape({B, L, config_.head.width()}), b.frames, b.labels,

@@ -296,6 +296,7 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   const float drop = config_.dropout;
   const bool train = pass_.train;
   const uint64_t seed = pass_.seed;
+  const BatchRows rows{pass_.first_row, B_, 1};
   const Products P = pass_.precision.products;
 
   linear_forward(x, V(p.wq), V(p.bq), a.q, P);
@@ -304,7 +305,7 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   Tensor att4 = a.att.reshape(heads4);
   attention_forward(l, att4);
   linear_forward(a.att, V(p.wo), V(p.bo), o, P);
-  if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o);
+  if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o, rows);
   add(x, o, a.res1);
   layernorm_forward(a.res1, V(p.g1), V(p.be1), a.x1, a.mean1, a.rstd1);
   linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
@@ -318,9 +319,9 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
     }
   }
   relu_forward(config_.ff_conv > 0 ? a.hc : a.h, a.ad);
-  if (train) dropout_forward(a.ad, drop, site_seed(seed, l, 1), a.ad);
+  if (train) dropout_forward(a.ad, drop, site_seed(seed, l, 1), a.ad, rows);
   linear_forward(a.ad, V(p.w2), V(p.b2), o, P);
-  if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o);
+  if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o, rows);
   add(a.x1, o, a.res2);
   layernorm_forward(a.res2, V(p.g2), V(p.be2), layer_out_[l], a.mean2, a.rstd2);
 }
@@ -412,18 +413,19 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   auto V = [&](size_t i) { return params_.value(i); };
   auto G = [&](size_t i) { return params_.grad(i); };
   const float drop = config_.dropout;
+  const BatchRows rows{pass_.first_row, B_, 1};
 
   // x2 = norm2(res2), res2 = x1 + dropout(linear2(dropout(relu(linear1(x1)))))
   Tensor dg2 = G(p.g2), dbe2 = G(p.be2), dg1 = G(p.g1), dbe1 = G(p.be1);
   layernorm_backward(a.res2, V(p.g2), a.mean2, a.rstd2, dy, g.dres, dg2, dbe2);
   const Tensor* dff_out = &g.dres;
   if (train) {
-    dropout_backward(g.dres, drop, site_seed(seed, l, 2), g.dtmp);
+    dropout_backward(g.dres, drop, site_seed(seed, l, 2), g.dtmp, rows);
     dff_out = &g.dtmp;
   }
   Tensor dW2 = G(p.w2), db2 = G(p.b2);
   linear_backward(a.ad, V(p.w2), *dff_out, g.dff, dW2, db2, P);
-  if (train) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff);
+  if (train) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff, rows);
   if (config_.ff_conv > 0) {
     relu_backward(a.hc, g.dff, g.dffc);
     const Shape ff3{B_, L_, config_.ff_dim};
@@ -441,7 +443,7 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   layernorm_backward(a.res1, V(p.g1), a.mean1, a.rstd1, g.dx1, g.dres, dg1, dbe1);
   const Tensor* dattn_out = &g.dres;
   if (train) {
-    dropout_backward(g.dres, drop, site_seed(seed, l, 0), g.dtmp);
+    dropout_backward(g.dres, drop, site_seed(seed, l, 0), g.dtmp, rows);
     dattn_out = &g.dtmp;
   }
   Tensor dWo = G(p.wo), dbo = G(p.bo);

@@ -61,11 +61,12 @@ class CopyFamily final : public TaskFamily {
            std::to_string(model_->config().vocabulary - 1) + " symbols";
   }
   bool reports_bits() const override { return false; }
-  nlohmann::json finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
+  FinalScore finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
     const Evaluation e = evaluate_copy(*model_, a.seed, batch, eval);
-    std::printf("%s: step %lld, test loss %.4f, accuracy %.4f\n", a.output.c_str(), (long long)step, e.loss,
-                e.accuracy);
-    return {{"event", "eval"}, {"step", step}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}};
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld, test loss %.4f, accuracy %.4f", (long long)step, e.loss, e.accuracy);
+    return {a.output + ": " + line,
+            {{"event", "eval"}, {"step", step}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}}};
   }
 
   SequenceModel& load(const std::string& path, Device d) override {

@@ -91,12 +91,13 @@ class ImageFamily final : public TaskFamily {
            std::to_string(data_.test.count) + " test images";
   }
   bool reports_bits() const override { return true; }
-  nlohmann::json finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
+  FinalScore finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
     // The test bits/dim of every run in fp32 products, bf16 training or not.
     const ImageEvaluation ev = evaluate_images(*model_, data_.test, batch, a.eval_images, eval);
-    std::printf("%s: step %lld, test %.4f bits/dim on %lld images\n", a.output.c_str(), (long long)step,
-                ev.bits_per_dim, (long long)ev.images);
-    return {{"event", "eval"}, {"step", step}, {"test_bits_per_dim", ev.bits_per_dim}};
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld, test %.4f bits/dim on %lld images", (long long)step, ev.bits_per_dim,
+                  (long long)ev.images);
+    return {a.output + ": " + line, {{"event", "eval"}, {"step", step}, {"test_bits_per_dim", ev.bits_per_dim}}};
   }
 
   SequenceModel& load(const std::string& path, Device d) override {

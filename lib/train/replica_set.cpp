@@ -1,6 +1,7 @@
-// ReplicaSet: data parallelism over CPU threads for one training step.
+// ReplicaSet: data parallelism over ranks and CPU threads for one training step.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -8,19 +9,9 @@
 #include "lt/backend.h"
 #include "lt/error.h"
 #include "lt/training_loop.h"
+#include "lt/world.h"
 
 namespace lt {
-
-ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch) : model_(model) {
-  const int64_t n = model.device() == Device::cpu ? std::min<int64_t>(num_threads(), batch) : 1;
-  for (int64_t r = 1; r < n; ++r) {
-    auto m = std::make_unique<SequenceModel>(model.config(), Device::cpu);
-    m->params().share_values(model.params());
-    extra_.push_back(std::move(m));
-  }
-}
-
-ReplicaSet::~ReplicaSet() = default;
 
 namespace {
 // The positions the loss counts in rows begin..end-1 (SequenceModel::forward's
@@ -33,100 +24,121 @@ int64_t counted(const SequenceBatch& b, int64_t begin, int64_t end) {
   return n;
 }
 
-// Replica r's rows of a batch of B split n ways.
+// Part r's first row of B rows split n ways.
 int64_t split(int64_t B, int64_t r, int64_t n) { return B * r / n; }
 
-// Replica r's share of the batch's counted positions.
-double share(const SequenceBatch& b, int64_t r, int64_t n) {
-  return double(counted(b, split(b.rows, r, n), split(b.rows, r + 1, n))) / double(counted(b, 0, b.rows));
-}
+// The largest share of `rows` split n ways.
+int64_t largest_share(int64_t rows, int64_t n) { return (rows + n - 1) / n; }
 }  // namespace
 
-// Runs pass(model, its share of the batch, r) on every replica in parallel and
-// weights the scores by the shares' counted positions. An error in any replica
-// (a bad token, say) is rethrown here: one escaping an OpenMP region would end
-// the process.
-template <class Pass>
-std::vector<BatchScore> ReplicaSet::run(const SequenceBatch& batch, Pass&& pass) {
-  const int64_t n = replicas();
-  std::vector<BatchScore> score(n);
-  std::vector<std::exception_ptr> error(n);
-  for (auto& m : extra_) m->copy_feature_maps(model_);  // the draws the model has now (they may be redrawn)
-  {
+ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch, int64_t micro_batch)
+    : model_(model), micro_batch_(micro_batch) {
+  check(micro_batch >= 0, "micro-batch must be >= 0, got " + std::to_string(micro_batch));
+  int64_t rows = largest_share(batch, World::get().size());
+  if (micro_batch > 0) rows = std::min(rows, micro_batch);
+  const int64_t n = model.device() == Device::cpu ? std::min<int64_t>(num_threads(), rows) : 1;
+  for (int64_t r = 1; r < n; ++r) {
+    auto m = std::make_unique<SequenceModel>(model.config(), Device::cpu);
+    m->params().share_values(model.params());
+    extra_.push_back(std::move(m));
+  }
+}
+
+ReplicaSet::~ReplicaSet() = default;
+
+// Runs rows [begin, end) on the replicas in parallel, each part's scores
+// weighted by its counted positions over normalizer. An error in any replica
+// (a bad token, say) is rethrown here: one escaping an OpenMP region would
+// end the process.
+BatchScore ReplicaSet::run(const SequenceBatch& batch, int64_t begin, int64_t end, int64_t normalizer,
+                           const ForwardOptions& options, bool accuracy, bool backward) {
+  const int64_t n = std::min(replicas(), end - begin);
+  std::vector<BatchScore> score(static_cast<size_t>(n));
+  std::vector<std::exception_ptr> error(static_cast<size_t>(n));
+  auto pass = [&](int64_t r) {
+    const int64_t first = begin + split(end - begin, r, n), last = begin + split(end - begin, r + 1, n);
+    SequenceModel& m = r == 0 ? model_ : *extra_[size_t(r - 1)];
+    if (backward && r > 0) m.params().zero_grad();
+    ForwardOptions o = options;
+    o.first_row = options.first_row + first;
+    const SequenceBatch part = first == 0 && last == batch.rows ? SequenceBatch() : batch.slice(first, last);
+    const SequenceBatch& b = first == 0 && last == batch.rows ? batch : part;
+    double acc = 0;
+    const double loss = m.forward(b, o, nullptr, accuracy ? &acc : nullptr);
+    if (backward && std::isfinite(loss)) m.backward(normalizer);
+    const double w = double(counted(batch, first, last)) / double(normalizer);
+    score[size_t(r)] = {loss * w, acc * w};
+  };
+  if (n == 1) {
+    pass(0);
+  } else {
+    for (int64_t r = 1; r < n; ++r) extra_[size_t(r - 1)]->copy_feature_maps(model_);  // draws may have changed
     cpu::SingleThreadedBlas single;
 #pragma omp parallel for schedule(static, 1) num_threads(int(n))
     for (int64_t r = 0; r < n; ++r) {
       try {
-        const SequenceBatch part = batch.slice(split(batch.rows, r, n), split(batch.rows, r + 1, n));
-        score[r] = pass(r == 0 ? model_ : *extra_[r - 1], part, r);
+        pass(r);
       } catch (...) {
-        error[r] = std::current_exception();
+        error[size_t(r)] = std::current_exception();
       }
     }
+    for (const std::exception_ptr& e : error)
+      if (e) std::rethrow_exception(e);
   }
-  for (const std::exception_ptr& e : error)
-    if (e) std::rethrow_exception(e);
-  return score;
-}
-
-BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
   BatchScore s;
-  if (replicas() == 1 || batch.rows < replicas()) {
-    s.loss = model_.forward(batch, options, nullptr, accuracy ? &s.accuracy : nullptr);
-    return s;
-  }
-  std::vector<BatchScore> part = run(batch, [&](SequenceModel& m, const SequenceBatch& b, int64_t) {
-    BatchScore p;
-    p.loss = m.forward(b, options, nullptr, accuracy ? &p.accuracy : nullptr);
-    return p;
-  });
-  const int64_t n = replicas();
-  for (int64_t r = 0; r < n; ++r) {
-    const double w = share(batch, r, n);
-    s.loss += part[r].loss * w;
-    s.accuracy += part[r].accuracy * w;
+  for (const BatchScore& p : score) s.loss += p.loss, s.accuracy += p.accuracy;
+  if (backward && n > 1 && std::isfinite(s.loss)) {
+    float* g = model_.params().grads().data();
+    const int64_t numel = model_.params().grads().numel();
+    std::vector<const float*> grads(size_t(n - 1));
+    for (int64_t r = 1; r < n; ++r) grads[size_t(r - 1)] = extra_[size_t(r - 1)]->params().grads().data();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < numel; ++i) {
+      float sum = g[i];
+      for (const float* gr : grads) sum += gr[i];
+      g[i] = sum;
+    }
   }
   return s;
 }
 
 BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
-  const int64_t n = replicas();
-  check(batch.rows >= n, "a training batch needs at least one row per replica");
-  BatchScore s;
-  if (n == 1) {
-    s.loss = model_.forward(batch, options, nullptr, accuracy ? &s.accuracy : nullptr);
-    if (std::isfinite(s.loss)) model_.backward();
-    return s;
+  World& world = World::get();
+  check(batch.rows >= world.size(), "a training batch of " + std::to_string(batch.rows) +
+                                        " rows needs at least one row per rank (" + std::to_string(world.size()) +
+                                        " ranks)");
+  const int64_t normalizer = counted(batch, 0, batch.rows);
+  check(normalizer > 0, "a batch that counts no positions");
+  const int64_t begin = split(batch.rows, world.rank(), world.size());
+  const int64_t end = split(batch.rows, world.rank() + 1, world.size());
+  const int64_t micro = micro_batch_ > 0 ? micro_batch_ : end - begin;
+  double score[2] = {0, 0};
+  for (int64_t m = begin; m < end; m += micro) {
+    const BatchScore s = run(batch, m, std::min(end, m + micro), normalizer, options, accuracy, true);
+    score[0] += s.loss, score[1] += s.accuracy;
   }
-  std::vector<BatchScore> part = run(batch, [&](SequenceModel& m, const SequenceBatch& b, int64_t r) {
-    if (r > 0) m.params().zero_grad();
-    ForwardOptions o = options;
-    o.seed = options.seed ^ (0xD1B54A32D192ED03ull * uint64_t(r));
-    BatchScore p;
-    p.loss = m.forward(b, o, nullptr, accuracy ? &p.accuracy : nullptr);
-    if (std::isfinite(p.loss)) m.backward();
-    return p;
-  });
-  // The batch mean: replica r's mean weighted by its share of the counted positions.
-  float* g = model_.params().grads().data();
-  const int64_t numel = model_.params().grads().numel();
-  std::vector<float> w(n);
-  std::vector<const float*> grads(n, g);
-  for (int64_t r = 0; r < n; ++r) {
-    const double wr = share(batch, r, n);
-    w[r] = float(wr);
-    s.loss += part[r].loss * wr;
-    s.accuracy += part[r].accuracy * wr;
-    if (r > 0) grads[r] = extra_[r - 1]->params().grads().data();
+  world.sum(score, 2);
+  if (std::isfinite(score[0])) {
+    Tensor grads = model_.params().grads();
+    world.sum(grads);
   }
-  if (!std::isfinite(s.loss)) return s;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < numel; ++i) {
-    float sum = w[0] * g[i];
-    for (int64_t r = 1; r < n; ++r) sum += w[r] * grads[r][i];
-    g[i] = sum;
+  return {score[0], score[1]};
+}
+
+BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
+  World& world = World::get();
+  const int64_t normalizer = counted(batch, 0, batch.rows);
+  check(normalizer > 0, "a batch that counts no positions");
+  const int64_t begin = split(batch.rows, world.rank(), world.size());
+  const int64_t end = split(batch.rows, world.rank() + 1, world.size());
+  const int64_t micro = micro_batch_ > 0 ? micro_batch_ : std::max<int64_t>(1, end - begin);
+  double score[2] = {0, 0};
+  for (int64_t m = begin; m < end; m += micro) {
+    const BatchScore s = run(batch, m, std::min(end, m + micro), normalizer, options, accuracy, false);
+    score[0] += s.loss, score[1] += s.accuracy;
   }
-  return s;
+  world.sum(score, 2);
+  return {score[0], score[1]};
 }
 
 }  // namespace lt

@@ -198,17 +198,18 @@ class SpeechFamily final : public TaskFamily {
            std::to_string(w.future) + " after";
   }
   bool reports_bits() const override { return false; }
-  nlohmann::json finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
-    if (task_->valid_set().size() == 0) {
-      std::printf("%s: step %lld (no --valid data to score)\n", a.output.c_str(), (long long)step);
-      return {{"event", "done"}, {"step", step}};
-    }
+  FinalScore finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
+    if (task_->valid_set().size() == 0)
+      return {a.output + ": step " + std::to_string(step) + " (no --valid data to score)",
+              {{"event", "done"}, {"step", step}}};
     ForwardOptions options;
     options.precision = eval;
     const SpeechScore s = score_speech(*model_, task_->valid_set(), batch, options);
-    std::printf("%s: step %lld, valid loss %.4f, PER %.2f%% on %lld utterances\n", a.output.c_str(), (long long)step,
-                s.loss, 100 * s.overall.rate(), (long long)s.utterances);
-    return {{"event", "eval"}, {"step", step}, {"test_loss", s.loss}, {"test_per", s.overall.rate()}};
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld, valid loss %.4f, PER %.2f%% on %lld utterances", (long long)step,
+                  s.loss, 100 * s.overall.rate(), (long long)s.utterances);
+    return {a.output + ": " + line,
+            {{"event", "eval"}, {"step", step}, {"test_loss", s.loss}, {"test_per", s.overall.rate()}}};
   }
 
 

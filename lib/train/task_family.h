@@ -33,9 +33,13 @@ class TaskFamily {
   virtual TrainingTask& task(const TrainingRecipe& r, int64_t batch) = 0;
   virtual std::string description() const = 0;  // the task and its data, for the run's first line
   virtual bool reports_bits() const = 0;         // bits/dim (images) or loss and accuracy
-  // Scores the trained model on the test data, prints the result line on
-  // stdout and returns it as the log's last event.
-  virtual nlohmann::json finish(const TrainingRecipe& r, int64_t step, int64_t batch, const Precision& eval) = 0;
+  // The trained model's test scores: the result line for stdout (rank 0
+  // prints it) and the log's last event.
+  struct FinalScore {
+    std::string line;
+    nlohmann::json event;
+  };
+  virtual FinalScore finish(const TrainingRecipe& r, int64_t step, int64_t batch, const Precision& eval) = 0;
 
   // A checkpoint of the family, for --eval and --export.
   virtual SequenceModel& load(const std::string& path, Device d) = 0;

@@ -6,6 +6,7 @@
 
 #include "lt/error.h"
 #include "lt/random.h"
+#include "lt/world.h"
 
 namespace lt {
 
@@ -23,11 +24,16 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   check(s.batch >= 1, "batch must be >= 1");
   s.precision.check_runs_on(model.device());
   s.eval_precision.check_runs_on(model.device());
+  check(s.micro_batch >= 0, "micro-batch must be >= 0, got " + std::to_string(s.micro_batch));
+  World& world = World::get();
   SequenceBatch batch;
-  ReplicaSet replicas(model, s.batch);
+  ReplicaSet replicas(model, s.batch, s.micro_batch);
+  // Rank 0 reports and writes; every rank computes.
   auto emit = [&](const TrainEvent& e) {
-    if (on_event) on_event(e);
+    if (on_event && world.leader()) on_event(e);
   };
+  std::map<std::string, std::string> metadata = s.metadata;
+  metadata["lt.train.world_size"] = std::to_string(world.size());
   const auto start = std::chrono::steady_clock::now();
   auto counted = start;  // training time up to here is in trainer.seconds()
   auto count_time = [&] {
@@ -40,7 +46,11 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   auto checkpoint = [&] {
     if (s.checkpoint.empty()) return;
     count_time();
-    save_training_checkpoint(s.checkpoint, model, trainer, s.metadata, s.tensors);
+    // Every rank must hold the same weights; one that drifted (a
+    // non-deterministic reduction, a bad device) stops the run here.
+    world.check_same(checksum(model.params().values()),
+                     "the weights at step " + std::to_string(trainer.step()));
+    if (world.leader()) save_training_checkpoint(s.checkpoint, model, trainer, metadata, s.tensors);
     last_saved = trainer.step();
     TrainEvent e;
     e.kind = TrainEvent::checkpoint;
@@ -58,7 +68,7 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   const int64_t first = trainer.step();
   TrainResult result;
   while (trainer.step() < s.steps) {
-    if (stop && stop->load()) {
+    if (world.any(stop && stop->load())) {
       checkpoint();
       result.status = TrainStatus::interrupted;
       result.step = trainer.step();

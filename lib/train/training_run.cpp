@@ -11,6 +11,7 @@
 #include "lt/blas_description.h"
 #include "lt/error.h"
 #include "lt/precision_flags.h"
+#include "lt/world.h"
 #include "run_report.h"
 #include "task_family.h"
 
@@ -46,6 +47,9 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
   std::unique_ptr<TaskFamily> family = training_family(recipe);
   TaskFamily& run = *family;
   TrainingRecipe a = recipe;
+  // Every rank trains; rank 0 alone prints, logs and writes.
+  World& world = World::get();
+  if (!world.leader()) a.quiet = true, a.log.clear();
   const Device device = parse_device(a.device);
   require_device(device);
   const bool resuming = a.resume && file_exists(a.output);
@@ -69,6 +73,7 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
 
   TrainLoopSettings s;
   s.batch = batch;
+  s.micro_batch = a.micro_batch;
   s.steps = steps;
   s.checkpoint_every = a.checkpoint_every;
   s.checkpoint = a.output;
@@ -83,11 +88,13 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
   if (!a.quiet)
     std::fprintf(stderr,
                  "%s: %s; %s, %lld params; batch %lld, %s lr %g; %s step %lld "
-                 "of %lld, seed %llu, %s, %d threads%s%s\n",
+                 "of %lld, seed %llu, %s%s, %d threads%s%s\n",
                  a.name.c_str(), run.description().c_str(), model.config().describe_encoder().c_str(),
                  (long long)model.params().numel(), (long long)batch,
                  a.optimizer.c_str(), opt.schedule.lr, resuming ? "resuming at" : "from", (long long)trainer.step(),
-                 (long long)steps, (unsigned long long)a.seed, device_description(device).c_str(), num_threads(),
+                 (long long)steps, (unsigned long long)a.seed,
+                 world.size() > 1 ? (std::to_string(world.size()) + " ranks of ").c_str() : "",
+                 device_description(device).c_str(), num_threads(),
                  device == Device::cpu ? (", " + blas_description()).c_str() : "",
                  s.precision == Precision{} ? "" : (", " + s.precision.describe()).c_str());
 
@@ -96,7 +103,11 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
   const TrainResult r = train_model(model, trainer, run.task(a, batch), s,
                                     report_events(log, progress, run.reports_bits(), a.quiet), stop);
   progress.finish();
-  if (r.status == TrainStatus::finished) log.write(run.finish(a, r.step, batch, s.eval_precision));
+  if (r.status == TrainStatus::finished) {
+    const TaskFamily::FinalScore score = run.finish(a, r.step, batch, s.eval_precision);
+    if (world.leader()) std::printf("%s\n", score.line.c_str());
+    log.write(score.event);
+  }
   return r;
 }
 

@@ -212,6 +212,14 @@ TEST_CASE("cuda dropout draws exactly the CPU's mask in forward and backward") {
   dropout_backward(dy, p, s, dx);
   dropout_backward(dy.to(kGpu), p, s, gdx);
   CHECK(gdx.to_vector() == dx.to_vector());
+  // Batch rows, batch-major and time-major, from a row inside a larger batch.
+  const int64_t B = rng.integer(1, 9), L = rng.integer(1, 50), D = rng.integer(1, 90), first = rng.integer(0, 100);
+  for (const BatchRows at : {BatchRows{first, B, 1}, BatchRows{first, B, L}}) {
+    Tensor xr = rng.randn({B * L, D}), yr = Tensor::empty({B * L, D}), gyr = Tensor::empty({B * L, D}, kGpu);
+    dropout_forward(xr, p, s, yr, at);
+    dropout_forward(xr.to(kGpu), p, s, gyr, at);
+    CHECK(gyr.to_vector() == yr.to_vector());
+  }
 }
 
 TEST_CASE("cuda position code and its concatenation match the CPU") {

@@ -94,3 +94,48 @@ TEST_CASE("dropout with p = 0 is the identity and p outside 0 <= p < 1 throws") 
   CHECK_THROWS_WITH_AS(dropout_forward(x, 1.f, 42, y), doctest::Contains("p must be in [0, 1)"), lt::Error);
   CHECK_THROWS_WITH_AS(dropout_backward(x, -0.1f, 42, y), doctest::Contains("p must be in [0, 1)"), lt::Error);
 }
+
+TEST_CASE("dropout masks follow the batch row: any split of a batch draws the whole batch's masks") {
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const int64_t B = rng.integer(2, 9), L = rng.integer(1, 40), D = rng.integer(1, 70), cut = rng.integer(1, B - 1);
+  const float p = float(rng.uniform(0.1, 0.8));
+  const uint64_t s = uint64_t(rng.integer(0, 1 << 30));
+  INFO("B " << B << " L " << L << " D " << D << " cut " << cut);
+  // Batch-major [B, L, D]: rows cut.. as a tensor of their own, first row cut.
+  Tensor x = rng.randn({B, L, D}), y = Tensor::empty({B, L, D});
+  dropout_forward(x, p, s, y, {0, B, 1});
+  const std::vector<float> xv = x.to_vector(), yv = y.to_vector();
+  Tensor tail = x.rows(cut, B).clone(), ytail = Tensor::empty(tail.shape());
+  dropout_forward(tail, p, s, ytail, {cut, B - cut, 1});
+  CHECK(ytail.to_vector() == std::vector<float>(yv.begin() + cut * L * D, yv.end()));
+  // Padding more positions onto each row leaves the masks of the first ones.
+  Tensor longer = rng.randn({B, L + 3, D}), ylong = Tensor::empty({B, L + 3, D});
+  dropout_forward(longer, p, s, ylong, {0, B, 1});
+  const std::vector<float> lv = longer.to_vector(), ylv = ylong.to_vector();
+  int64_t differ = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L * D; ++i)
+      differ += (ylv[(b * (L + 3)) * D + i] == 0.f && lv[(b * (L + 3)) * D + i] != 0.f) !=
+                (yv[b * L * D + i] == 0.f && xv[b * L * D + i] != 0.f);
+  CHECK(differ == 0);
+
+  // Time-major [L, B, D] (the Bi-LSTM's): element (l, b, d) gets the mask of
+  // (b, l, d) in the batch-major layout.
+  std::vector<float> tm(size_t(L * B * D));
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t d = 0; d < D; ++d) tm[size_t((l * B + b) * D + d)] = xv[size_t((b * L + l) * D + d)];
+  Tensor xt = Tensor::from_vector(tm, {L, B, D}), yt = Tensor::empty({L, B, D});
+  dropout_forward(xt, p, s, yt, {0, B, L});
+  const std::vector<float> ytv = yt.to_vector();
+  int64_t wrong = 0;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t d = 0; d < D; ++d) wrong += ytv[size_t((l * B + b) * D + d)] != yv[size_t((b * L + l) * D + d)];
+  CHECK(wrong == 0);
+
+  // Rows that do not divide the tensor are refused.
+  CHECK_THROWS_WITH_AS(dropout_forward(x, p, s, y, {0, B * L * D + 1, 1}), doctest::Contains("do not divide"), lt::Error);
+}

@@ -101,12 +101,23 @@ void lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_pr
                         const Tensor& dout, int64_t first, const Tensor& lengths, int64_t t, Tensor& dc,
                         Tensor& dgates);
 
+// Where a tensor's elements sit in a training batch: viewed as [outer, rows,
+// inner], index r of its middle axis is row first + r of the step's whole
+// batch. The default is one row, the whole tensor.
+struct BatchRows {
+  int64_t first = 0;  // the batch row of the tensor's first row
+  int64_t rows = 1;   // rows the tensor holds
+  int64_t outer = 1;  // 1 when rows lead ([B, ...]); L for a time-major [L, B, ...]
+};
+
 // Inverted dropout with probability p in [0, 1) (p = 0 is the identity):
-// y = x * mask / (1 - p). The mask is a pure function of (seed, flat element
-// index) through a SplitMix64 hash, so CPU and CUDA draw the same mask bit for
-// bit; backward recomputes it from the same (p, seed) rather than storing it.
-void dropout_forward(const Tensor& x, float p, uint64_t seed, Tensor& y);
-void dropout_backward(const Tensor& dy, float p, uint64_t seed, Tensor& dx);
+// y = x * mask / (1 - p). The mask of an element is a pure function of (seed,
+// its batch row, its index within the row) through a SplitMix64 hash, so a
+// batch split over threads or processes draws the masks of the whole batch,
+// CPU and CUDA agree bit for bit, and backward recomputes the mask from the
+// same arguments rather than storing it.
+void dropout_forward(const Tensor& x, float p, uint64_t seed, Tensor& y, const BatchRows& at = {});
+void dropout_backward(const Tensor& dy, float p, uint64_t seed, Tensor& dx, const BatchRows& at = {});
 
 // Sinusoidal position code of the reference (Vaswani et al.):
 // pe[pos, 2i] = sin(pos / 10000^(2i/D)), pe[pos, 2i+1] = cos(pos / 10000^(2i/D)).

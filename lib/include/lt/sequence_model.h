@@ -127,8 +127,11 @@ class SequenceModel {
   // targets or labels (recognition): the forward pass in eval mode without a
   // loss, in the model's buffers (valid until the next pass).
   Tensor predict(const SequenceBatch& batch, const ForwardOptions& options);
-  // Gradients of the last forward's mean loss, accumulated into params().grads().
-  void backward();
+  // Gradients of the last forward's loss, accumulated into params().grads():
+  // its summed nats over `normalizer` counted positions, by default its own
+  // count (the mean). A part of a larger batch passes the whole batch's count,
+  // so that the parts' gradients add up to the batch's.
+  void backward(int64_t normalizer = 0);
   int64_t counted() const;
   Tensor heads() const;  // the last forward's head outputs [rows, length, head width], on the device
 

@@ -1,5 +1,5 @@
 // The one training loop, for every task: batch order, data parallelism over
-// CPU threads (ReplicaSet), clip and update, Ctrl-C, a NaN stop, atomic
+// ranks and CPU threads (ReplicaSet), clip and update, Ctrl-C, a NaN stop, atomic
 // checkpoints, bit-exact resume, periodic evaluation and events for a log.
 // A task brings its data and its evaluation (TrainingTask); the model is a
 // SequenceModel, so its loss is the model's head.
@@ -28,34 +28,46 @@ struct BatchScore {
   double accuracy = 0;
 };
 
-// Data parallelism on the CPU for one training step: thread r runs whole
-// forward and backward passes over its share of the batch on replica r, which
+// Data parallelism for one training step, over the ranks of the World and,
+// within a rank, over CPU threads: the step's batch is split into contiguous
+// rows, rank r taking its share in the batch's order, and thread t of a rank
+// running whole forward and backward passes over its part on replica t, which
 // reads the model's weights and keeps its own gradients and activations
 // (replica 0 is the model itself), every product inside single-threaded. For
 // the small matrices of a CPU-sized model this uses the cores far better than
 // threading each product (6 layers x 128 on 2 cores: 15 -> 22 images/s).
-// Shares are weighted by their counted positions, so the result is the
-// batch's mean; gradients are summed in replica order: bitwise reproducible
-// for a given thread count. Dropout masks depend on the split (replica r
-// mixes r into the step's seed). One replica per thread, at most one per
-// row; on CUDA, one.
+// A rank's rows may run as micro-batches, one after another, when the whole
+// share does not fit a device's memory.
+//
+// Every part's loss is its summed nats over the counted positions of the
+// whole batch, so the parts' gradients add up to the batch's mean in any
+// split; dropout masks follow the batch row (ForwardOptions::first_row).
+// Splits therefore change only the order of float summation: 2 ranks of one
+// thread and 1 rank of 2 threads give the same bits, micro-batches agree to
+// fp32 rounding, and each is bitwise reproducible. One replica per thread, at
+// most one per row; on CUDA, one per rank.
 class ReplicaSet {
  public:
-  ReplicaSet(SequenceModel& model, int64_t batch);
+  // batch: the most rows a step passes; micro_batch: the most rows one
+  // forward pass of a rank takes (0: its whole share).
+  ReplicaSet(SequenceModel& model, int64_t batch, int64_t micro_batch = 0);
   ~ReplicaSet();
   int64_t replicas() const { return int64_t(extra_.size()) + 1; }
   SequenceModel& model() { return model_; }
-  // Leaves the batch's gradient in the model's params().grads(), which must
-  // start at zero (as Trainer::update leaves them). A non-finite loss leaves
-  // no gradient.
+  // Leaves the batch's gradient, summed over the ranks, in the model's
+  // params().grads(), which must start at zero (as Trainer::update leaves
+  // them). Every rank passes the whole batch and gets the whole batch's
+  // score. A non-finite loss (on any rank) leaves no gradient.
   BatchScore forward_backward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy = false);
-  // Without gradients (options.train false for an evaluation).
+  // Without gradients (options.train false for an evaluation), split the same way.
   BatchScore forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy = false);
 
  private:
-  template <class Pass>
-  std::vector<BatchScore> run(const SequenceBatch& batch, Pass&& pass);
+  // Rows [begin, end) of batch over the threads; scores are shares of normalizer.
+  BatchScore run(const SequenceBatch& batch, int64_t begin, int64_t end, int64_t normalizer,
+                 const ForwardOptions& options, bool accuracy, bool backward);
   SequenceModel& model_;
+  int64_t micro_batch_;
   std::vector<std::unique_ptr<SequenceModel>> extra_;
 };
 
@@ -83,7 +95,8 @@ class TrainingTask {
 };
 
 struct TrainLoopSettings {
-  int64_t batch = 16;
+  int64_t batch = 16;              // of a step, over all ranks
+  int64_t micro_batch = 0;         // the most rows one forward pass of a rank takes (0: its whole share)
   int64_t steps = 1000;            // train until the trainer's step reaches this
   int64_t checkpoint_every = 500;  // steps between checkpoints (0: only at the end)
   std::string checkpoint;          // path; "" writes none
@@ -115,9 +128,12 @@ struct TrainResult {
   std::string message;  // diverged: which step and what was kept
 };
 
-// Trains from trainer.step() to settings.steps. Checkpoints (model, optimizer,
-// step) are written atomically every checkpoint_every steps, at the end and
-// when *stop becomes true (checked between steps). A NaN or Inf loss stops
+// Trains from trainer.step() to settings.steps, on every rank of the World
+// (lt/world.h) in step. Checkpoints (model, optimizer, step; the world's size
+// in lt.train.world_size) are written atomically by rank 0 every
+// checkpoint_every steps, at the end and when *stop becomes true on any rank
+// (checked between steps); before each, the ranks compare a checksum of their
+// weights. Events go to rank 0's on_event. A NaN or Inf loss stops
 // before the update, leaving the last checkpoint as it was. Each evaluation's
 // loss goes to Trainer::report_evaluation (the plateau rule).
 TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& task, const TrainLoopSettings& settings,

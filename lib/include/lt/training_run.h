@@ -51,6 +51,7 @@ struct TrainingRecipe {
   float lr = 0, gamma = 0.1f, min_lr = 0, clip = 1.0f;
   std::vector<int64_t> milestones;
   int64_t warmup = 0, batch = 0, steps = 0, epochs = 1;
+  int64_t micro_batch = 0;  // the most rows of one forward pass per rank (0: the rank's whole share)
   uint64_t seed = 1;
   int plateau = -1;  // evaluations without a better test loss before the lr is halved (-1: the task's default)
   int64_t checkpoint_every = 500, eval_every = 0, eval_images = 0;
@@ -90,8 +91,9 @@ struct TrainingRecipe {
 
 // Trains recipe.task until recipe.steps (or epochs), resuming recipe.output
 // when recipe.resume finds it; a checkpoint every checkpoint_every steps, at
-// the end and when *stop becomes true. Prints the run's first line and
-// progress on stderr and the final score on stdout.
+// the end and when *stop becomes true. Under mpirun or srun every rank runs
+// it and the ranks share each step (lt/world.h); rank 0 prints the run's
+// first line and progress on stderr and the final score on stdout.
 TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop = nullptr);
 
 // Scores recipe.model (image, copy or speech, from its lt.model) on its test

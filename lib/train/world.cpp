@@ -1,0 +1,152 @@
+// World: the ranks of a run over MPI (llm.c's way: MPI places and connects
+// the processes), or a world of one. A process counts as launched by MPI when
+// its launcher left the variables Open MPI, MPICH/Hydra, PMIx or Slurm's PMI
+// set; only then is MPI initialised, so a plain run never pays for it.
+#include "lt/world.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "lt/error.h"
+
+#ifdef LT_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace lt {
+
+namespace {
+const char* const kLaunchVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+
+const char* launched_by() {
+  for (const char* v : kLaunchVariables)
+    if (std::getenv(v)) return v;
+  return nullptr;
+}
+
+#ifdef LT_WITH_MPI
+void mpi_check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(code, text, &n);
+  throw Error(std::string(what) + ": " + std::string(text, size_t(n)));
+}
+#endif
+}  // namespace
+
+World& World::get() {
+  static World world;
+  return world;
+}
+
+World::World() {
+  const char* launcher = launched_by();
+  if (!launcher) return;
+#ifdef LT_WITH_MPI
+  int provided = 0;
+  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  mpi_ = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_free(&node);
+#else
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE") ? std::getenv("OMPI_COMM_WORLD_SIZE") : std::getenv("PMI_SIZE");
+  check(size == nullptr || std::atoi(size) <= 1,
+        std::string("started by an MPI launcher (") + launcher + " is set) as one of " + size +
+            " processes, but this lt was built without MPI: install libopenmpi-dev and configure with -DLT_MPI=ON");
+#endif
+}
+
+World::~World() {
+#ifdef LT_WITH_MPI
+  if (mpi_) MPI_Finalize();
+#endif
+}
+
+std::string World::describe() const {
+  return size_ > 1 ? "rank " + std::to_string(rank_) + " of " + std::to_string(size_) : "";
+}
+
+void World::sum(double* values, int64_t n) {
+  if (size_ == 1 || n == 0) return;
+#ifdef LT_WITH_MPI
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, values, int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+#endif
+}
+
+void World::sum(Tensor& t) {
+  if (size_ == 1) return;
+  check(t.dtype() == DType::f32, "World::sum needs a float32 tensor");
+  Tensor host = t;
+  if (t.device() != Device::cpu) {
+    if (staging_.numel() != t.numel()) staging_ = Tensor::empty({t.numel()});
+    staging_.copy_from(t);
+    host = staging_;
+  }
+#ifdef LT_WITH_MPI
+  // MPI counts are int: a buffer over 2^31 floats goes in pieces.
+  constexpr int64_t kPiece = int64_t(1) << 30;
+  for (int64_t at = 0; at < host.numel(); at += kPiece)
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, host.data() + at, int(std::min(kPiece, host.numel() - at)), MPI_FLOAT,
+                            MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+#endif
+  if (t.device() != Device::cpu) t.copy_from(host);
+}
+
+bool World::any(bool value) {
+  double v = value ? 1 : 0;
+  sum(&v, 1);
+  return v > 0;
+}
+
+void World::check_same(uint64_t value, const std::string& what) {
+  if (size_ == 1) return;
+#ifdef LT_WITH_MPI
+  std::vector<uint64_t> all(size_t(size_), 0);
+  mpi_check(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather");
+  std::string differ;
+  for (int r = 1; r < size_; ++r)
+    if (all[size_t(r)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  check(differ.empty(), what + " differ between ranks: rank " + differ + " against rank 0");
+#endif
+}
+
+void World::abort(int status) {
+#ifdef LT_WITH_MPI
+  if (mpi_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, status);
+#endif
+  std::exit(status);
+}
+
+uint64_t checksum(const Tensor& t) {
+  check(t.dtype() == DType::f32, "checksum needs a float32 tensor");
+  const std::vector<float> v = t.to_vector();
+  // Four independent lanes (multiply-xorshift) so the loop is not one long
+  // dependency chain; the bits, not the values, so -0 and NaNs count.
+  uint64_t lane[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull, 0x082EFA98EC4E6C89ull};
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, &v[i + 2 * size_t(k)], 8);
+      lane[k] = (lane[k] ^ w) * 0x9E3779B97F4A7C15ull;
+      lane[k] ^= lane[k] >> 29;
+    }
+  for (; i < v.size(); ++i) {
+    uint32_t w;
+    std::memcpy(&w, &v[i], 4);
+    lane[0] = ((lane[0] ^ w) * 0x9E3779B97F4A7C15ull) ^ (lane[0] >> 29);
+  }
+  uint64_t h = v.size();
+  for (uint64_t l : lane) h = (h ^ l) * 0xBF58476D1CE4E5B9ull ^ (h >> 31);
+  return h;
+}
+
+}  // namespace lt
