@@ -42,6 +42,7 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
 // lt::kernels itself (linear.cu's are above).
 #include "activations.h"
 #include "causal_linear_attention.h"
+#include "collectives.h"
 #include "ctc.h"
 #include "depthwise_conv.h"
 #include "dropout.h"

@@ -27,7 +27,8 @@
   X(lstm_cell_forward) X(lstm_cell_backward) X(moment_update) X(clip_grad_norm_segments)                  \
   X(position_code) X(concat_position_forward) X(concat_position_backward) X(softmax_forward)              \
   X(softmax_backward) X(softmax_attention_forward) X(softmax_attention_backward)                          \
-  X(softmax_attention_step)
+  X(softmax_attention_step) X(select_device) X(device_bus_id) X(nccl_unavailable_reason) X(nccl_unique_id)  \
+  X(nccl_join) X(nccl_sum)
 
 namespace lt::cuda {
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs lt's build dependencies from Debian 12 / Ubuntu packages; installs
 # only what is missing, so it is cheap to run again. CUDA is not a Debian
-# package: when nvcc is installed (e.g. /usr/local/cuda) the build uses it.
+# package: when nvcc is installed (e.g. /usr/local/cuda) the build uses it,
+# and NCCL with it. Open MPI lets lt-train run over many processes.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
-          nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng python3 "$@")
+          nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng python3
+          libopenmpi-dev openmpi-bin "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

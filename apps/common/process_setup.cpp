@@ -81,7 +81,13 @@ void prepare_process(UnderLoad threads, char** argv, char** envp) {
   }
   if (!changed) return;
   setenv("LT_NO_REEXEC", "1", 1);  // once: never loop
-  execv("/proc/self/exe", argv);   // returns only on failure: carry on as things are
+  // By its own path, not /proc/self/exe, which would rename the process
+  // "exe" in ps, top, pgrep and killall. Returns only on failure: carry on.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
+  execv(self, argv);
 }
 
 }  // namespace lt::app

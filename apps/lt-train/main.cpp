@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   app.add_option("--log", a.log, "append metrics as JSON lines to this file");
   app.add_option("-f,--format", a.format, "--eval output: text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   lt::app::add_device_option(app, a.device);
+  app.add_option("--gpu-sum", a.gpu_sum, "under mpirun with -d cuda, how the ranks' gradients are summed: nccl (GPU to GPU, one rank per GPU) or host (MPI through the host; ranks may share a GPU)")->capture_default_str()->check(CLI::IsMember({"nccl", "host"}));
   lt::app::add_threads_option(app, threads);
   lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::training);
   app.add_flag("-q,--quiet", a.quiet, "no progress on stderr");

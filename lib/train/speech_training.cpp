@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "lt/audio.h"
 #include "lt/error.h"
 #include "lt/random.h"
+#include "lt/world.h"
 
 namespace lt {
 
@@ -136,7 +138,10 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
   double nats = 0;
   int64_t phones = 0;
   const int64_t C = model.config().head.width();
-  for (size_t at = 0; at < order.size(); at += size_t(batch)) {
+  // Under MPI the ranks take the batches in turn, then sum their counts.
+  World& world = World::get();
+  for (size_t at = 0, k = 0; at < order.size(); at += size_t(batch), ++k) {
+    if (int64_t(k % size_t(world.size())) != world.rank()) continue;
     const std::vector<int64_t> idx(order.begin() + long(at), order.begin() + long(std::min(order.size(), at + size_t(batch))));
     gather_batch(set, idx, stacked, b);
     window_batch(set, stacked, b);
@@ -154,7 +159,21 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
       score.by_speaker[set.speakers[size_t(i)]].add(ref, hyp);
     }
   }
-  score.loss = phones > 0 ? nats / double(phones) : 0;
+  std::set<std::string> speakers(set.speakers.begin(), set.speakers.end());
+  std::vector<double> sums = {nats, double(phones)};
+  auto pack = [&](const ErrorCounts& c) {
+    for (int64_t v : {c.errors, c.reference, c.substitutions, c.deletions, c.insertions}) sums.push_back(double(v));
+  };
+  pack(score.overall);
+  for (const std::string& s : speakers) pack(score.by_speaker[s]);
+  world.sum(sums.data(), int64_t(sums.size()));
+  size_t at = 2;
+  auto unpack = [&](ErrorCounts& c) {
+    for (int64_t* v : {&c.errors, &c.reference, &c.substitutions, &c.deletions, &c.insertions}) *v = int64_t(sums[at++]);
+  };
+  unpack(score.overall);
+  for (const std::string& s : speakers) unpack(score.by_speaker[s]);
+  score.loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
   score.utterances = set.size();
   return score;
 }

@@ -26,6 +26,9 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   s.eval_precision.check_runs_on(model.device());
   check(s.micro_batch >= 0, "micro-batch must be >= 0, got " + std::to_string(s.micro_batch));
   World& world = World::get();
+  check(s.batch >= world.size(), "a training batch of " + std::to_string(s.batch) +
+                                     " rows needs at least one row per rank (" + std::to_string(world.size()) +
+                                     " ranks)");
   SequenceBatch batch;
   ReplicaSet replicas(model, s.batch, s.micro_batch);
   // Rank 0 reports and writes; every rank computes.

@@ -52,6 +52,9 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
   if (!world.leader()) a.quiet = true, a.log.clear();
   const Device device = parse_device(a.device);
   require_device(device);
+  check(a.gpu_sum == "nccl" || a.gpu_sum == "host", "--gpu-sum must be nccl or host, got '" + a.gpu_sum + "'");
+  check(device == Device::cuda || !a.given.count("--gpu-sum"), "--gpu-sum applies to -d cuda");
+  world.use_device(device, a.gpu_sum == "host" ? World::GpuSum::host : World::GpuSum::nccl);
   const bool resuming = a.resume && file_exists(a.output);
   check(a.resume || !file_exists(a.output),
         a.output + ": already exists; pass --resume to continue training it, or choose another --output");

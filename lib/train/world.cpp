@@ -9,10 +9,12 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/dispatch.h"
 #include "lt/error.h"
 
 #ifdef LT_WITH_MPI
 #include <mpi.h>
+#include <unistd.h>
 #endif
 
 namespace lt {
@@ -80,9 +82,43 @@ void World::sum(double* values, int64_t n) {
 #endif
 }
 
+void World::use_device(Device d, GpuSum how) {
+  if (d != Device::cuda || !mpi_) return;  // a process alone keeps the GPU CUDA_VISIBLE_DEVICES gives it
+#if defined(LT_WITH_MPI) && defined(LT_WITH_CUDA)
+  cuda::select_device(local_rank_);
+  if (how != GpuSum::nccl) return;
+  const std::string missing = cuda::nccl_unavailable_reason();
+  check(missing.empty(), missing + "; or sum through the host with --gpu-sum host");
+  // NCCL refuses two ranks on one GPU (or waits for them): say so first.
+  constexpr int kHost = 64, kBus = 32;
+  char mine[kHost + kBus] = {};
+  gethostname(mine, kHost - 1);
+  const std::string bus = cuda::device_bus_id();
+  std::snprintf(mine + kHost, kBus, "%s", bus.c_str());
+  std::vector<char> all(size_t(size_) * sizeof mine);
+  mpi_check(MPI_Allgather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, MPI_COMM_WORLD),
+            "MPI_Allgather");
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && std::memcmp(&all[size_t(r) * sizeof mine], mine, sizeof mine) == 0)
+      throw Error("ranks " + std::to_string(std::min(r, rank_)) + " and " + std::to_string(std::max(r, rank_)) +
+                  " share GPU " + bus + " on " + mine + ", which NCCL refuses: run one rank per GPU, or sum "
+                  "through the host with --gpu-sum host");
+  char id[kernels::kNcclIdBytes] = {};
+  if (leader()) cuda::nccl_unique_id(id);
+  mpi_check(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  nccl_ = cuda::nccl_join(id, size_, rank_);
+#else
+  (void)how;
+#endif
+}
+
 void World::sum(Tensor& t) {
-  if (size_ == 1) return;
   check(t.dtype() == DType::f32, "World::sum needs a float32 tensor");
+#ifdef LT_WITH_CUDA
+  // Under mpirun -np 1 too: the path a single GPU can test.
+  if (nccl_ && t.device() == Device::cuda) return cuda::nccl_sum(nccl_, t.data(), t.numel());
+#endif
+  if (size_ == 1) return;
   Tensor host = t;
   if (t.device() != Device::cpu) {
     if (staging_.numel() != t.numel()) staging_ = Tensor::empty({t.numel()});

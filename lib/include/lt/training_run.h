@@ -57,6 +57,7 @@ struct TrainingRecipe {
   int64_t checkpoint_every = 500, eval_every = 0, eval_images = 0;
   std::string log;  // metrics appended as JSON lines
   std::string device = "cpu";
+  std::string gpu_sum = "nccl";  // under MPI with CUDA: nccl, or host (MPI through the host)
   bool bf16 = false;  // bf16 products (CPU): training and evaluation; the state too with recurrent
   bool tf32 = false;  // TF32 products (CUDA)
 

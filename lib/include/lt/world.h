@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "lt/backend.h"
 #include "lt/tensor.h"
 
 namespace lt {
@@ -26,9 +27,19 @@ class World {
   // "rank 1 of 4" (empty for a world of one), for messages.
   std::string describe() const;
 
+  // How tensors on a GPU are summed: NCCL, device to device, or MPI through
+  // the host (for ranks that share a GPU, which NCCL refuses, or a build
+  // without NCCL).
+  enum class GpuSum { nccl, host };
+  // The device this rank computes on, before anything is allocated there:
+  // under MPI a CUDA rank takes the GPU of its rank within the machine, and
+  // with GpuSum::nccl joins the ranks' NCCL communicator. Throws one line
+  // when NCCL is missing or two ranks would share a GPU under it.
+  void use_device(Device d, GpuSum how);
+
   // Sums over the ranks in place; every rank gets the same bits.
   void sum(double* values, int64_t n);
-  // A float32 tensor on the host or on a device (staged through the host).
+  // A float32 tensor on the host or on the rank's GPU.
   void sum(Tensor& t);
   // Whether any rank passes true.
   bool any(bool value);
@@ -47,7 +58,8 @@ class World {
   ~World();
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
-  Tensor staging_;  // device sums on the host
+  void* nccl_ = nullptr;  // the communicator (GpuSum::nccl), alive until exit
+  Tensor staging_;        // GpuSum::host: device sums on the host
 };
 
 // A 64-bit checksum of a float32 tensor's bits (host or device).
