@@ -63,6 +63,7 @@ struct TrainBenchOptions {
   int repetitions = 3;
   bool bf16 = false;  // cpu: the linear layers' products in bf16
   bool tf32 = false;  // cuda: the linear layers' products in TF32
+  std::string gpu_sum = "nccl";  // under mpirun with cuda: nccl or host (lt-train's --gpu-sum)
   bool verbose = true;
 };
 void run_train_bench(const TrainBenchOptions& o, Writer& out);

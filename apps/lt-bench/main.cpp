@@ -12,6 +12,7 @@
 #include "common_options.h"
 #include "lt/backend.h"
 #include "lt/error.h"
+#include "lt/world.h"
 
 namespace {
 
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   train->add_option("--heads", tr.heads, "override the number of heads")->capture_default_str()->check(lt::app::kNonNegative);
   train->add_option("-d,--device", tr.devices, "cpu and/or cuda")->capture_default_str();
   train->add_option("-r,--repetitions", tr.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
+  train->add_option("--gpu-sum", tr.gpu_sum, "under mpirun with -d cuda: nccl or host, as lt-train's")->capture_default_str()->check(CLI::IsMember({"nccl", "host"}));
   train->add_flag("--bf16", tr.bf16, "cpu: the linear layers' products in bf16 with fp32 sums, forward and backward (AVX512_BF16; default: fp32)");
 
   lt::bench::SpeechBenchOptions sp;
@@ -147,9 +149,11 @@ int main(int argc, char** argv) {
       lt::check(asr.d_model % asr.heads == 0, "--d-model must be a multiple of --heads");
       lt::bench::run_asr_bench(asr, writer);
     }
-    writer.finish();
+    if (lt::World::get().leader()) writer.finish();  // under mpirun, rank 0 reports
   } catch (const std::exception& e) {
-    std::cerr << "lt-bench: " << e.what() << "\n";
+    lt::World& world = lt::World::get();
+    std::cerr << "lt-bench: " << (world.size() > 1 ? world.describe() + ": " : "") << e.what() << "\n";
+    if (world.size() > 1) world.abort(1);
     return 1;
   }
   return 0;

@@ -1,8 +1,9 @@
 // lt-bench train: training throughput of the paper's image models (forward,
-// backward and a RAdam update on random images, the batch split over CPU
-// threads as lt-train does), and how close the dense
-// layers come to the machine's own matrix-product rate, measured in the same
-// run on the shape of the feed-forward layer.
+// backward and a RAdam update on random images, the batch split over MPI
+// ranks and CPU threads as lt-train does), the time of the ranks' gradient
+// sum, and how close the dense layers come to the machine's own
+// matrix-product rate, measured in the same run on the shape of the
+// feed-forward layer. Under mpirun, rank 0 reports the world's rows.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "lt/image_training.h"
 #include "lt/ops.h"
 #include "lt/train.h"
+#include "lt/world.h"
 
 namespace lt::bench {
 namespace {
@@ -51,11 +53,33 @@ double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repeti
 
 }  // namespace
 
+// Mean seconds of summing a gradient buffer over the ranks (0 for one process).
+double gradient_sum_seconds(Tensor grads, int repetitions) {
+  World& world = World::get();
+  if (world.size() == 1) return 0;
+  Tensor buffer = Tensor::empty(grads.shape(), grads.device());
+  std::vector<double> t;
+  for (int r = 0; r < repetitions + 1; ++r) {
+    buffer.copy_from(grads);
+    synchronize(grads.device());
+    double go = 0;
+    world.sum(&go, 1);  // start together
+    const auto t0 = Clock::now();
+    world.sum(buffer);
+    synchronize(grads.device());
+    if (r > 0) t.push_back(seconds_since(t0));
+  }
+  return Stats::of(t).mean;
+}
+
 void run_train_bench(const TrainBenchOptions& o, Writer& out) {
   const std::string attention = image_attention(o.attention);
+  World& world = World::get();
+  const bool report = world.leader();
   for (const std::string& dname : o.devices) {
     Device dev = parse_device(dname);
     require_device(dev);
+    world.use_device(dev, o.gpu_sum == "host" ? World::GpuSum::host : World::GpuSum::nccl);
     ForwardOptions options;
     options.train = true;
     options.precision = training_precision(o.bf16, o.tf32, dev);
@@ -71,7 +95,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       std::vector<int32_t> px(B * c.subpixels());
       for (auto& x : px) x = int32_t(gen() % 256);
       const SequenceBatch images = model.batch(px, B);
-      ReplicaSet replicas(model.core(), B);  // as lt-train: the batch split over CPU threads
+      ReplicaSet replicas(model.core(), B);  // as lt-train: the batch split over ranks and CPU threads
 
       std::vector<double> step_s;
       for (int r = 0; r < o.repetitions + 1; ++r) {  // the first step plans buffers
@@ -82,19 +106,23 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
         trainer.update();
         synchronize(dev);
         if (r > 0) step_s.push_back(seconds_since(t0));
-        if (o.verbose) std::cerr << "train " << shape << " step " << r << ": " << seconds_since(t0) << " s\n";
+        if (o.verbose && report) std::cerr << "train " << shape << " step " << r << ": " << seconds_since(t0) << " s\n";
       }
+      const double sum_s = gradient_sum_seconds(model.params().grads(), o.repetitions);
       Stats s = Stats::of(step_s);
       const double gemm = sgemm_gflops(c, B, dev, o.repetitions, options.precision.products);
       const double dense = dense_flops(c, B) / s.mean / 1e9;
       Row row = environment_row(dname, num_threads());
       row.set("shape", shape).set("attention", attention_name(c.transformer));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
-      row.set("replicas", replicas.replicas()).set("precision", products_name(options.precision.products));
+      row.set("ranks", world.size()).set("replicas", replicas.replicas());
+      row.set("precision", products_name(options.precision.products));
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);
       row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);
+      row.set("gradient_mb", double(model.params().numel()) * 4 / 1e6).set("gradient_sum_ms", sum_s * 1e3);
       row.set("repetitions", o.repetitions);
+      if (!report) continue;
       out.add(row);
       if (o.verbose)
         std::cerr << "train " << shape << ": " << double(B) / s.mean << " examples/s, dense "

@@ -23,14 +23,17 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
 }
 
-// The exit of a run that did not finish: its message and status code.
+// The exit of a run that did not finish: its message (rank 0's, when every
+// rank stopped at the same step) and status code.
 int report_unfinished(const lt::TrainResult& r, const std::string& output) {
+  const bool report = lt::World::get().leader();
   if (r.status == lt::TrainStatus::diverged) {
-    std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
+    if (report) std::fprintf(stderr, "lt-train: %s\n", r.message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
-               (long long)r.step, output.c_str());
+  if (report)
+    std::fprintf(stderr, "lt-train: interrupted at step %lld; checkpoint written to %s (continue with --resume)\n",
+                 (long long)r.step, output.c_str());
   return 130;
 }
 }  // namespace

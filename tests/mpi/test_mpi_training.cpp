@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "apps/cli.h"
@@ -138,43 +139,84 @@ TEST_CASE("a run resumes on another number of ranks where the straight run would
   CHECK(tensor_values(from_one) == tensor_values(straight_ranks));
 }
 
+namespace {
+
+// mpirun of an endless 2-rank copy run in the background, a checkpoint every
+// 3 steps: its pid, its ranks' pids and, once it ends, its exit status.
+struct BackgroundRun {
+  const TempDir& dir;
+  std::string ckpt = dir.file("run.safetensors"), pid_file = dir.file("mpirun.pid"), rc_file = dir.file("mpirun.rc"),
+              err = dir.file("mpirun.err");
+  explicit BackgroundRun(const TempDir& d) : dir(d) {
+    const std::string cmd = kMpirun + "-np 2 " + q(std::string(LT_BIN_DIR) + "/lt-train") +
+                            " -t 1 --task copy --layers 1 --d-model 16 --heads 2 -b 4 --steps 1000000 "
+                            "--checkpoint-every 3 -q -o " + q(ckpt);
+    const std::string background = "(" + cmd + " >/dev/null 2>" + q(err) + " </dev/null & echo $! >" + q(pid_file) +
+                                   "; wait $!; echo $? >" + q(rc_file) + ") &";
+    REQUIRE(std::system(background.c_str()) == 0);
+    wait_for(ckpt, 60);  // training has begun
+    REQUIRE(std::filesystem::exists(ckpt));
+  }
+  static void wait_for(const std::string& path, int seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pid_t mpirun() const { return pid_t(std::stol(read_text(pid_file))); }
+  // The ranks: mpirun's children running lt-train.
+  std::vector<pid_t> ranks() const {
+    const std::string out = dir.file("ranks");
+    REQUIRE(std::system(("pgrep -P " + std::to_string(mpirun()) + " '^lt-train$' >" + q(out)).c_str()) == 0);
+    std::vector<pid_t> pids;
+    std::istringstream in(read_text(out));
+    for (long p; in >> p;) pids.push_back(pid_t(p));
+    return pids;
+  }
+  // Seconds until mpirun ended (at most `limit` + 30), and its status.
+  std::pair<double, int> wait_end(int limit) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    wait_for(rc_file, limit + 30);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(std::filesystem::exists(rc_file));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the status written
+    return {seconds, std::stoi(read_text(rc_file))};
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a rank killed with SIGKILL ends the whole job within 30 s, naming the rank, and the checkpoint loads") {
   TempDir dir;
-  const std::string ckpt = dir.file("killed.safetensors"), pid_file = dir.file("mpirun.pid"),
-                    rc_file = dir.file("mpirun.rc"), err = dir.file("mpirun.err");
-  const std::string cmd = kMpirun + "-np 2 " + q(std::string(LT_BIN_DIR) + "/lt-train") +
-                          " -t 1 --task copy --layers 1 --d-model 16 --heads 2 -b 4 --steps 1000000 "
-                          "--checkpoint-every 3 -q -o " + q(ckpt);
-  // In the background: its pid, then its exit status when it ends.
-  const std::string background = "(" + cmd + " >/dev/null 2>" + q(err) + " </dev/null & echo $! >" + q(pid_file) +
-                                 "; wait $!; echo $? >" + q(rc_file) + ") &";
-  REQUIRE(std::system(background.c_str()) == 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(ckpt) && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  REQUIRE(std::filesystem::exists(ckpt));
-  const std::string mpirun_pid = read_text(pid_file);
-  // A rank: a child of mpirun running lt-train.
-  const std::string ranks = dir.file("ranks");
-  REQUIRE(std::system(("pgrep -P " + mpirun_pid.substr(0, mpirun_pid.find('\n')) + " '^lt-train$' >" + q(ranks)).c_str()) == 0);
-  const std::string rank_pids = read_text(ranks);
-  const pid_t victim = pid_t(std::stol(rank_pids.substr(rank_pids.find('\n') + 1)));  // the second one
-  const auto killed = std::chrono::steady_clock::now();
-  REQUIRE(::kill(victim, SIGKILL) == 0);
-  while (!std::filesystem::exists(rc_file) && std::chrono::steady_clock::now() < killed + std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  REQUIRE(std::filesystem::exists(rc_file));
+  BackgroundRun run(dir);
+  const std::vector<pid_t> ranks = run.ranks();
+  REQUIRE(ranks.size() == 2);
+  REQUIRE(::kill(ranks[1], SIGKILL) == 0);
+  const auto [seconds, status] = run.wait_end(30);
   CHECK(seconds < 30);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the status line written
-  CHECK(std::stoi(read_text(rc_file)) != 0);
-  const std::string text = read_text(err);
+  CHECK(status != 0);
+  const std::string text = read_text(run.err);
   INFO("mpirun's stderr: " << text);
-  CHECK(text.find("signal 9") != std::string::npos);
+  CHECK(text.find("exited on signal 9") != std::string::npos);
   // The last checkpoint is whole: it loads and resumes in one process.
-  CHECK(load_safetensors(ckpt).meta_int("lt.train.step") % 3 == 0);
-  const int64_t step = load_safetensors(ckpt).meta_int("lt.train.step");
-  require_ok(lt_train(dir, "--task copy --resume --steps " + std::to_string(step + 2) + " -q -t 1 -o " + q(ckpt)));
+  const int64_t step = load_safetensors(run.ckpt).meta_int("lt.train.step");
+  CHECK(step % 3 == 0);
+  require_ok(lt_train(dir, "--task copy --resume --steps " + std::to_string(step + 2) + " -q -t 1 -o " + q(run.ckpt)));
+}
+
+TEST_CASE("Ctrl-C to mpirun stops every rank at one step, whose checkpoint rank 0 writes and reports once") {
+  TempDir dir;
+  BackgroundRun run(dir);
+  REQUIRE(::kill(run.mpirun(), SIGINT) == 0);
+  const auto [seconds, status] = run.wait_end(30);
+  CHECK(seconds < 30);
+  CHECK(status != 0);
+  const std::string text = read_text(run.err);
+  INFO("mpirun's stderr: " << text);
+  const size_t at = text.find("lt-train: interrupted at step ");
+  REQUIRE(at != std::string::npos);
+  CHECK(text.find("interrupted", at + 12) == std::string::npos);  // once, from rank 0
+  const int64_t said = std::stoll(text.substr(at + 30));
+  CHECK(load_safetensors(run.ckpt).meta_int("lt.train.step") == said);
 }
 
 TEST_CASE("lt-train under mpirun refuses a batch with fewer rows than ranks in one line per rank") {
