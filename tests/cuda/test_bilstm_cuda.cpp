@@ -45,7 +45,7 @@ TEST_CASE("cuda bilstm speech model loss and gradients match the CPU on a padded
   Tensor values = gpu.params().values();  // a view: copying into it sets the GPU parameters
   values.copy_from(cpu.params().values());
   const SequenceBatch batch = random_batch(rng, B, L, F, classes);
-  const ForwardOptions train{true, seed ^ 0x5bd1e995ull, {}};
+  const ForwardOptions train = pass(true, seed ^ 0x5bd1e995ull);
   cpu.params().zero_grad();
   gpu.params().zero_grad();
   const double loss_cpu = cpu.forward(batch, train), loss_gpu = gpu.forward(batch, train);

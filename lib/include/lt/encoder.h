@@ -18,11 +18,11 @@ namespace lt {
 struct ForwardOptions {
   bool train = false;   // dropout on (at the config's rate)
   uint64_t seed = 0;    // the dropout masks and LSH rotations derive from it
+  Precision precision;  // the stack's products (precision.products) and a model's head (precision.head)
   // The row of the step's whole batch that this batch's first row is: a
   // batch split over threads, processes or micro-batches draws each row's
   // dropout masks from (seed, its row), so the split changes nothing.
   int64_t first_row = 0;
-  Precision precision;  // the stack's products (precision.products) and a model's head (precision.head)
 };
 
 class Encoder {
