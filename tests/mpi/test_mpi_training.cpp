@@ -13,6 +13,7 @@
 
 #include "apps/cli.h"
 #include "apps/speech_manifest.h"
+#include "test_util.h"
 
 using namespace lt;
 using namespace lt::test;
@@ -227,4 +228,27 @@ TEST_CASE("lt-train under mpirun refuses a batch with fewer rows than ranks in o
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("needs at least one row per rank") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("x.safetensors")));
+}
+
+// On a lent GPU (reported skipped elsewhere): NCCL refuses two ranks on one
+// GPU, so one GPU shows the NCCL path with one rank and the host-staged sum
+// with two ranks sharing it.
+TEST_CASE("cuda under mpirun: one rank through NCCL as a plain process, two sharing the GPU through the host") {
+  if (!cuda_or_skip()) return;
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const std::string args = copy_run(seed) + " --steps 12 -d cuda";
+  const std::string plain = dir.file("plain.safetensors"), nccl = dir.file("nccl.safetensors"),
+                    host = dir.file("host.safetensors"), refused = dir.file("refused.safetensors");
+  require_ok(lt_train(dir, args + " -o " + q(plain)));
+  require_ok(lt_train_ranks(dir, 1, args + " -o " + q(nccl)));
+  CHECK(tensor_values(nccl) == tensor_values(plain));  // a sum over one rank leaves the gradient as it is
+  require_ok(lt_train_ranks(dir, 2, args + " --gpu-sum host -o " + q(host)));
+  CHECK(max_abs_diff(host, plain) < 1e-4);
+  const CommandResult r = lt_train_ranks(dir, 2, args + " -o " + q(refused));
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("which NCCL refuses") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(refused));
 }
