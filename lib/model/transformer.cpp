@@ -253,6 +253,11 @@ static uint64_t site_seed(uint64_t seed, size_t layer, int site) {
 }
 
 void TransformerStack::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
+  run(x, lengths, y, options, nullptr);
+}
+
+void TransformerStack::run(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+                           RecurrentState* continuing) {
   check(x.ndim() == 3 && x.dim(2) == config_.d_model,
         "transformer input must be [B, L, " + std::to_string(config_.d_model) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "transformer output");
@@ -261,7 +266,7 @@ void TransformerStack::forward(const Tensor& x, const Tensor& lengths, Tensor& y
   input_ = x.reshape({B_ * L_, config_.d_model});
   pass_ = options;
   pass_.train = options.train && config_.dropout > 0.f;
-  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(l, l ? layer_out_[l - 1] : input_);
+  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(l, l ? layer_out_[l - 1] : input_, continuing);
   Tensor y2 = y.reshape({B_ * L_, config_.d_model});
   layernorm_forward(layer_out_.back(), params_.value(norm_g_), params_.value(norm_b_), y2, final_mean_,
                     final_rstd_);
@@ -287,7 +292,7 @@ void TransformerStack::zero_padded_rows(Tensor& rows) const {
     if (lengths_host_[b] < L_) rows.rows(b * L_ + lengths_host_[b], (b + 1) * L_).zero();
 }
 
-void TransformerStack::layer_forward(size_t l, const Tensor& x) {
+void TransformerStack::layer_forward(size_t l, const Tensor& x, RecurrentState* continuing) {
   const LayerIndices& p = layers_[l];
   LayerActs& a = *acts_[l];
   const Shape heads4{B_, L_, config_.heads, config_.head_dim};
@@ -303,7 +308,7 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   if (config_.attention != AttentionKind::lsh) linear_forward(x, V(p.wk), V(p.bk), a.k, P);
   linear_forward(x, V(p.wv), V(p.bv), a.v, P);
   Tensor att4 = a.att.reshape(heads4);
-  attention_forward(l, att4);
+  attention_forward(l, att4, continuing);
   linear_forward(a.att, V(p.wo), V(p.bo), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o, rows);
   add(x, o, a.res1);
@@ -311,8 +316,8 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
   linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
   if (config_.ff_conv > 0) {
     Tensor h3 = a.h.reshape({B_, L_, config_.ff_dim}), hc3 = a.hc.reshape({B_, L_, config_.ff_dim});
-    if (continuing_) {  // a causal stack's chunk after the positions of the state's window
-      Tensor window = state_views(*continuing_, l).conv;
+    if (continuing) {  // a causal stack's chunk after the positions of the state's window
+      Tensor window = state_views(*continuing, l).conv;
       depthwise_conv_continue(h3, V(p.wc), V(p.bc), window, hc3);
     } else {
       depthwise_conv_forward(h3, V(p.wc), V(p.bc), lengths_, config_.direction == Direction::causal, hc3);
@@ -327,7 +332,7 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x) {
 }
 
 // Layer l's attention of its q, k, v projections into att4 [B, L, H, E].
-void TransformerStack::attention_forward(size_t l, Tensor& att4) {
+void TransformerStack::attention_forward(size_t l, Tensor& att4, RecurrentState* continuing) {
   LayerActs& a = *acts_[l];
   const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
   const bool causal = config_.direction == Direction::causal;
@@ -347,8 +352,8 @@ void TransformerStack::attention_forward(size_t l, Tensor& att4) {
   Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
   phi.forward(q4, fq4);
   phi.forward(k4, fk4);
-  if (continuing_) {
-    StateViews st = state_views(*continuing_, l);
+  if (continuing) {
+    StateViews st = state_views(*continuing, l);
     causal_linear_attention_continue(fq4, fk4, v4, lengths_, st.a, st.b, att4);
   } else if (causal) {
     causal_linear_attention_forward(fq4, fk4, v4, lengths_, att4);

@@ -188,14 +188,7 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
     // Softmax from the empty prefix: its keys and values become the cache.
     if (!linear && config_.ff_conv > 0)
       for (size_t l = 0; l < layers_.size(); ++l) state_views(state, l).conv.zero();
-    continuing_ = &state;
-    try {
-      forward(x, Tensor(), y, eval);
-    } catch (...) {
-      continuing_ = nullptr;
-      throw;
-    }
-    continuing_ = nullptr;
+    run(x, Tensor(), y, eval, &state);
     if (linear) return;
     const int64_t H = config_.heads, E = config_.head_dim, max_len = state.max_len;
     for (size_t l = 0; l < layers_.size(); ++l) {

@@ -177,9 +177,13 @@ class TransformerStack final : public Encoder {
   void plan(int64_t B, int64_t L, Device d);
   void set_lengths(const Tensor& lengths);
   void zero_padded_rows(Tensor& rows) const;
-  void layer_forward(size_t l, const Tensor& x);
+  // The parallel pass; with `continuing`, a chunk after the positions that
+  // state holds (continue_chunk), whose attention and convolution continue it.
+  void run(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+           RecurrentState* continuing);
+  void layer_forward(size_t l, const Tensor& x, RecurrentState* continuing);
   void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
-  void attention_forward(size_t l, Tensor& att4);
+  void attention_forward(size_t l, Tensor& att4, RecurrentState* continuing);
   void attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4);
   void check_recurrent_form() const;
   struct StateViews {
@@ -206,7 +210,6 @@ class TransformerStack final : public Encoder {
   std::vector<Tensor> layer_out_;  // output of layer l (input of l+1), pre final norm
   Tensor final_mean_, final_rstd_;
   ForwardOptions pass_;  // of the last forward, which backward repeats
-  RecurrentState* continuing_ = nullptr;  // set during continue_chunk: attention continues this state
   std::unique_ptr<GradBuffers> grads_;
   std::unique_ptr<StepBuffers> step_;
   std::unique_ptr<StepWeights> packed_;
