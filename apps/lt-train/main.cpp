@@ -135,6 +135,8 @@ int main(int argc, char** argv) {
       lt::generation_precision(a.bf16, a.tf32, device);
     else
       lt::training_precision(a.bf16, a.tf32, device);
+    lt::check(!(eval || export_) || lt::World::get().size() == 1,
+              "--eval and --export run in one process: start them without mpirun");
     if (eval) return lt::evaluate_checkpoint(a), 0;
     if (export_) return lt::export_checkpoint(a), 0;
     std::signal(SIGINT, on_sigint);

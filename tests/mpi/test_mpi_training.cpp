@@ -47,7 +47,8 @@ double max_abs_diff(const std::string& a, const std::string& b) {
 }
 
 // The tasks' tiny runs with dropout (and SpecAugment and a warp for
-// speech), every step's batch split 3 + 3 (2 + 2 for speech) over the ranks.
+// speech), every step's batch split 3 + 3 (2 + 2 for speech) over the ranks;
+// speech with both encoders.
 struct TaskRun {
   const char* name;
   std::string args;
@@ -61,7 +62,9 @@ std::vector<TaskRun> task_runs(const TempDir& dir, uint64_t seed) {
   return {{"copy", copy_run(seed)},
           {"image", "--data " + q(data) + " --mixtures 2 -b 6" + tiny(seed)},
           {"asr", "--task asr --data " + q(speech) + " --valid " + q(speech) + " -b 4 --spec-augment --vtlp 0.1" +
-                      tiny(seed)}};
+                      tiny(seed)},
+          {"bilstm", "--task asr --encoder bilstm --layers 2 --d-model 8 --data " + q(speech) + " --valid " + q(speech) +
+                         " -b 4 --dropout 0.2 -q -s " + std::to_string(seed % 1000)}};
 }
 
 void require_ok(const CommandResult& r) {
@@ -71,7 +74,7 @@ void require_ok(const CommandResult& r) {
 
 }  // namespace
 
-TEST_CASE("2 ranks train copy, image and asr models bit for bit as one process of 2 threads, and reproducibly") {
+TEST_CASE("2 ranks train copy, image, asr and Bi-LSTM asr models bit for bit as one process of 2 threads, and reproducibly") {
   TempDir dir;
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -220,7 +223,7 @@ TEST_CASE("Ctrl-C to mpirun stops every rank at one step, whose checkpoint rank 
   CHECK(load_safetensors(run.ckpt).meta_int("lt.train.step") == said);
 }
 
-TEST_CASE("lt-train under mpirun refuses a batch with fewer rows than ranks in one line per rank") {
+TEST_CASE("lt-train under mpirun refuses a batch with fewer rows than ranks, and --eval, in one line per rank") {
   TempDir dir;
   const CommandResult r = lt_train_ranks(dir, 2, "--task copy --layers 1 --d-model 16 --heads 2 -b 1 --steps 2 -q -o " +
                                                      q(dir.file("x.safetensors")));
@@ -228,6 +231,9 @@ TEST_CASE("lt-train under mpirun refuses a batch with fewer rows than ranks in o
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("needs at least one row per rank") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("x.safetensors")));
+  const CommandResult e = lt_train_ranks(dir, 2, "--eval -m " + q(dir.file("x.safetensors")));
+  CHECK(e.exit_code != 0);
+  CHECK(e.err.find("start them without mpirun") != std::string::npos);
 }
 
 // On a lent GPU (reported skipped elsewhere): NCCL refuses two ranks on one
