@@ -1,0 +1,62 @@
+// What the C API's handles hold, and the guard every entry point runs in: no
+// exception crosses lt.h, each failure sets the thread's message.
+#pragma once
+#include <memory>
+#include <new>
+#include <string>
+
+#include "lt.h"
+#include "lt/error.h"
+#include "lt/image_model.h"
+#include "lt/sequence_model.h"
+
+struct lt_model {
+  std::string path, family;
+  lt::Device device = lt::Device::cpu;
+  std::unique_ptr<lt::ImageModel> image;        // the image family
+  std::unique_ptr<lt::SequenceModel> sequence;  // any other
+  lt::SequenceModel& core() { return image ? image->core() : *sequence; }
+  const lt::SequenceModel& core() const { return image ? image->core() : *sequence; }
+};
+
+struct lt_state {
+  lt_model* model = nullptr;
+  lt::RecurrentState state;
+  int64_t position = 0;
+  lt::Tensor tokens, heads;  // on the model's device: one step's, or the last chunk's
+};
+
+namespace lt::api {
+
+void set_error(const std::string& message);
+
+// A NULL pointer or an out-of-range size given to the API.
+struct ArgumentError : Error {
+  using Error::Error;
+};
+template <class T>
+void require(T* p, const char* what) {
+  if (p == nullptr) throw ArgumentError(std::string(what) + " is NULL");
+}
+
+template <class F>
+lt_status guarded(F&& f) noexcept {
+  try {
+    f();
+    return LT_OK;
+  } catch (const ArgumentError& e) {
+    set_error(e.what());
+    return LT_ERROR_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    set_error("out of memory");
+    return LT_ERROR_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    return LT_ERROR;
+  } catch (...) {
+    set_error("unknown error");
+    return LT_ERROR;
+  }
+}
+
+}  // namespace lt::api

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs a build into a temporary prefix and builds and runs the examples in
+# docs/examples as an outside project would: once with CMake's find_package,
+# once with pkg-config. Both must print the same image for the same seed.
+#   scripts/test-install.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+model="$work/prefix/share/lt/weights/mnist.safetensors"
+
+cmake -S docs/examples/c -B "$work/c" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/c" >/dev/null
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/c/sample" "$model" 7 >"$work/cmake.txt"
+
+PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc docs/examples/c/sample.c \
+  $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs lt) -o "$work/sample-pc"
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/sample-pc" "$model" 7 >"$work/pkg-config.txt"
+
+cmp "$work/cmake.txt" "$work/pkg-config.txt"
+[ "$(wc -l <"$work/cmake.txt")" -eq 28 ] || { echo "test-install: expected 28 rows of an MNIST image" >&2; exit 1; }
+cat "$work/cmake.txt"
+echo "test-install: the C example built with find_package(lt) and with pkg-config, and ran" >&2

@@ -1,0 +1,248 @@
+// The C API (lt.h) against the library it wraps and the tools: stepping a
+// state equals the parallel pass, a chunk equals its steps, fork / reset /
+// save / load give back the same numbers, a state refuses another model,
+// images drawn through the state are lt-sample-image's, and every failure
+// is a status and one line.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "lt.h"
+#include "lt/backend.h"
+#include "lt/png.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+struct Model {
+  lt_model* m = nullptr;
+  explicit Model(const std::string& path) { REQUIRE_MESSAGE(lt_model_load(path.c_str(), "cpu", &m) == LT_OK, lt_last_error()); }
+  ~Model() { lt_model_free(m); }
+};
+
+struct State {
+  lt_state* s = nullptr;
+  ~State() { lt_state_free(s); }
+};
+
+lt_model_info info_of(lt_model* m) {
+  lt_model_info info;
+  REQUIRE(lt_model_get_info(m, &info) == LT_OK);
+  return info;
+}
+
+std::vector<int32_t> random_tokens(Rng& rng, int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = int32_t(rng.integer(0, 255));
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("lt.h: a state stepped position by position gives the parallel pass's outputs, and a chunk its steps") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Model model(tiny_image_checkpoint(dir, "m.safetensors", 4, 3, 1, AttentionKind::linear, seed));
+  const lt_model_info info = info_of(model.m);
+  CHECK(std::string(info.family) == "image");
+  CHECK(info.height == 4);
+  CHECK(info.positions == 4 * 3 - 1);
+  const int64_t B = 3, L = info.positions, W = info.head_width;
+  const std::vector<int32_t> tokens = random_tokens(rng, B * L);
+
+  // The reference: the model's parallel pass over the whole rows.
+  auto direct = ImageModel::load(dir.file("m.safetensors"), Device::cpu);
+  SequenceBatch batch;
+  batch.rows = B, batch.length = L, batch.inputs = tokens, batch.targets = tokens;
+  direct->core().forward(batch, ForwardOptions{});
+  const std::vector<float> parallel = direct->core().heads().to_vector();  // [B, L, W]
+
+  State state;
+  REQUIRE(lt_state_new(model.m, B, &state.s) == LT_OK);
+  std::vector<float> stepped(static_cast<size_t>(B * L * W)), head(static_cast<size_t>(B * W));
+  for (int64_t t = 0; t < L; ++t) {
+    std::vector<int32_t> column(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) column[size_t(b)] = tokens[size_t(b * L + t)];
+    REQUIRE(lt_state_step(state.s, column.data(), head.data()) == LT_OK);
+    for (int64_t b = 0; b < B; ++b)
+      std::copy(head.begin() + b * W, head.begin() + (b + 1) * W, stepped.begin() + (b * L + t) * W);
+  }
+  CHECK(lt_state_position(state.s) == L);
+  CHECK(max_abs_diff(stepped, parallel) < 1e-4);
+
+  // A chunk: the first 5 positions at once, then the rest stepped, equal the steps.
+  State chunked;
+  REQUIRE(lt_state_new(model.m, B, &chunked.s) == LT_OK);
+  const int64_t k = 5;
+  std::vector<int32_t> first(static_cast<size_t>(B * k));
+  for (int64_t b = 0; b < B; ++b) std::copy(tokens.begin() + b * L, tokens.begin() + b * L + k, first.begin() + b * k);
+  std::vector<float> heads(static_cast<size_t>(B * k * W));
+  REQUIRE(lt_state_continue(chunked.s, first.data(), k, heads.data()) == LT_OK);
+  CHECK(lt_state_position(chunked.s) == k);
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < k * W; ++i)
+      worst = std::max(worst, std::fabs(double(heads[size_t(b * k * W + i)]) - double(stepped[size_t(b * L * W + i)])));
+  CHECK(worst < 1e-4);
+
+  // Past the model's last position: refused, the state unchanged.
+  CHECK(lt_state_step(state.s, tokens.data(), head.data()) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("would pass the model's") != std::string::npos);
+  CHECK(lt_state_position(state.s) == L);
+}
+
+TEST_CASE("lt.h: fork, reset, save and load give back the state's numbers; another model's state is refused") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Model model(tiny_image_checkpoint(dir, "m.safetensors", 5, 4, 1, AttentionKind::linear, seed));
+  const int64_t B = 2, W = info_of(model.m).head_width;
+  State state;
+  REQUIRE(lt_state_new(model.m, B, &state.s) == LT_OK);
+  std::vector<float> head(static_cast<size_t>(B * W)), a(static_cast<size_t>(B * W)), b(static_cast<size_t>(B * W));
+  for (int i = 0; i < 6; ++i) REQUIRE(lt_state_step(state.s, random_tokens(rng, B).data(), head.data()) == LT_OK);
+
+  // A fork continues as the original would; stepping the fork leaves the original.
+  State fork;
+  REQUIRE(lt_state_fork(state.s, &fork.s) == LT_OK);
+  CHECK(lt_state_position(fork.s) == 6);
+  const std::vector<int32_t> next = random_tokens(rng, B);
+  REQUIRE(lt_state_step(fork.s, next.data(), a.data()) == LT_OK);
+  REQUIRE(lt_state_step(fork.s, random_tokens(rng, B).data(), head.data()) == LT_OK);
+
+  // Saved and loaded, the state continues with the same bits.
+  const std::string saved = dir.file("state.safetensors");
+  REQUIRE(lt_state_save(state.s, saved.c_str()) == LT_OK);
+  State loaded;
+  REQUIRE_MESSAGE(lt_state_load(model.m, saved.c_str(), &loaded.s) == LT_OK, lt_last_error());
+  CHECK(lt_state_position(loaded.s) == 6);
+  CHECK(lt_state_batch(loaded.s) == B);
+  REQUIRE(lt_state_step(state.s, next.data(), b.data()) == LT_OK);
+  CHECK(a == b);
+  REQUIRE(lt_state_step(loaded.s, next.data(), b.data()) == LT_OK);
+  CHECK(a == b);
+
+  // Reset: position 0 and the outputs of a new state.
+  State fresh;
+  REQUIRE(lt_state_new(model.m, B, &fresh.s) == LT_OK);
+  REQUIRE(lt_state_reset(state.s) == LT_OK);
+  CHECK(lt_state_position(state.s) == 0);
+  REQUIRE(lt_state_step(state.s, next.data(), a.data()) == LT_OK);
+  REQUIRE(lt_state_step(fresh.s, next.data(), b.data()) == LT_OK);
+  CHECK(a == b);
+
+  // Another model's weights, and another architecture: one line naming the file.
+  Model other(tiny_image_checkpoint(dir, "other.safetensors", 5, 4, 1, AttentionKind::linear, seed + 1));
+  State wrong;
+  CHECK(lt_state_load(other.m, saved.c_str(), &wrong.s) == LT_ERROR);
+  CHECK(wrong.s == nullptr);
+  CHECK(std::string(lt_last_error()).find(saved) != std::string::npos);
+  CHECK(std::string(lt_last_error()).find("other weights") != std::string::npos);
+  Model taller(tiny_image_checkpoint(dir, "taller.safetensors", 6, 4, 1, AttentionKind::linear, seed));
+  CHECK(lt_state_load(taller.m, saved.c_str(), &wrong.s) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("a state of another model") != std::string::npos);
+  // A model file is not a state.
+  CHECK(lt_state_load(model.m, dir.file("m.safetensors").c_str(), &wrong.s) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("not a saved state") != std::string::npos);
+}
+
+TEST_CASE("lt.h: images drawn through the state and lt_image_sample are lt-sample-image's") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed() % 100000;
+  INFO("seed " << seed);
+  const std::string path = tiny_image_checkpoint(dir, "m.safetensors", 4, 4, 1, AttentionKind::linear, seed);
+  Model model(path);
+  const lt_model_info info = info_of(model.m);
+  const int64_t n = 3, S = info.height * info.width * info.channels;
+  std::vector<uint8_t> sampled(static_cast<size_t>(n * S));
+  REQUIRE(lt_image_sample(model.m, n, seed, sampled.data()) == LT_OK);
+
+  const CommandResult r = run_tool(dir, "lt-sample-image", "-m '" + path + "' -n 3 -b 3 -s " + std::to_string(seed) +
+                                                                " -q --out-dir '" + dir.file("png") + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("png"))) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() == 3);
+  for (int64_t i = 0; i < n; ++i) {
+    const Image png = read_png(files[size_t(i)]);
+    CHECK(png.pixels == std::vector<uint8_t>(sampled.begin() + i * S, sampled.begin() + (i + 1) * S));
+  }
+
+  // The same images by hand: step, then draw the next subpixel (the first is
+  // 0: this model has no histogram of first subpixels).
+  State state;
+  REQUIRE(lt_state_new(model.m, n, &state.s) == LT_OK);
+  std::vector<int32_t> pixel(size_t(n), 0);
+  std::vector<float> head(static_cast<size_t>(n * info.head_width));
+  std::vector<uint8_t> by_hand(size_t(n * S), 0);
+  for (int64_t t = 0; t < info.positions; ++t) {
+    REQUIRE(lt_state_step(state.s, pixel.data(), head.data()) == LT_OK);
+    REQUIRE(lt_image_draw(model.m, head.data(), n, splitmix64(seed), t + 1, pixel.data()) == LT_OK);
+    for (int64_t b = 0; b < n; ++b) by_hand[size_t(b * S + t + 1)] = uint8_t(pixel[size_t(b)]);
+  }
+  CHECK(by_hand == sampled);
+}
+
+TEST_CASE("lt.h: every failure is a status and one line, and no exception crosses it") {
+  TempDir dir;
+  lt_model* m = reinterpret_cast<lt_model*>(1);
+  CHECK(lt_model_load(dir.file("missing.safetensors").c_str(), "cpu", &m) == LT_ERROR);
+  CHECK(m == nullptr);
+  CHECK(std::string(lt_last_error()).find("missing.safetensors") != std::string::npos);
+  m = reinterpret_cast<lt_model*>(1);
+  CHECK(lt_model_load(nullptr, "cpu", &m) == LT_ERROR_ARGUMENT);
+  CHECK(m == nullptr);
+  CHECK(std::string(lt_last_error()) == "path is NULL");
+  const std::string path = tiny_image_checkpoint(dir, "m.safetensors");
+  CHECK(lt_model_load(path.c_str(), "tpu", &m) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("tpu") != std::string::npos);
+  write_bytes(dir.file("junk.safetensors"), std::vector<uint8_t>(100, 7));
+  CHECK(lt_model_load(dir.file("junk.safetensors").c_str(), "cpu", &m) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("junk.safetensors") != std::string::npos);
+  if (!built_with_cuda() || !cuda_available()) {
+    CHECK(lt_model_load(path.c_str(), "cuda", &m) == LT_ERROR);
+    CHECK(!std::string(lt_last_error()).empty());
+  }
+  Model model(path);
+  lt_state* s = nullptr;
+  CHECK(lt_state_new(model.m, 0, &s) == LT_ERROR_ARGUMENT);
+  CHECK(std::string(lt_last_error()).find("batch must be >= 1") != std::string::npos);
+  CHECK(lt_state_step(nullptr, nullptr, nullptr) == LT_ERROR_ARGUMENT);
+  CHECK(lt_image_sample(model.m, 1, 1, nullptr) == LT_ERROR_ARGUMENT);
+  lt_state_free(nullptr);
+  lt_model_free(nullptr);
+  CHECK(std::string(lt_version()).find(build_version()) == 0);
+}
+
+TEST_CASE("liblt.so exports the C API of lt.h and nothing else") {
+  TempDir dir;
+  const CommandResult r = run_program(dir, "/usr/bin/nm", "-D --defined-only '" + std::string(LT_SHARED_LIBRARY) + "'");
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  int64_t api = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string name = line.substr(line.rfind(' ') + 1);
+    INFO("exported: " << name);
+    CHECK(name.rfind("lt_", 0) == 0);
+    api += name.rfind("lt_", 0) == 0;
+  }
+  CHECK(api >= 17);
+}
