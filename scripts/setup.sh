@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
           nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng python3
-          libopenmpi-dev openmpi-bin "$@")
+          libopenmpi-dev openmpi-bin python3-numpy python3-pytest "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

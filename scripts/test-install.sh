@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a build into a temporary prefix and builds and runs the examples in
 # docs/examples as an outside project would: once with CMake's find_package,
-# once with pkg-config. Both must print the same image for the same seed.
+# once with pkg-config (both must print the same image for the same seed),
+# and the Python package from the prefix.
 #   scripts/test-install.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,15 @@ PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc docs/examples/c/sample.c \
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/sample-pc" "$model" 7 >"$work/pkg-config.txt"
 
 cmp "$work/cmake.txt" "$work/pkg-config.txt"
+
+# The Python package from the prefix, finding liblt.so.0 beside it.
+site="$(echo "$work"/prefix/lib/python3*/dist-packages)"
+PYTHONPATH="$site" /usr/bin/python3 -c "
+import lt, sys
+m = lt.Model(sys.argv[1])
+a, b = m.sample_images(2, 7), m.sample_images(2, 7)
+assert a.shape == (2, 28, 28, 1) and (a == b).all()
+print('python: lt', lt.version(), 'sampled', a.shape, file=sys.stderr)" "$model"
 [ "$(wc -l <"$work/cmake.txt")" -eq 28 ] || { echo "test-install: expected 28 rows of an MNIST image" >&2; exit 1; }
 cat "$work/cmake.txt"
-echo "test-install: the C example built with find_package(lt) and with pkg-config, and ran" >&2
+echo "test-install: the C example built with find_package(lt) and with pkg-config, and ran; Python imported lt" >&2

@@ -1,0 +1,197 @@
+"""lt: linear transformers as RNNs (Katharopoulos et al., 2020) from Python.
+
+A thin layer over the C API of liblt (lt.h) through ctypes: no compiler is
+needed, only the installed library. Arrays go in and out as NumPy arrays.
+
+    import lt
+    model = lt.Model("mnist.safetensors")
+    images = model.sample_images(4, seed=1)          # uint8 [4, 28, 28, 1]
+    state = model.state(batch=1)
+    heads = state.step([0])                          # float32 [1, head_width]
+    pixel = model.draw(heads, seed=1, position=1)    # int32 [1]
+    later = state.fork()                             # an independent copy
+
+The library is found through $LT_LIBRARY, then beside the package in an
+installed prefix (PREFIX/lib/liblt.so.0), then the system's library path.
+"""
+import ctypes
+import ctypes.util
+import os
+
+import numpy as np
+
+__all__ = ["Error", "Model", "State", "version"]
+
+
+class Error(RuntimeError):
+    """A failure reported by liblt: its one-line message."""
+
+
+def _find_library():
+    explicit = os.environ.get("LT_LIBRARY")
+    if explicit:
+        return explicit
+    here = os.path.dirname(os.path.abspath(__file__))
+    # PREFIX/lib/pythonX.Y/dist-packages/lt -> PREFIX/lib
+    beside = os.path.normpath(os.path.join(here, "..", "..", "..", "liblt.so.0"))
+    if os.path.exists(beside):
+        return beside
+    return ctypes.util.find_library("lt") or "liblt.so.0"
+
+
+_lib = ctypes.CDLL(_find_library())
+
+_status = ctypes.c_int
+_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_char * 16), ("vocabulary", _i64), ("positions", _i64), ("head_width", _i64),
+                ("height", _i64), ("width", _i64), ("channels", _i64), ("parameters", _i64)]
+
+
+def _declare(name, restype, *argtypes):
+    f = getattr(_lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+_version = _declare("lt_version", ctypes.c_char_p)
+_last_error = _declare("lt_last_error", ctypes.c_char_p)
+_model_load = _declare("lt_model_load", _status, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p))
+_model_get_info = _declare("lt_model_get_info", _status, _p, ctypes.POINTER(_Info))
+_model_free = _declare("lt_model_free", None, _p)
+_state_new = _declare("lt_state_new", _status, _p, _i64, ctypes.POINTER(_p))
+_state_fork = _declare("lt_state_fork", _status, _p, ctypes.POINTER(_p))
+_state_reset = _declare("lt_state_reset", _status, _p)
+_state_position = _declare("lt_state_position", _i64, _p)
+_state_batch = _declare("lt_state_batch", _i64, _p)
+_state_step = _declare("lt_state_step", _status, _p, _p, _p)
+_state_continue = _declare("lt_state_continue", _status, _p, _p, _i64, _p)
+_state_save = _declare("lt_state_save", _status, _p, ctypes.c_char_p)
+_state_load = _declare("lt_state_load", _status, _p, ctypes.c_char_p, ctypes.POINTER(_p))
+_state_free = _declare("lt_state_free", None, _p)
+_image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, _i64, _p)
+_image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.c_uint64, _p)
+
+
+def _check(status):
+    if status != 0:
+        raise Error(_last_error().decode("utf-8", "replace"))
+
+
+def _array(values, dtype, shape):
+    """values as a C-contiguous array of dtype and shape, or Error naming the shape."""
+    a = np.ascontiguousarray(values, dtype=dtype)
+    if a.size != int(np.prod(shape)):
+        raise Error("expected %s values (shape %s), got shape %s" % (int(np.prod(shape)), tuple(shape), a.shape))
+    return a.reshape(shape)
+
+
+def version():
+    """liblt's version and commit, e.g. '0.1.0 (16c5801)'."""
+    return _version().decode()
+
+
+class Model:
+    """A checkpoint of an image or copy-task model on 'cpu' or 'cuda'."""
+
+    def __init__(self, path, device="cpu"):
+        handle = _p()
+        _check(_model_load(os.fsencode(path), device.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        info = _Info()
+        _check(_model_get_info(self._handle, ctypes.byref(info)))
+        self.family = info.family.decode()
+        self.vocabulary = info.vocabulary
+        self.positions = info.positions      # a state holds this many positions
+        self.head_width = info.head_width    # floats of one position's output
+        self.shape = (info.height, info.width, info.channels) if info.height else None
+        self.parameters = info.parameters
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _model_free(self._handle)
+            self._handle = None
+
+    def state(self, batch=1):
+        """A recurrent state for `batch` sequences at position 0."""
+        handle = _p()
+        _check(_state_new(self._handle, int(batch), ctypes.byref(handle)))
+        return State(self, handle)
+
+    def load_state(self, path):
+        """A state saved by State.save for this model (another model's is refused)."""
+        handle = _p()
+        _check(_state_load(self._handle, os.fsencode(path), ctypes.byref(handle)))
+        return State(self, handle)
+
+    def draw(self, heads, seed, position):
+        """Subpixel values (int32 [rows]) drawn from heads [rows, head_width] for subpixel `position`."""
+        heads = np.ascontiguousarray(heads, dtype=np.float32)
+        rows = heads.shape[0] if heads.ndim > 1 else 1
+        heads = _array(heads, np.float32, (rows, self.head_width))
+        out = np.empty(rows, dtype=np.int32)
+        _check(_image_draw(self._handle, heads.ctypes.data, rows, int(seed), int(position), out.ctypes.data))
+        return out
+
+    def sample_images(self, count, seed):
+        """`count` images, uint8 [count, height, width, channels], as lt-sample-image -n count -b count -s seed."""
+        if self.shape is None:
+            raise Error("a %s model has no images" % self.family)
+        out = np.empty((int(count),) + self.shape, dtype=np.uint8)
+        _check(_image_sample(self._handle, int(count), int(seed), out.ctypes.data))
+        return out
+
+
+class State:
+    """A model's recurrent state for a batch of sequences: step it, continue it
+    over a chunk, fork, reset, save it. It keeps its model alive."""
+
+    def __init__(self, model, handle):
+        self.model = model
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _state_free(self._handle)
+            self._handle = None
+
+    @property
+    def position(self):
+        return _state_position(self._handle)
+
+    @property
+    def batch(self):
+        return _state_batch(self._handle)
+
+    def step(self, tokens):
+        """Consumes tokens [batch]; returns heads float32 [batch, head_width]."""
+        tokens = _array(tokens, np.int32, (self.batch,))
+        heads = np.empty((self.batch, self.model.head_width), dtype=np.float32)
+        _check(_state_step(self._handle, tokens.ctypes.data, heads.ctypes.data))
+        return heads
+
+    def extend(self, tokens):
+        """Consumes tokens [batch, count] in one parallel pass; returns heads float32 [batch, count, head_width]."""
+        tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        count = tokens.size // max(self.batch, 1)
+        tokens = _array(tokens, np.int32, (self.batch, count))
+        heads = np.empty((self.batch, count, self.model.head_width), dtype=np.float32)
+        _check(_state_continue(self._handle, tokens.ctypes.data, count, heads.ctypes.data))
+        return heads
+
+    def fork(self):
+        """An independent copy at the same position."""
+        handle = _p()
+        _check(_state_fork(self._handle, ctypes.byref(handle)))
+        return State(self.model, handle)
+
+    def reset(self):
+        """Back to position 0."""
+        _check(_state_reset(self._handle))
+
+    def save(self, path):
+        _check(_state_save(self._handle, os.fsencode(path)))

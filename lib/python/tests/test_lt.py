@@ -1,0 +1,108 @@
+"""The Python package against liblt: the same numbers as the C API's own
+paths (a chunk equals its steps, a fork or a saved state continues as the
+original), images drawn by hand through the state equal sample_images, and
+failures raise lt.Error with liblt's message. Run by ctest (python-api):
+LT_LIBRARY names the built library, LT_TEST_MODEL and LT_OTHER_MODEL two
+shipped image models."""
+import os
+
+import numpy as np
+import pytest
+
+import lt
+
+MODEL = os.environ.get("LT_TEST_MODEL", "weights/fashion-mnist.safetensors")
+OTHER = os.environ.get("LT_OTHER_MODEL", "weights/mnist.safetensors")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return lt.Model(MODEL)
+
+
+@pytest.fixture
+def rng():
+    seed = int.from_bytes(os.urandom(4), "little")
+    print("seed", seed)
+    return np.random.default_rng(seed)
+
+
+def test_version_and_info(model):
+    assert lt.version().startswith("0.")
+    assert model.family == "image"
+    assert model.shape == (28, 28, 1)
+    assert model.positions == 28 * 28 - 1
+    assert model.head_width > 0 and model.parameters > 0
+
+
+def test_images_by_hand_through_the_state_equal_sample_images(model, rng):
+    seed = int(rng.integers(1 << 30))
+    images = model.sample_images(2, seed)
+    assert images.shape == (2, 28, 28, 1) and images.dtype == np.uint8
+    assert np.array_equal(images, model.sample_images(2, seed))
+    # lt-sample-image's first batch draws with splitmix64(seed); the first
+    # subpixel comes from the data's histogram, the rest from the heads.
+    draw_seed = _splitmix64(seed)
+    flat = images.reshape(2, -1)
+    state = model.state(batch=2)
+    pixels = flat[:, 0].astype(np.int32)
+    for t in range(model.positions):
+        heads = state.step(pixels)
+        pixels = model.draw(heads, draw_seed, t + 1)
+        assert np.array_equal(pixels, flat[:, t + 1]), t
+    assert state.position == model.positions
+
+
+def test_a_chunk_equals_its_steps_and_a_fork_continues_as_the_original(model, rng):
+    tokens = rng.integers(0, 256, size=(3, 40)).astype(np.int32)
+    stepped = model.state(batch=3)
+    heads = np.stack([stepped.step(tokens[:, t]) for t in range(40)], axis=1)
+    chunked = model.state(batch=3)
+    assert np.max(np.abs(chunked.extend(tokens) - heads)) < 1e-3
+    assert chunked.position == 40
+
+    fork = stepped.fork()
+    nxt = rng.integers(0, 256, size=3)
+    a = fork.step(nxt)
+    fork.step(rng.integers(0, 256, size=3))  # the original does not move
+    assert stepped.position == 40 and fork.position == 42
+    assert np.array_equal(stepped.step(nxt), a)
+
+    stepped.reset()
+    assert stepped.position == 0
+    assert np.array_equal(stepped.step(tokens[:, 0]), heads[:, 0])
+
+
+def test_a_saved_state_continues_and_another_model_refuses_it(model, rng, tmp_path):
+    state = model.state(batch=1)
+    for t in rng.integers(0, 256, size=10):
+        state.step([t])
+    path = str(tmp_path / "state.safetensors")
+    state.save(path)
+    loaded = model.load_state(path)
+    assert loaded.position == 10 and loaded.batch == 1
+    assert np.array_equal(loaded.step([17]), state.step([17]))
+    other = lt.Model(OTHER)
+    with pytest.raises(lt.Error, match="state.safetensors"):
+        other.load_state(path)
+
+
+def test_failures_raise_lt_error_with_the_library_s_line(model, tmp_path):
+    missing = str(tmp_path / "missing.safetensors")
+    with pytest.raises(lt.Error, match="missing.safetensors"):
+        lt.Model(missing)
+    with pytest.raises(lt.Error, match="expected 2 values"):
+        model.state(batch=2).step([1, 2, 3])
+    with pytest.raises(lt.Error, match="batch must be >= 1"):
+        model.state(batch=0)
+    with pytest.raises(lt.Error, match="tpu"):
+        lt.Model(MODEL, device="tpu")
+
+
+def _splitmix64(z):
+    """lt's splitmix64 (lib/include/lt/random.h), for the seed of a first batch."""
+    mask = (1 << 64) - 1
+    z = (z + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
