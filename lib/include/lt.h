@@ -2,6 +2,9 @@
  * "Transformers are RNNs", ICML 2020). Link with -llt (pkg-config lt, or
  * CMake's find_package(lt) and target lt::lt).
  *
+ * Speech: a recognizer transcribes recordings and streams to phones and
+ * words with their times (below the state API).
+ *
  * A model is loaded once; its recurrent state is a value the caller owns:
  * made for a batch of sequences, stepped one position at a time or continued
  * over a chunk, forked, reset, saved and loaded. Every position costs the
@@ -121,6 +124,64 @@ LT_API lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows
  * (raster order, RGB interleaved), as lt-sample-image -n count -b count
  * -s seed does: the same seed gives the same images. */
 LT_API lt_status lt_image_sample(lt_model* model, int64_t count, uint64_t seed, uint8_t* pixels);
+
+/* ---- speech: phones and words with times ---- */
+
+typedef struct lt_recognizer lt_recognizer;
+typedef struct lt_transcript lt_transcript;
+typedef struct lt_stream lt_stream;
+
+typedef struct lt_recognizer_options {
+  const char* device;    /* "cpu" or "cuda" */
+  int beam;              /* CTC prefix beam over phones; 1: greedy */
+  const char* phone_lm;  /* an ARPA phone n-gram (.arpa or .arpa.gz) the beam search adds, or NULL */
+  const char* lexicon;   /* CMU-dictionary pronunciations: decode words too; NULL: phones only */
+  const char* word_lm;   /* an ARPA word n-gram for the word search, or NULL */
+  double max_delay;      /* seconds a search may hold a phone or word back before it settles */
+  double prune;          /* a beam search does not extend a phone whose log-probability is below this */
+  double pause_seconds;  /* recognition starts afresh after this much silence; 0: never */
+} lt_recognizer_options;
+
+/* cpu, greedy phones (beam 1), no language models, max_delay 0.5 s, prune
+ * -12, pause 0.4 s: lt-asr's settings with --beam 1. */
+LT_API lt_recognizer_options lt_recognizer_default_options(void);
+/* A speech model written by lt-train --task asr (asr.safetensors), with the
+ * language models and lexicon the options name (NULL options: defaults). */
+LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options* options,
+                                   lt_recognizer** recognizer);
+LT_API void lt_recognizer_free(lt_recognizer* recognizer); /* NULL is ignored */
+
+typedef struct lt_token {
+  const char* text;   /* an ARPAbet phone ("HH") or a word; valid while its transcript lives */
+  double start, end;  /* seconds from the start of the audio */
+} lt_token;
+
+/* A whole recording: samples[count] of 16 kHz mono in [-1, 1]. */
+LT_API lt_status lt_transcribe(lt_recognizer* recognizer, const float* samples, int64_t count,
+                               lt_transcript** transcript);
+/* A WAV, FLAC or other file libsndfile reads, at any rate and channel count. */
+LT_API lt_status lt_transcribe_file(lt_recognizer* recognizer, const char* path, lt_transcript** transcript);
+LT_API int64_t lt_transcript_phones(const lt_transcript* transcript);
+LT_API int64_t lt_transcript_words(const lt_transcript* transcript);
+/* Token i (0 <= i < count); a token with text NULL when i is out of range. */
+LT_API lt_token lt_transcript_phone(const lt_transcript* transcript, int64_t i);
+LT_API lt_token lt_transcript_word(const lt_transcript* transcript, int64_t i);
+LT_API double lt_transcript_seconds(const lt_transcript* transcript); /* of audio */
+LT_API void lt_transcript_free(lt_transcript* transcript);            /* NULL is ignored */
+
+/* Audio that arrives in pieces, decoded as it comes by a causal linear model
+ * run as an RNN (asr-stream.safetensors): constant memory, and each phone
+ * handed out once it is final. Its phones equal lt_transcribe's on the whole
+ * recording. Other models are refused. */
+LT_API lt_status lt_stream_new(lt_recognizer* recognizer, lt_stream** stream);
+LT_API lt_status lt_stream_push(lt_stream* stream, const float* samples, int64_t count); /* 16 kHz mono */
+/* The end of the audio: what is left settles. */
+LT_API lt_status lt_stream_finish(lt_stream* stream);
+/* The phones (and words) settled since the last call, and the best guess at
+ * what follows them, which may still change. */
+LT_API lt_status lt_stream_take_settled(lt_stream* stream, lt_transcript** settled);
+LT_API lt_status lt_stream_tentative(const lt_stream* stream, lt_transcript** tail);
+LT_API void lt_stream_free(lt_stream* stream); /* NULL is ignored */
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ namespace {
 
 struct Model {
   lt_model* m = nullptr;
-  explicit Model(const std::string& path) { REQUIRE_MESSAGE(lt_model_load(path.c_str(), "cpu", &m) == LT_OK, lt_last_error()); }
+  explicit Model(const std::string& path) { REQUIRE_MESSAGE(lt_model_load(path.c_str(), "cpu", &m) == LT_OK, std::string(lt_last_error())); }
   ~Model() { lt_model_free(m); }
 };
 
@@ -130,7 +130,7 @@ TEST_CASE("lt.h: fork, reset, save and load give back the state's numbers; anoth
   const std::string saved = dir.file("state.safetensors");
   REQUIRE(lt_state_save(state.s, saved.c_str()) == LT_OK);
   State loaded;
-  REQUIRE_MESSAGE(lt_state_load(model.m, saved.c_str(), &loaded.s) == LT_OK, lt_last_error());
+  REQUIRE_MESSAGE(lt_state_load(model.m, saved.c_str(), &loaded.s) == LT_OK, std::string(lt_last_error()));
   CHECK(lt_state_position(loaded.s) == 6);
   CHECK(lt_state_batch(loaded.s) == B);
   REQUIRE(lt_state_step(state.s, next.data(), b.data()) == LT_OK);

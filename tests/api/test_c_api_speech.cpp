@@ -1,0 +1,157 @@
+// The C API's speech recognition (lt.h) against lt-asr on the same
+// utterances: the same phones and words with the same times, a stream's
+// phones equal to the whole recording's, and one-line failures.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "lt.h"
+#include "lt/audio.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+const std::string kOffline = std::string(LT_WEIGHTS_DIR) + "/asr.safetensors";
+const std::string kStreaming = std::string(LT_WEIGHTS_DIR) + "/asr-stream.safetensors";
+const std::string kWords = std::string(LT_WEIGHTS_DIR) + "/speech-words.arpa.gz";
+
+std::string espeak(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string wav = dir.file(name);
+  REQUIRE(std::system(("espeak-ng -v en-us -w '" + wav + "' '" + text + "' 2>/dev/null").c_str()) == 0);
+  return wav;
+}
+
+struct Recognizer {
+  lt_recognizer* r = nullptr;
+  Recognizer(const std::string& model, const lt_recognizer_options& o) {
+    REQUIRE_MESSAGE(lt_recognizer_new(model.c_str(), &o, &r) == LT_OK, std::string(lt_last_error()));
+  }
+  ~Recognizer() { lt_recognizer_free(r); }
+};
+
+struct Transcript {
+  lt_transcript* t = nullptr;
+  ~Transcript() { lt_transcript_free(t); }
+};
+
+// (text, start, end) of every phone or word.
+using Tokens = std::vector<std::tuple<std::string, double, double>>;
+Tokens phones(const lt_transcript* t) {
+  Tokens out;
+  for (int64_t i = 0; i < lt_transcript_phones(t); ++i) {
+    const lt_token k = lt_transcript_phone(t, i);
+    out.emplace_back(k.text, k.start, k.end);
+  }
+  return out;
+}
+Tokens words(const lt_transcript* t) {
+  Tokens out;
+  for (int64_t i = 0; i < lt_transcript_words(t); ++i) {
+    const lt_token k = lt_transcript_word(t, i);
+    out.emplace_back(k.text, k.start, k.end);
+  }
+  return out;
+}
+Tokens from_json(const nlohmann::json& a, const char* key) {
+  Tokens out;
+  for (const auto& k : a) out.emplace_back(k[key].get<std::string>(), k["start"].get<double>(), k["end"].get<double>());
+  return out;
+}
+void check_same(const Tokens& got, const Tokens& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(std::get<0>(got[i]) == std::get<0>(want[i]));
+    CHECK(std::fabs(std::get<1>(got[i]) - std::get<1>(want[i])) < 1e-9);
+    CHECK(std::fabs(std::get<2>(got[i]) - std::get<2>(want[i])) < 1e-9);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones and words with their times") {
+  TempDir dir;
+  const std::string wav = espeak(dir, "a.wav", "seven days without rain");
+  lt_recognizer_options o = lt_recognizer_default_options();
+  const std::string lexicon = dir.file("words.dict");
+  write_text(lexicon, "SEVEN S EH V AH N\nDAYS D EY Z\nWITHOUT W IH TH AW T\nRAIN R EY N\nRAY R EY\nDAY D EY\n");
+  o.lexicon = lexicon.c_str();
+  Recognizer r(kOffline, o);
+  Transcript t;
+  REQUIRE_MESSAGE(lt_transcribe_file(r.r, wav.c_str(), &t.t) == LT_OK, std::string(lt_last_error()));
+  CHECK(lt_transcript_phones(t.t) > 5);
+  CHECK(lt_transcript_words(t.t) >= 1);
+
+  const CommandResult c = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lm none --lexicon '" +
+                                                      lexicon + "' -f json -q '" + wav + "'");
+  INFO("stderr: " << c.err);
+  REQUIRE(c.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  check_same(phones(t.t), from_json(j["phones"], "phone"));
+  check_same(words(t.t), from_json(j["words"], "word"));
+  CHECK(std::fabs(lt_transcript_seconds(t.t) - j["duration"].get<double>()) < 1e-9);
+
+  // The samples themselves give the same transcript.
+  const std::vector<float> samples = read_audio(wav);
+  Transcript again;
+  REQUIRE(lt_transcribe(r.r, samples.data(), int64_t(samples.size()), &again.t) == LT_OK);
+  check_same(phones(again.t), phones(t.t));
+  CHECK(lt_transcript_phone(t.t, lt_transcript_phones(t.t)).text == nullptr);
+}
+
+TEST_CASE("lt.h speech: a stream pushed in random pieces settles the whole recording's phones") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const std::vector<float> samples = read_audio(espeak(dir, "b.wav", "the quick brown fox jumps over the lazy dog"));
+  Recognizer r(kStreaming, lt_recognizer_default_options());
+  Transcript whole;
+  REQUIRE(lt_transcribe(r.r, samples.data(), int64_t(samples.size()), &whole.t) == LT_OK);
+
+  lt_stream* s = nullptr;
+  REQUIRE_MESSAGE(lt_stream_new(r.r, &s) == LT_OK, std::string(lt_last_error()));
+  Tokens settled;
+  for (int64_t at = 0; at < int64_t(samples.size());) {
+    const int64_t n = std::min<int64_t>(rng.integer(1, 4000), int64_t(samples.size()) - at);
+    REQUIRE(lt_stream_push(s, samples.data() + at, n) == LT_OK);
+    at += n;
+    Transcript part, tail;
+    REQUIRE(lt_stream_take_settled(s, &part.t) == LT_OK);
+    REQUIRE(lt_stream_tentative(s, &tail.t) == LT_OK);
+    for (const auto& p : phones(part.t)) settled.push_back(p);
+  }
+  REQUIRE(lt_stream_finish(s) == LT_OK);
+  Transcript last;
+  REQUIRE(lt_stream_take_settled(s, &last.t) == LT_OK);
+  for (const auto& p : phones(last.t)) settled.push_back(p);
+  lt_stream_free(s);
+  REQUIRE(settled.size() == phones(whole.t).size());
+  for (size_t i = 0; i < settled.size(); ++i) CHECK(std::get<0>(settled[i]) == std::get<0>(phones(whole.t)[i]));
+}
+
+TEST_CASE("lt.h speech: failures are a status and one line") {
+  TempDir dir;
+  lt_recognizer* r = nullptr;
+  const std::string image = tiny_image_checkpoint(dir, "image.safetensors");
+  CHECK(lt_recognizer_new(image.c_str(), nullptr, &r) == LT_ERROR);
+  CHECK(r == nullptr);
+  CHECK(std::string(lt_last_error()).find("image.safetensors") != std::string::npos);
+  lt_recognizer_options o = lt_recognizer_default_options();
+  o.phone_lm = kWords.c_str();
+  CHECK(lt_recognizer_new(kOffline.c_str(), &o, &r) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("beam") != std::string::npos);
+  // A model that sees both sides cannot stream.
+  Recognizer offline(kOffline, lt_recognizer_default_options());
+  lt_stream* s = nullptr;
+  CHECK(lt_stream_new(offline.r, &s) == LT_ERROR);
+  CHECK(s == nullptr);
+  CHECK(!std::string(lt_last_error()).empty());
+  lt_transcript* t = nullptr;
+  CHECK(lt_transcribe_file(offline.r, dir.file("missing.wav").c_str(), &t) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("missing.wav") != std::string::npos);
+}
