@@ -11,6 +11,9 @@ needed, only the installed library. Arrays go in and out as NumPy arrays.
     pixel = model.draw(heads, seed=1, position=1)    # int32 [1]
     later = state.fork()                             # an independent copy
 
+    asr = lt.Recognizer("asr.safetensors")
+    asr.transcribe("utt.wav")["phones"]              # [("HH", 0.12, 0.18), ...]
+
 The library is found through $LT_LIBRARY, then beside the package in an
 installed prefix (PREFIX/lib/liblt.so.0), then the system's library path.
 """
@@ -20,7 +23,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Error", "Model", "State", "version"]
+__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version"]
 
 
 class Error(RuntimeError):
@@ -51,6 +54,16 @@ class _Info(ctypes.Structure):
                 ("height", _i64), ("width", _i64), ("channels", _i64), ("parameters", _i64)]
 
 
+class _RecognizerOptions(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_char_p), ("beam", ctypes.c_int), ("phone_lm", ctypes.c_char_p),
+                ("lexicon", ctypes.c_char_p), ("word_lm", ctypes.c_char_p), ("max_delay", ctypes.c_double),
+                ("prune", ctypes.c_double), ("pause_seconds", ctypes.c_double)]
+
+
+class _Token(ctypes.Structure):
+    _fields_ = [("text", ctypes.c_char_p), ("start", ctypes.c_double), ("end", ctypes.c_double)]
+
+
 def _declare(name, restype, *argtypes):
     f = getattr(_lib, name)
     f.restype = restype
@@ -75,6 +88,26 @@ _state_load = _declare("lt_state_load", _status, _p, ctypes.c_char_p, ctypes.POI
 _state_free = _declare("lt_state_free", None, _p)
 _image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, _i64, _p)
 _image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.c_uint64, _p)
+
+
+_recognizer_default_options = _declare("lt_recognizer_default_options", _RecognizerOptions)
+_recognizer_new = _declare("lt_recognizer_new", _status, ctypes.c_char_p, ctypes.POINTER(_RecognizerOptions),
+                           ctypes.POINTER(_p))
+_recognizer_free = _declare("lt_recognizer_free", None, _p)
+_transcribe = _declare("lt_transcribe", _status, _p, _p, _i64, ctypes.POINTER(_p))
+_transcribe_file = _declare("lt_transcribe_file", _status, _p, ctypes.c_char_p, ctypes.POINTER(_p))
+_transcript_phones = _declare("lt_transcript_phones", _i64, _p)
+_transcript_words = _declare("lt_transcript_words", _i64, _p)
+_transcript_phone = _declare("lt_transcript_phone", _Token, _p, _i64)
+_transcript_word = _declare("lt_transcript_word", _Token, _p, _i64)
+_transcript_seconds = _declare("lt_transcript_seconds", ctypes.c_double, _p)
+_transcript_free = _declare("lt_transcript_free", None, _p)
+_stream_new = _declare("lt_stream_new", _status, _p, ctypes.POINTER(_p))
+_stream_push = _declare("lt_stream_push", _status, _p, _p, _i64)
+_stream_finish = _declare("lt_stream_finish", _status, _p)
+_stream_take_settled = _declare("lt_stream_take_settled", _status, _p, ctypes.POINTER(_p))
+_stream_tentative = _declare("lt_stream_tentative", _status, _p, ctypes.POINTER(_p))
+_stream_free = _declare("lt_stream_free", None, _p)
 
 
 def _check(status):
@@ -195,3 +228,90 @@ class State:
 
     def save(self, path):
         _check(_state_save(self._handle, os.fsencode(path)))
+
+
+def _transcript(handle):
+    """A transcript handle as a dict (and freed): phones and words as (text, start, end)."""
+    try:
+        def tokens(count, get):
+            out = []
+            for i in range(count(handle)):
+                t = get(handle, i)
+                out.append((t.text.decode(), t.start, t.end))
+            return out
+        return {"phones": tokens(_transcript_phones, _transcript_phone),
+                "words": tokens(_transcript_words, _transcript_word),
+                "seconds": _transcript_seconds(handle)}
+    finally:
+        _transcript_free(handle)
+
+
+class Recognizer:
+    """A speech model (lt-train --task asr) with its decoding: transcribes
+    recordings and streams to phones (and words, given a lexicon) with times.
+    The defaults are lt-asr's settings with --beam 1."""
+
+    def __init__(self, model, device="cpu", beam=1, phone_lm=None, lexicon=None, word_lm=None, max_delay=0.5,
+                 prune=-12.0, pause_seconds=0.4):
+        o = _recognizer_default_options()
+        self._keep = [os.fsencode(x) if x is not None else None for x in (device, phone_lm, lexicon, word_lm)]
+        o.device, o.phone_lm, o.lexicon, o.word_lm = self._keep
+        o.beam, o.max_delay, o.prune, o.pause_seconds = int(beam), float(max_delay), float(prune), float(pause_seconds)
+        handle = _p()
+        _check(_recognizer_new(os.fsencode(model), ctypes.byref(o), ctypes.byref(handle)))
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _recognizer_free(self._handle)
+            self._handle = None
+
+    def transcribe(self, audio):
+        """A file path (any rate and channels libsndfile reads) or 16 kHz mono samples in [-1, 1]."""
+        out = _p()
+        if isinstance(audio, (str, bytes, os.PathLike)):
+            _check(_transcribe_file(self._handle, os.fsencode(audio), ctypes.byref(out)))
+        else:
+            samples = np.ascontiguousarray(audio, dtype=np.float32).reshape(-1)
+            _check(_transcribe(self._handle, samples.ctypes.data, samples.size, ctypes.byref(out)))
+        return _transcript(out)
+
+    def stream(self):
+        """A stream of audio pushed in pieces (a causal model: asr-stream.safetensors)."""
+        handle = _p()
+        _check(_stream_new(self._handle, ctypes.byref(handle)))
+        return Stream(self, handle)
+
+
+class Stream:
+    """Audio pushed in any pieces, decoded as it comes."""
+
+    def __init__(self, recognizer, handle):
+        self.recognizer = recognizer
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _stream_free(self._handle)
+            self._handle = None
+
+    def push(self, samples):
+        """16 kHz mono samples in [-1, 1]."""
+        samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
+        _check(_stream_push(self._handle, samples.ctypes.data, samples.size))
+
+    def finish(self):
+        """The end of the audio: what is left settles."""
+        _check(_stream_finish(self._handle))
+
+    def take_settled(self):
+        """The phones and words settled since the last call (a dict as Recognizer.transcribe's)."""
+        out = _p()
+        _check(_stream_take_settled(self._handle, ctypes.byref(out)))
+        return _transcript(out)
+
+    def tentative(self):
+        """The best guess at what follows the settled tokens; it may still change."""
+        out = _p()
+        _check(_stream_tentative(self._handle, ctypes.byref(out)))
+        return _transcript(out)

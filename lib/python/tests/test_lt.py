@@ -5,6 +5,7 @@ failures raise lt.Error with liblt's message. Run by ctest (python-api):
 LT_LIBRARY names the built library, LT_TEST_MODEL and LT_OTHER_MODEL two
 shipped image models."""
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import lt
 
 MODEL = os.environ.get("LT_TEST_MODEL", "weights/fashion-mnist.safetensors")
+WEIGHTS = os.path.dirname(os.path.abspath(MODEL))
 OTHER = os.environ.get("LT_OTHER_MODEL", "weights/mnist.safetensors")
 
 
@@ -106,3 +108,39 @@ def _splitmix64(z):
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
     return z ^ (z >> 31)
+
+
+def test_a_stream_in_random_pieces_settles_the_whole_recording_s_phones(rng, tmp_path):
+    wav = str(tmp_path / "a.wav")
+    assert subprocess.run(["espeak-ng", "-v", "en-us", "-w", wav, "seven days without rain"]).returncode == 0
+    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr-stream.safetensors"))
+    from_file = asr.transcribe(wav)
+    assert len(from_file["phones"]) > 5 and from_file["seconds"] > 0.5
+    assert all(start < end for _, start, end in from_file["phones"])
+    samples = _read_wav(wav)
+    whole = asr.transcribe(samples)
+    stream = asr.stream()
+    settled = []
+    at = 0
+    while at < len(samples):
+        n = int(rng.integers(1, 4000))
+        stream.push(samples[at:at + n])
+        at += n
+        settled += stream.take_settled()["phones"]
+        stream.tentative()
+    stream.finish()
+    settled += stream.take_settled()["phones"]
+    assert [p for p, _, _ in settled] == [p for p, _, _ in whole["phones"]]
+    with pytest.raises(lt.Error, match="missing.wav"):
+        asr.transcribe(str(tmp_path / "missing.wav"))
+
+
+def _read_wav(path):
+    """espeak-ng's 22.05 kHz mono 16-bit WAV as 16 kHz floats (linear
+    interpolation: the stream and the whole recording get the same samples)."""
+    import wave
+    with wave.open(path) as w:
+        rate = w.getframerate()
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768
+    t = np.arange(0, len(x) / rate, 1 / 16000)
+    return np.interp(t, np.arange(len(x)) / rate, x).astype(np.float32)
