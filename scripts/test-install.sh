@@ -30,6 +30,8 @@ m = lt.Model(sys.argv[1])
 a, b = m.sample_images(2, 7), m.sample_images(2, 7)
 assert a.shape == (2, 28, 28, 1) and (a == b).all()
 print('python: lt', lt.version(), 'sampled', a.shape, file=sys.stderr)" "$model"
+PYTHONPATH="$site" /usr/bin/python3 docs/examples/python/sample_and_complete.py "$model" 7 >"$work/python.txt"
+[ "$(wc -l <"$work/python.txt")" -eq 56 ] || { echo "test-install: the Python example printed no digits" >&2; exit 1; }
 [ "$(wc -l <"$work/cmake.txt")" -eq 28 ] || { echo "test-install: expected 28 rows of an MNIST image" >&2; exit 1; }
 cat "$work/cmake.txt"
 echo "test-install: the C example built with find_package(lt) and with pkg-config, and ran; Python imported lt" >&2

@@ -1,4 +1,4 @@
-// lt.h: drawing subpixels from an image model's heads, and whole images.
+// lt.h: drawing subpixels from an image model's heads, whole images and completions.
 #include <cstring>
 #include <vector>
 
@@ -40,6 +40,26 @@ lt_status lt_image_sample(lt_model* model, int64_t count, uint64_t seed, uint8_t
     std::vector<uint8_t> out;
     // lt-sample-image's first batch draws from this seed.
     generator.generate(lt::splitmix64(seed), out);
+    std::memcpy(pixels, out.data(), out.size());
+  });
+}
+
+lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count, uint64_t seed,
+                            uint8_t* pixels) {
+  return lt::api::guarded([&] {
+    lt::ImageModel& m = image_model(model, "lt_image_complete");
+    lt::api::require(values, "values");
+    lt::api::require(known, "known");
+    lt::api::require(pixels, "pixels");
+    if (count < 1) throw lt::api::ArgumentError("lt_image_complete: count must be >= 1, got " + std::to_string(count));
+    const int64_t S = m.config().subpixels();
+    lt::ImageConstraint constraint;
+    constraint.values.assign(values, values + S);
+    constraint.known.assign(known, known + S);
+    lt::ImageGenerator generator(m, count);
+    std::vector<uint8_t> out;
+    // lt-complete's first input draws from this seed.
+    generator.generate(lt::splitmix64(seed), out, &constraint);
     std::memcpy(pixels, out.data(), out.size());
   });
 }

@@ -124,6 +124,13 @@ LT_API lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows
  * (raster order, RGB interleaved), as lt-sample-image -n count -b count
  * -s seed does: the same seed gives the same images. */
 LT_API lt_status lt_image_sample(lt_model* model, int64_t count, uint64_t seed, uint8_t* pixels);
+/* `count` completions of one partly known image into pixels[count x height
+ * x width x channels]: values[i] is kept wherever known[i] is nonzero (both
+ * height x width x channels), the rest is drawn; the known prefix is read in
+ * one parallel pass and its state forked into every completion. As
+ * lt-complete -n count -s seed does for its first input. */
+LT_API lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count,
+                                   uint64_t seed, uint8_t* pixels);
 
 /* ---- speech: phones and words with times ---- */
 

@@ -201,6 +201,37 @@ TEST_CASE("lt.h: images drawn through the state and lt_image_sample are lt-sampl
   CHECK(by_hand == sampled);
 }
 
+TEST_CASE("lt.h: completions keep the known pixels and are lt-complete's") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed() % 100000;
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const std::string path = tiny_image_checkpoint(dir, "m.safetensors", 5, 4, 1, AttentionKind::linear, seed);
+  Model model(path);
+  const int64_t S = 5 * 4, rows = 2, count = 3;
+  Image image;
+  image.width = 4, image.height = 5, image.channels = 1;
+  for (int64_t i = 0; i < S; ++i) image.pixels.push_back(uint8_t(rng.integer(0, 255)));
+  const std::string png = dir.file("in.png");
+  write_png(png, image);
+  std::vector<uint8_t> known(static_cast<size_t>(S), 0);
+  for (int64_t i = 0; i < rows * 4; ++i) known[size_t(i)] = 1;
+  std::vector<uint8_t> out(static_cast<size_t>(count * S));
+  REQUIRE(lt_image_complete(model.m, image.pixels.data(), known.data(), count, seed, out.data()) == LT_OK);
+  for (int64_t k = 0; k < count; ++k)
+    for (int64_t i = 0; i < rows * 4; ++i) CHECK(out[size_t(k * S + i)] == image.pixels[size_t(i)]);
+
+  const CommandResult r = run_tool(dir, "lt-complete", "-m '" + path + "' -n 3 --keep-rows 2 -s " +
+                                                            std::to_string(seed) + " -q --out-dir '" + dir.file("out") +
+                                                            "' '" + png + "'");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (int64_t k = 0; k < count; ++k) {
+    const Image c = read_png(dir.file("out/in_completion_" + std::to_string(k) + ".png"));
+    CHECK(c.pixels == std::vector<uint8_t>(out.begin() + k * S, out.begin() + (k + 1) * S));
+  }
+}
+
 TEST_CASE("lt.h: every failure is a status and one line, and no exception crosses it") {
   TempDir dir;
   lt_model* m = reinterpret_cast<lt_model*>(1);

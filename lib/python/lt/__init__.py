@@ -88,6 +88,7 @@ _state_load = _declare("lt_state_load", _status, _p, ctypes.c_char_p, ctypes.POI
 _state_free = _declare("lt_state_free", None, _p)
 _image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, _i64, _p)
 _image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.c_uint64, _p)
+_image_complete = _declare("lt_image_complete", _status, _p, _p, _p, _i64, ctypes.c_uint64, _p)
 
 
 _recognizer_default_options = _declare("lt_recognizer_default_options", _RecognizerOptions)
@@ -176,6 +177,20 @@ class Model:
             raise Error("a %s model has no images" % self.family)
         out = np.empty((int(count),) + self.shape, dtype=np.uint8)
         _check(_image_sample(self._handle, int(count), int(seed), out.ctypes.data))
+        return out
+
+
+    def complete(self, image, known, count, seed):
+        """`count` completions (uint8 [count, height, width, channels]) of image
+        [height, width, channels], keeping it where known (same shape, nonzero)
+        is set, as lt-complete -n count -s seed."""
+        if self.shape is None:
+            raise Error("a %s model has no images" % self.family)
+        image = _array(image, np.uint8, self.shape)
+        known = _array(np.asarray(known) != 0, np.uint8, self.shape)
+        out = np.empty((int(count),) + self.shape, dtype=np.uint8)
+        _check(_image_complete(self._handle, image.ctypes.data, known.ctypes.data, int(count), int(seed),
+                               out.ctypes.data))
         return out
 
 

@@ -55,6 +55,16 @@ def test_images_by_hand_through_the_state_equal_sample_images(model, rng):
     assert state.position == model.positions
 
 
+def test_completions_keep_what_is_known(model, rng):
+    image = model.sample_images(1, int(rng.integers(1 << 30)))[0]
+    known = np.zeros(model.shape, dtype=bool)
+    known[:10] = True
+    out = model.complete(image, known, 3, seed=5)
+    assert out.shape == (3,) + model.shape
+    assert (out[:, :10] == image[:10]).all()
+    assert np.array_equal(out, model.complete(image, known, 3, seed=5))
+
+
 def test_a_chunk_equals_its_steps_and_a_fork_continues_as_the_original(model, rng):
     tokens = rng.integers(0, 256, size=(3, 40)).astype(np.int32)
     stepped = model.state(batch=3)
