@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs a build into a temporary prefix and builds and runs the examples in
-# docs/examples as an outside project would: once with CMake's find_package,
-# once with pkg-config (both must print the same image for the same seed),
-# and the Python package from the prefix.
+# docs/examples as an outside project would: the C one with CMake's
+# find_package and with pkg-config (both must print the same image for the
+# same seed), the C++ one with find_package, and the Python one from the
+# prefix's dist-packages.
 #   scripts/test-install.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,14 @@ LD_LIBRARY_PATH="$work/prefix/lib" "$work/sample-pc" "$model" 7 >"$work/pkg-conf
 
 cmp "$work/cmake.txt" "$work/pkg-config.txt"
 
+# C++: a WAV streamed through the shipped streaming model, phones as they settle.
+cmake -S docs/examples/cpp -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/cpp" >/dev/null
+espeak-ng -v en-us -w "$work/speech.wav" "seven days without rain"
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/cpp/stream" "$work/prefix/share/lt/weights/asr-stream.safetensors" \
+  "$work/speech.wav" >"$work/stream.txt"
+[ "$(wc -l <"$work/stream.txt")" -ge 5 ] || { echo "test-install: the C++ example streamed no phones" >&2; exit 1; }
+
 # The Python package from the prefix, finding liblt.so.0 beside it.
 site="$(echo "$work"/prefix/lib/python3*/dist-packages)"
 PYTHONPATH="$site" /usr/bin/python3 -c "
@@ -34,4 +43,4 @@ PYTHONPATH="$site" /usr/bin/python3 docs/examples/python/sample_and_complete.py 
 [ "$(wc -l <"$work/python.txt")" -eq 56 ] || { echo "test-install: the Python example printed no digits" >&2; exit 1; }
 [ "$(wc -l <"$work/cmake.txt")" -eq 28 ] || { echo "test-install: expected 28 rows of an MNIST image" >&2; exit 1; }
 cat "$work/cmake.txt"
-echo "test-install: the C example built with find_package(lt) and with pkg-config, and ran; Python imported lt" >&2
+echo "test-install: the C example built with find_package(lt) and pkg-config, the C++ one with find_package, and both ran; so did the Python one" >&2

@@ -1,5 +1,7 @@
 // lt.h: speech recognition of recordings and streams, set up as lt-asr sets
 // it up (lib/include/lt/recognizer.h does the work).
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +119,24 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
 }
 
 void lt_recognizer_free(lt_recognizer* recognizer) { delete recognizer; }
+
+lt_status lt_audio_read(const char* path, float** samples, int64_t* count) {
+  if (samples) *samples = nullptr;
+  if (count) *count = 0;
+  return lt::api::guarded([&] {
+    require(path, "path");
+    require(samples, "samples");
+    require(count, "count");
+    const std::vector<float> audio = lt::read_audio(path);
+    auto* out = static_cast<float*>(std::malloc(std::max<size_t>(1, audio.size()) * sizeof(float)));
+    if (!out) throw std::bad_alloc();
+    std::copy(audio.begin(), audio.end(), out);
+    *samples = out;
+    *count = int64_t(audio.size());
+  });
+}
+
+void lt_audio_free(float* samples) { std::free(samples); }
 
 lt_status lt_transcribe(lt_recognizer* recognizer, const float* samples, int64_t count, lt_transcript** transcript) {
   if (transcript) *transcript = nullptr;

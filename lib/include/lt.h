@@ -163,6 +163,12 @@ typedef struct lt_token {
   double start, end;  /* seconds from the start of the audio */
 } lt_token;
 
+/* Reads an audio file (WAV, FLAC, Ogg and whatever else libsndfile reads, at
+ * any rate and channel count) as 16 kHz mono samples in [-1, 1], which the
+ * caller releases with lt_audio_free. */
+LT_API lt_status lt_audio_read(const char* path, float** samples, int64_t* count);
+LT_API void lt_audio_free(float* samples); /* NULL is ignored */
+
 /* A whole recording: samples[count] of 16 kHz mono in [-1, 1]. */
 LT_API lt_status lt_transcribe(lt_recognizer* recognizer, const float* samples, int64_t count,
                                lt_transcript** transcript);

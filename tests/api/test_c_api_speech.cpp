@@ -95,8 +95,16 @@ TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones a
   check_same(words(t.t), from_json(j["words"], "word"));
   CHECK(std::fabs(lt_transcript_seconds(t.t) - j["duration"].get<double>()) < 1e-9);
 
-  // The samples themselves give the same transcript.
+  // The samples themselves give the same transcript; lt_audio_read reads them as read_audio does.
   const std::vector<float> samples = read_audio(wav);
+  float* read = nullptr;
+  int64_t count = 0;
+  REQUIRE(lt_audio_read(wav.c_str(), &read, &count) == LT_OK);
+  CHECK(std::vector<float>(read, read + count) == samples);
+  lt_audio_free(read);
+  CHECK(lt_audio_read(dir.file("none.wav").c_str(), &read, &count) == LT_ERROR);
+  CHECK(read == nullptr);
+  CHECK(std::string(lt_last_error()).find("none.wav") != std::string::npos);
   Transcript again;
   REQUIRE(lt_transcribe(r.r, samples.data(), int64_t(samples.size()), &again.t) == LT_OK);
   check_same(phones(again.t), phones(t.t));
