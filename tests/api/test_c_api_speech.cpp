@@ -41,22 +41,17 @@ struct Transcript {
 
 // (text, start, end) of every phone or word.
 using Tokens = std::vector<std::tuple<std::string, double, double>>;
-Tokens phones(const lt_transcript* t) {
+Tokens tokens(const lt_transcript* t, int64_t (*count)(const lt_transcript*),
+              lt_token (*token)(const lt_transcript*, int64_t)) {
   Tokens out;
-  for (int64_t i = 0; i < lt_transcript_phones(t); ++i) {
-    const lt_token k = lt_transcript_phone(t, i);
+  for (int64_t i = 0; i < count(t); ++i) {
+    const lt_token k = token(t, i);
     out.emplace_back(k.text, k.start, k.end);
   }
   return out;
 }
-Tokens words(const lt_transcript* t) {
-  Tokens out;
-  for (int64_t i = 0; i < lt_transcript_words(t); ++i) {
-    const lt_token k = lt_transcript_word(t, i);
-    out.emplace_back(k.text, k.start, k.end);
-  }
-  return out;
-}
+Tokens phones(const lt_transcript* t) { return tokens(t, lt_transcript_phones, lt_transcript_phone); }
+Tokens words(const lt_transcript* t) { return tokens(t, lt_transcript_words, lt_transcript_word); }
 Tokens from_json(const nlohmann::json& a, const char* key) {
   Tokens out;
   for (const auto& k : a) out.emplace_back(k[key].get<std::string>(), k["start"].get<double>(), k["end"].get<double>());
