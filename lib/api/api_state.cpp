@@ -4,6 +4,7 @@
 // loading it into another model fails with a line saying what differs.
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "api_internal.h"
@@ -122,16 +123,49 @@ lt_status lt_state_continue(lt_state* state, const int32_t* tokens, int64_t coun
   });
 }
 
+namespace {
+
+// What a saved state holds: its buffer, position, batch, and its model's
+// architecture and weight checksum.
+std::map<std::string, std::string> state_metadata(const lt_state& s) {
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : architecture(*s.model)) meta["lt.state.model." + k] = v;
+  meta["lt.state.weights"] = weights_checksum(*s.model);
+  meta["lt.state.position"] = std::to_string(s.position);
+  meta["lt.state.batch"] = std::to_string(s.state.batch);
+  return meta;
+}
+
+// A saved state (a file, or bytes) for `model`: refused, naming ck.path and
+// what differs, when it belongs to another model.
+std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
+  const std::string& name = ck.path;
+  lt::check(ck.metadata.count("lt.state.batch") != 0, name + ": not a saved state (no lt.state.batch)");
+  for (const auto& [k, v] : architecture(*model)) {
+    const std::string saved = ck.meta("lt.state.model." + k, "(none)");
+    if (saved != v) throw lt::Error(name + ": a state of another model: its " + k + " is " + saved + ", this model's " + v);
+  }
+  if (ck.meta("lt.state.weights", "") != weights_checksum(*model))
+    throw lt::Error(name + ": a state made with other weights of this architecture (checksum " +
+                    ck.meta("lt.state.weights", "(none)") + ", this model's " + weights_checksum(*model) + ")");
+  const int64_t batch = ck.meta_int("lt.state.batch"), position = ck.meta_int("lt.state.position");
+  lt::check(batch >= 1 && position >= 0 && position <= model->core().config().max_positions,
+            name + ": lt.state.batch or lt.state.position out of range");
+  auto s = std::make_unique<lt_state>();
+  s->model = model;
+  s->state = model->core().new_state(batch);
+  s->state.buffer.copy_from(ck.get("state", {s->state.buffer.numel()}));
+  s->position = position;
+  return s;
+}
+
+}  // namespace
+
 lt_status lt_state_save(const lt_state* state, const char* path) {
   return lt::api::guarded([&] {
     require(state, "state");
     require(path, "path");
-    std::map<std::string, std::string> meta;
-    for (const auto& [k, v] : architecture(*state->model)) meta["lt.state.model." + k] = v;
-    meta["lt.state.weights"] = weights_checksum(*state->model);
-    meta["lt.state.position"] = std::to_string(state->position);
-    meta["lt.state.batch"] = std::to_string(state->state.batch);
-    lt::save_safetensors(path, {{"state", state->state.buffer}}, meta);
+    lt::save_safetensors(path, {{"state", state->state.buffer}}, state_metadata(*state));
   });
 }
 
@@ -141,27 +175,36 @@ lt_status lt_state_load(lt_model* model, const char* path, lt_state** state) {
     require(model, "model");
     require(path, "path");
     require(state, "state");
-    const lt::Checkpoint ck = lt::load_safetensors(path);
-    lt::check(ck.metadata.count("lt.state.batch") != 0, std::string(path) + ": not a saved state (no lt.state.batch)");
-    for (const auto& [k, v] : architecture(*model)) {
-      const std::string saved = ck.meta("lt.state.model." + k, "(none)");
-      if (saved != v)
-        throw lt::Error(std::string(path) + ": a state of another model: its " + k + " is " + saved + ", this model's " +
-                        v);
-    }
-    if (ck.meta("lt.state.weights") != weights_checksum(*model))
-      throw lt::Error(std::string(path) + ": a state made with other weights of this architecture (checksum " +
-                      ck.meta("lt.state.weights") + ", this model's " + weights_checksum(*model) + ")");
-    const int64_t batch = ck.meta_int("lt.state.batch"), position = ck.meta_int("lt.state.position");
-    lt::check(batch >= 1 && position >= 0 && position <= model->core().config().max_positions,
-          std::string(path) + ": lt.state.batch or lt.state.position out of range");
-    auto s = std::make_unique<lt_state>();
-    s->model = model;
-    s->state = model->core().new_state(batch);
-    s->state.buffer.copy_from(ck.get("state", {s->state.buffer.numel()}));
-    s->position = position;
-    *state = s.release();
+    *state = state_of(model, lt::load_safetensors(path)).release();
   });
 }
+
+lt_status lt_state_to_bytes(const lt_state* state, uint8_t** bytes, size_t* size) {
+  if (bytes) *bytes = nullptr;
+  if (size) *size = 0;
+  return lt::api::guarded([&] {
+    require(state, "state");
+    require(bytes, "bytes");
+    require(size, "size");
+    const std::string out = lt::safetensors_bytes({{"state", state->state.buffer}}, state_metadata(*state));
+    auto* copy = static_cast<uint8_t*>(std::malloc(out.size()));
+    if (!copy) throw std::bad_alloc();
+    std::memcpy(copy, out.data(), out.size());
+    *bytes = copy;
+    *size = out.size();
+  });
+}
+
+lt_status lt_state_from_bytes(lt_model* model, const uint8_t* bytes, size_t size, lt_state** state) {
+  if (state) *state = nullptr;
+  return lt::api::guarded([&] {
+    require(model, "model");
+    require(bytes, "bytes");
+    require(state, "state");
+    *state = state_of(model, lt::parse_safetensors("state bytes", bytes, size)).release();
+  });
+}
+
+void lt_bytes_free(uint8_t* bytes) { std::free(bytes); }
 
 void lt_state_free(lt_state* state) { delete state; }

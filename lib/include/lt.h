@@ -111,6 +111,11 @@ LT_API lt_status lt_state_continue(lt_state* state, const int32_t* tokens, int64
  * of another model is refused, naming the file and what differs. */
 LT_API lt_status lt_state_save(const lt_state* state, const char* path);
 LT_API lt_status lt_state_load(lt_model* model, const char* path, lt_state** state);
+/* The same as bytes in memory: *bytes (of *size) is the caller's, released
+ * with lt_bytes_free; a state from bytes is refused as a file would be. */
+LT_API lt_status lt_state_to_bytes(const lt_state* state, uint8_t** bytes, size_t* size);
+LT_API lt_status lt_state_from_bytes(lt_model* model, const uint8_t* bytes, size_t size, lt_state** state);
+LT_API void lt_bytes_free(uint8_t* bytes); /* NULL is ignored */
 LT_API void lt_state_free(lt_state* state); /* NULL is ignored */
 
 /* ---- images ---- */

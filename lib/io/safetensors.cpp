@@ -219,17 +219,9 @@ std::string not_safetensors(const std::string& start, uint64_t header_bytes) {
   return why;
 }
 
-}  // namespace
-
-Checkpoint load_safetensors(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail(path, "is a directory, not a safetensors file");
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read its size: " + ec.message());
-
+// The file of `size` bytes read through `file` (a file on disk, or bytes in
+// memory through fmemopen); errors name `path`.
+Checkpoint read_safetensors(const std::string& path, const FilePtr& file, uint64_t size) {
   char first[32];
   const size_t got = std::fread(first, 1, std::min<uint64_t>(size, sizeof first), file.get());
   const std::string start(first, got);
@@ -308,8 +300,10 @@ Checkpoint load_safetensors(const std::string& path) {
   return ck;
 }
 
-void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+// The header, then every tensor's bytes, through `write`; errors name `path`.
+template <class Write>
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata, Write&& write) {
   json header = json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
@@ -330,7 +324,46 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     fail(path, "a tensor name or metadata string is not valid UTF-8");
   }
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  const uint64_t header_bytes = text.size();
+  write(&header_bytes, 8);
+  write(text.data(), text.size());
+  for (const auto& [name, t] : tensors) {
+    const Tensor host = t.to(Device::cpu);
+    write(host.data(), host.nbytes());
+  }
+}
 
+}  // namespace
+
+Checkpoint load_safetensors(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail(path, "is a directory, not a safetensors file");
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) fail(path, "cannot read its size: " + ec.message());
+  return read_safetensors(path, file, size);
+}
+
+Checkpoint parse_safetensors(const std::string& name, const void* data, size_t size) {
+  if (size == 0) fail(name, "is 0 bytes, too short for the 8-byte header length: truncated");
+  FilePtr file(fmemopen(const_cast<void*>(data), size, "rb"));
+  if (!file) fail(name, std::string("cannot be read: ") + std::strerror(errno));
+  return read_safetensors(name, file, size);
+}
+
+std::string safetensors_bytes(const std::map<std::string, Tensor>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  std::string out;
+  write_safetensors("safetensors bytes", tensors, metadata, [&](const void* p, size_t bytes) {
+    out.append(static_cast<const char*>(p), bytes);
+  });
+  return out;
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
   // Write beside the target and rename over it: readers see the old file or the new one.
   const std::string tmp = path + ".tmp";
   FilePtr file(std::fopen(tmp.c_str(), "wb"));
@@ -347,13 +380,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     if (bytes != 0 && std::fwrite(p, 1, bytes, file.get()) != bytes)
       fail(path, "cannot write " + tmp + ": " + std::strerror(errno));
   };
-  const uint64_t header_bytes = text.size();
-  write(&header_bytes, 8);
-  write(text.data(), text.size());
-  for (const auto& [name, t] : tensors) {
-    const Tensor host = t.to(Device::cpu);
-    write(host.data(), host.nbytes());
-  }
+  write_safetensors(path, tensors, metadata, write);
   if (std::fflush(file.get()) != 0 || fsync(fileno(file.get())) != 0)
     fail(path, "cannot write " + tmp + ": " + std::strerror(errno));
   if (std::fclose(file.release()) != 0) fail(path, "cannot write " + tmp + ": " + std::strerror(errno));

@@ -138,6 +138,22 @@ TEST_CASE("lt.h: fork, reset, save and load give back the state's numbers; anoth
   REQUIRE(lt_state_step(loaded.s, next.data(), b.data()) == LT_OK);
   CHECK(a == b);
 
+  // As bytes: the same state, and a cut copy refused in one line.
+  uint8_t* bytes = nullptr;
+  size_t size = 0;
+  REQUIRE(lt_state_to_bytes(fork.s, &bytes, &size) == LT_OK);
+  State from_bytes;
+  REQUIRE_MESSAGE(lt_state_from_bytes(model.m, bytes, size, &from_bytes.s) == LT_OK, std::string(lt_last_error()));
+  CHECK(lt_state_position(from_bytes.s) == lt_state_position(fork.s));
+  REQUIRE(lt_state_step(fork.s, next.data(), a.data()) == LT_OK);
+  REQUIRE(lt_state_step(from_bytes.s, next.data(), b.data()) == LT_OK);
+  CHECK(a == b);
+  State cut;
+  CHECK(lt_state_from_bytes(model.m, bytes, size - 5, &cut.s) == LT_ERROR);
+  CHECK(cut.s == nullptr);
+  CHECK(std::string(lt_last_error()).rfind("state bytes: ", 0) == 0);
+  lt_bytes_free(bytes);
+
   // Reset: position 0 and the outputs of a new state.
   State fresh;
   REQUIRE(lt_state_new(model.m, B, &fresh.s) == LT_OK);

@@ -360,3 +360,26 @@ TEST_CASE("Checkpoint lookups name the file and the tensor or key and the shapes
   CHECK_THROWS_WITH_AS(ck.meta_int("layers"), (path + ": metadata 'layers' is 'two', not an integer").c_str(),
                        lt::Error);
 }
+
+TEST_CASE("safetensors in memory: the bytes of a file, read back as the file is, and refused as it is") {
+  TempDir dir;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  std::map<std::string, Tensor> tensors;
+  for (int i = 0; i < 3; ++i)
+    tensors["t" + std::to_string(i)] = rng.randn({rng.integer(1, 9), rng.integer(1, 9)});
+  const std::map<std::string, std::string> meta = {{"k", "v"}, {"n", std::to_string(rng.integer(0, 1000))}};
+  const std::string path = dir.file("a.safetensors");
+  save_safetensors(path, tensors, meta);
+  const std::string bytes = safetensors_bytes(tensors, meta);
+  CHECK(bytes == read_bytes(path));
+  const Checkpoint a = load_safetensors(path), b = parse_safetensors("in memory", bytes.data(), bytes.size());
+  CHECK(b.path == "in memory");
+  CHECK(b.metadata == a.metadata);
+  for (const auto& [name, t] : a.tensors) CHECK(b.get(name, t.shape()).to_vector() == t.to_vector());
+  // Cut anywhere: one error naming the bytes, as for a cut file.
+  const size_t cut = size_t(rng.integer(0, int64_t(bytes.size()) - 1));
+  INFO("cut at " << cut);
+  CHECK_THROWS_WITH_AS(parse_safetensors("in memory", bytes.data(), cut), doctest::Contains("in memory: "), lt::Error);
+}

@@ -38,11 +38,17 @@ struct Checkpoint {
 // Reads F32, F16 and BF16 tensors, all converted exactly to float32 on the CPU.
 // A 0-d (scalar) tensor becomes shape [1], since lt tensors have at least one axis.
 Checkpoint load_safetensors(const std::string& path);
+// The same from bytes in memory (a state sent over a socket, say); errors
+// name `name`. The tensors are copies: data may go once this returns.
+Checkpoint parse_safetensors(const std::string& name, const void* data, size_t size);
 
 // Writes F32 tensors (copied from the GPU where they live there), sorted by
 // name, with the header padded by spaces to a multiple of 8 bytes. The file is
 // written to "<path>.tmp" and renamed over path, so a crash never leaves half a file.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// What save_safetensors writes, as bytes in memory.
+std::string safetensors_bytes(const std::map<std::string, Tensor>& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace lt

@@ -86,6 +86,10 @@ _state_continue = _declare("lt_state_continue", _status, _p, _p, _i64, _p)
 _state_save = _declare("lt_state_save", _status, _p, ctypes.c_char_p)
 _state_load = _declare("lt_state_load", _status, _p, ctypes.c_char_p, ctypes.POINTER(_p))
 _state_free = _declare("lt_state_free", None, _p)
+_state_to_bytes = _declare("lt_state_to_bytes", _status, _p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                           ctypes.POINTER(ctypes.c_size_t))
+_state_from_bytes = _declare("lt_state_from_bytes", _status, _p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_p))
+_bytes_free = _declare("lt_bytes_free", None, ctypes.POINTER(ctypes.c_uint8))
 _image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, _i64, _p)
 _image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.c_uint64, _p)
 _image_complete = _declare("lt_image_complete", _status, _p, _p, _p, _i64, ctypes.c_uint64, _p)
@@ -160,6 +164,13 @@ class Model:
         """A state saved by State.save for this model (another model's is refused)."""
         handle = _p()
         _check(_state_load(self._handle, os.fsencode(path), ctypes.byref(handle)))
+        return State(self, handle)
+
+    def state_from_bytes(self, data):
+        """A state from State.to_bytes, for this model (another model's is refused)."""
+        data = bytes(data)
+        handle = _p()
+        _check(_state_from_bytes(self._handle, data, len(data), ctypes.byref(handle)))
         return State(self, handle)
 
     def draw(self, heads, seed, position):
@@ -243,6 +254,16 @@ class State:
 
     def save(self, path):
         _check(_state_save(self._handle, os.fsencode(path)))
+
+    def to_bytes(self):
+        """What save writes, as bytes."""
+        data = ctypes.POINTER(ctypes.c_uint8)()
+        size = ctypes.c_size_t()
+        _check(_state_to_bytes(self._handle, ctypes.byref(data), ctypes.byref(size)))
+        try:
+            return ctypes.string_at(data, size.value)
+        finally:
+            _bytes_free(data)
 
 
 def _transcript(handle):

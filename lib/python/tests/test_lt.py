@@ -94,9 +94,13 @@ def test_a_saved_state_continues_and_another_model_refuses_it(model, rng, tmp_pa
     loaded = model.load_state(path)
     assert loaded.position == 10 and loaded.batch == 1
     assert np.array_equal(loaded.step([17]), state.step([17]))
+    from_bytes = model.state_from_bytes(state.to_bytes())
+    assert np.array_equal(from_bytes.step([3]), state.step([3]))
     other = lt.Model(OTHER)
     with pytest.raises(lt.Error, match="state.safetensors"):
         other.load_state(path)
+    with pytest.raises(lt.Error, match="state bytes"):
+        model.state_from_bytes(state.to_bytes()[:-9])
 
 
 def test_failures_raise_lt_error_with_the_library_s_line(model, tmp_path):
