@@ -15,6 +15,7 @@ struct lt_model {
   lt::Device device = lt::Device::cpu;
   std::unique_ptr<lt::ImageModel> image;        // the image family
   std::unique_ptr<lt::SequenceModel> sequence;  // any other
+  std::string weights_checksum;  // hex, computed on first use: the API never changes the weights
   lt::SequenceModel& core() { return image ? image->core() : *sequence; }
   const lt::SequenceModel& core() const { return image ? image->core() : *sequence; }
 };

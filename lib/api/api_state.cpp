@@ -23,10 +23,13 @@ std::map<std::string, std::string> architecture(const lt_model& m) {
   return a;
 }
 
-std::string weights_checksum(const lt_model& m) {
-  char hex[20];
-  std::snprintf(hex, sizeof hex, "%016" PRIx64, lt::checksum(m.core().params().values()));
-  return hex;
+const std::string& weights_checksum(lt_model& m) {
+  if (m.weights_checksum.empty()) {
+    char hex[20];
+    std::snprintf(hex, sizeof hex, "%016" PRIx64, lt::checksum(m.core().params().values()));
+    m.weights_checksum = hex;
+  }
+  return m.weights_checksum;
 }
 
 // Host memory the caller owns as a tensor, on the CPU; on a GPU, the state's
@@ -145,9 +148,10 @@ std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
     const std::string saved = ck.meta("lt.state.model." + k, "(none)");
     if (saved != v) throw lt::Error(name + ": a state of another model: its " + k + " is " + saved + ", this model's " + v);
   }
-  if (ck.meta("lt.state.weights", "") != weights_checksum(*model))
+  const std::string& mine = weights_checksum(*model);
+  if (ck.meta("lt.state.weights", "") != mine)
     throw lt::Error(name + ": a state made with other weights of this architecture (checksum " +
-                    ck.meta("lt.state.weights", "(none)") + ", this model's " + weights_checksum(*model) + ")");
+                    ck.meta("lt.state.weights", "(none)") + ", this model's " + mine + ")");
   const int64_t batch = ck.meta_int("lt.state.batch"), position = ck.meta_int("lt.state.position");
   lt::check(batch >= 1 && position >= 0 && position <= model->core().config().max_positions,
             name + ": lt.state.batch or lt.state.position out of range");
