@@ -32,12 +32,21 @@ const std::string& weights_checksum(lt_model& m) {
   return m.weights_checksum;
 }
 
-// Host memory the caller owns as a tensor, on the CPU; on a GPU, the state's
-// buffer that the caller's bytes are copied into (or out of).
-lt::Tensor caller_buffer(lt_state& s, lt::Tensor& staging, void* data, const lt::Shape& shape, lt::DType dtype) {
-  if (s.model->device == lt::Device::cpu) return lt::Tensor::wrap(data, shape, lt::Device::cpu, dtype);
-  if (!staging.defined() || staging.shape() != shape) staging = lt::Tensor::empty(shape, s.model->device, dtype);
-  return staging;
+// Runs pass(in, out) on the caller's tokens [B, count] and heads
+// [B, count, W]: wrapped in place on the CPU; on a GPU, through the state's
+// device buffers (reallocated only when the shape changes).
+template <class Pass>
+void through_buffers(lt_state& s, const int32_t* tokens, float* heads, const lt::Shape& in_shape,
+                     const lt::Shape& out_shape, Pass&& pass) {
+  lt::Tensor host_in = lt::Tensor::wrap(const_cast<int32_t*>(tokens), in_shape, lt::Device::cpu, lt::DType::i32);
+  lt::Tensor host_out = lt::Tensor::wrap(heads, out_shape, lt::Device::cpu);
+  const lt::Device d = s.model->device;
+  if (d == lt::Device::cpu) return pass(host_in, host_out);
+  if (s.tokens.shape() != in_shape) s.tokens = lt::Tensor::empty(in_shape, d, lt::DType::i32);
+  if (s.heads.shape() != out_shape) s.heads = lt::Tensor::empty(out_shape, d);
+  s.tokens.copy_from(host_in);
+  pass(s.tokens, s.heads);
+  host_out.copy_from(s.heads);
 }
 
 void check_room(const lt_state& s, int64_t count, const char* what) {
@@ -95,11 +104,8 @@ lt_status lt_state_step(lt_state* state, const int32_t* tokens, float* head) {
     check_room(*state, 1, "lt_state_step");
     lt::SequenceModel& m = state->model->core();
     const int64_t B = state->state.batch, W = m.config().head.width();
-    lt::Tensor in = caller_buffer(*state, state->tokens, const_cast<int32_t*>(tokens), {B}, lt::DType::i32);
-    lt::Tensor out = caller_buffer(*state, state->heads, head, {B, W}, lt::DType::f32);
-    if (in.raw() != tokens) in.copy_from(lt::Tensor::wrap(const_cast<int32_t*>(tokens), {B}, lt::Device::cpu, lt::DType::i32));
-    m.step(state->state, in, state->position, out);
-    if (out.raw() != head) lt::Tensor::wrap(head, {B, W}, lt::Device::cpu).copy_from(out);
+    through_buffers(*state, tokens, head, {B}, {B, W},
+                    [&](const lt::Tensor& in, lt::Tensor& out) { m.step(state->state, in, state->position, out); });
     ++state->position;
   });
 }
@@ -113,15 +119,9 @@ lt_status lt_state_continue(lt_state* state, const int32_t* tokens, int64_t coun
     check_room(*state, count, "lt_state_continue");
     lt::SequenceModel& m = state->model->core();
     const int64_t B = state->state.batch, W = m.config().head.width();
-    const lt::Tensor host_in = lt::Tensor::wrap(const_cast<int32_t*>(tokens), {B, count}, lt::Device::cpu, lt::DType::i32);
-    lt::Tensor host_out = lt::Tensor::wrap(heads, {B, count, W}, lt::Device::cpu);
-    lt::Tensor in = host_in, out = host_out;
-    if (state->model->device != lt::Device::cpu) {
-      in = host_in.to(state->model->device);
-      out = lt::Tensor::empty({B, count, W}, state->model->device);
-    }
-    m.continue_chunk(state->state, in, state->position, out);
-    if (out.raw() != heads) host_out.copy_from(out);
+    through_buffers(*state, tokens, heads, {B, count}, {B, count, W}, [&](const lt::Tensor& in, lt::Tensor& out) {
+      m.continue_chunk(state->state, in, state->position, out);
+    });
     state->position += count;
   });
 }
