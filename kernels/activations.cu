@@ -47,14 +47,14 @@ __global__ void map_grad_kernel(const float* x, const float* dy, float* dx, long
 template <class F>
 void map(const float* x, float* y, int64_t n) {
   if (n == 0) return;
-  map_kernel<<<grid_for(n), kThreads>>>(x, y, n, F{});
+  map_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, F{});
   LT_CUDA_LAUNCH_CHECK();
 }
 
 template <class F>
 void map_grad(const float* x, const float* dy, float* dx, int64_t n) {
   if (n == 0) return;
-  map_grad_kernel<<<grid_for(n), kThreads>>>(x, dy, dx, n, F{});
+  map_grad_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, dy, dx, n, F{});
   LT_CUDA_LAUNCH_CHECK();
 }
 

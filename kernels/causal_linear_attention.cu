@@ -206,7 +206,7 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
     throw lt::Error("causal_linear_attention: N*H = " + std::to_string(pairs) + ", F = " +
                     std::to_string(inner) + ", M = " + std::to_string(out_width) +
                     " exceed the CUDA grid (N*H < 2^31, F and M < 2^21)");
-  if (row_tiles > 1) LT_CUDA_CHECK(cudaMemset(out, 0, sizeof(float) * N * L * H * out_width));
+  if (row_tiles > 1) LT_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * N * L * H * out_width, stream()));
   // Segments: enough blocks for two per SM, each segment at least 4 chunks.
   const int64_t chunks = (L + kSteps - 1) / kSteps, blocks = pairs * col_tiles * row_tiles;
   const int64_t want = (2 * multiprocessors() + blocks - 1) / blocks;
@@ -218,13 +218,13 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
   if (S > 1) {
     const int64_t FM = inner * out_width;
     seg = scratch((size_t)(pairs * S * FM), 1);  // slot 0 holds the caller's P or G
-    causal_product_kernel<true><<<grid, block>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
+    causal_product_kernel<true><<<grid, block, 0, stream()>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
                                                  seg, nullptr, (int)inner);
     LT_CUDA_LAUNCH_CHECK();
-    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256>>>(seg, st.init, pairs, S, FM);
+    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256, 0, stream()>>>(seg, st.init, pairs, S, FM);
     LT_CUDA_LAUNCH_CHECK();
   }
-  causal_product_kernel<false><<<grid, block>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
+  causal_product_kernel<false><<<grid, block, 0, stream()>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
                                                 seg, st.final_state, (int)inner);
   LT_CUDA_LAUNCH_CHECK();
 }
@@ -304,13 +304,13 @@ void continue_state(const float* fq, const float* fk, const float* v, const int3
   if (rows == 0) return;  // an empty chunk leaves the state as it is
   float* P = scratch((size_t)(rows * (M + 1) + state_rows * (M + 1)));
   float* state = P + rows * (M + 1);  // read as the start, overwritten with the end
-  pack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256>>>(S, Z, state, state_rows, (int)M);
+  pack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256, 0, stream()>>>(S, Z, state, state_rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
   causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
                  {lengths, state, state});
-  normalise_kernel<<<grid_for(rows * M, 256), 256>>>(P, out, rows, (int)M);
+  normalise_kernel<<<grid_for(rows * M, 256), 256, 0, stream()>>>(P, out, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
-  unpack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256>>>(state, S, Z, state_rows, (int)M);
+  unpack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256, 0, stream()>>>(state, S, Z, state_rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -323,7 +323,7 @@ void causal_linear_attention_forward(const float* fq, const float* fk, const flo
   float* P = scratch(rows * (M + 1));
   causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
                  {lengths, nullptr, nullptr});
-  normalise_kernel<<<grid_for(rows * M, 256), 256>>>(P, out, rows, (int)M);
+  normalise_kernel<<<grid_for(rows * M, 256), 256, 0, stream()>>>(P, out, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -338,7 +338,7 @@ void causal_linear_attention_backward(const float* fq, const float* fk, const fl
   const Operand q{fq, (int)F, false}, k{fk, (int)F, false}, v1{v, (int)M, true}, g{G, (int)(M + 1), false};
   const ProductState st{lengths, nullptr, nullptr};
   causal_product(q, k, v1, G, M + 1, N, L, H, false, st);
-  numerator_gradient_kernel<<<grid_for(rows * 32, 256), 256>>>(G, dout, rows, (int)M);
+  numerator_gradient_kernel<<<grid_for(rows * 32, 256), 256, 0, stream()>>>(G, dout, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
   causal_product(g, v1, k, dfq, F, N, L, H, false, st);
   causal_product(v1, g, q, dfk, F, N, L, H, true, st);

@@ -55,7 +55,7 @@ void* nccl_join(const char* id, int ranks, int rank) {
 }
 
 void nccl_sum(void* comm, float* data, int64_t n) {
-  LT_NCCL_CHECK(ncclAllReduce(data, data, size_t(n), ncclFloat, ncclSum, static_cast<ncclComm_t>(comm), 0));
+  LT_NCCL_CHECK(ncclAllReduce(data, data, size_t(n), ncclFloat, ncclSum, static_cast<ncclComm_t>(comm), stream()));
 }
 
 #else

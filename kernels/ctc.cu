@@ -191,9 +191,9 @@ Batch upload(const int32_t* frames, const int32_t* labels, const int64_t* offset
 double ctc_loss_forward(const float* logits, const int32_t* frames, const int32_t* labels, const int64_t* offsets,
                         float* nll, int64_t B, int64_t T, int64_t C) {
   const Batch w = upload(frames, labels, offsets, nullptr, B, T, C, false);
-  log_softmax_kernel<<<unsigned(B * T), 32>>>(logits, w.logp, T, C);
+  log_softmax_kernel<<<unsigned(B * T), 32, 0, stream()>>>(logits, w.logp, T, C);
   LT_CUDA_LAUNCH_CHECK();
-  alpha_kernel<<<unsigned(B), kThreads>>>(w.logp, w.alpha, nll, w.rows);
+  alpha_kernel<<<unsigned(B), kThreads, 0, stream()>>>(w.logp, w.alpha, nll, w.rows);
   LT_CUDA_LAUNCH_CHECK();
   std::vector<float> h(static_cast<size_t>(B));
   memcpy_d2h(h.data(), nll, B * sizeof(float));
@@ -206,13 +206,13 @@ void ctc_loss_backward(const float* logits, const int32_t* frames, const int32_t
                        const float* scale, float* dlogits, int64_t B, int64_t T, int64_t C) {
   const Batch w = upload(frames, labels, offsets, scale, B, T, C, true);
   float* nll = scratch(size_t(B));
-  log_softmax_kernel<<<unsigned(B * T), 32>>>(logits, w.logp, T, C);
+  log_softmax_kernel<<<unsigned(B * T), 32, 0, stream()>>>(logits, w.logp, T, C);
   LT_CUDA_LAUNCH_CHECK();
-  alpha_kernel<<<unsigned(B), kThreads>>>(w.logp, w.alpha, nll, w.rows);
+  alpha_kernel<<<unsigned(B), kThreads, 0, stream()>>>(w.logp, w.alpha, nll, w.rows);
   LT_CUDA_LAUNCH_CHECK();
-  beta_kernel<<<unsigned(B), kThreads>>>(w.logp, w.beta, w.rows);
+  beta_kernel<<<unsigned(B), kThreads, 0, stream()>>>(w.logp, w.beta, w.rows);
   LT_CUDA_LAUNCH_CHECK();
-  gradient_kernel<<<unsigned(B * T), 64>>>(w.logp, w.alpha, w.beta, nll, w.scale, dlogits, w.rows);
+  gradient_kernel<<<unsigned(B * T), 64, 0, stream()>>>(w.logp, w.alpha, w.beta, nll, w.scale, dlogits, w.rows);
   LT_CUDA_LAUNCH_CHECK();
 }
 

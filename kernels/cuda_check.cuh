@@ -28,6 +28,7 @@
 #define LT_CUDA_LAUNCH_CHECK() LT_CUDA_CHECK(cudaGetLastError())
 
 namespace lt::kernels {
+cudaStream_t stream();          // every launch, copy and library call of the process goes here, in order
 cublasHandle_t cublas();        // one handle per process, created on first use
 cublasLtHandle_t cublas_lt();  // likewise, for the products with an epilogue
 inline unsigned blocks_for(long long n, int threads) {

@@ -117,7 +117,7 @@ unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads)
 void depthwise_conv_forward(const float* x, const float* w, const float* bias, const int32_t* lengths, float* y,
                             int64_t B, int64_t L, int64_t C, int64_t K, int64_t P) {
   if (B * L * C == 0) return;
-  forward_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, lengths, y, B, L, C, int(K), P);
+  forward_kernel<<<grid_for(B * L * C), kThreads, 0, stream()>>>(x, w, bias, lengths, y, B, L, C, int(K), P);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -127,19 +127,19 @@ void depthwise_conv_backward(const float* x, const float* w, const int32_t* leng
   if (K > kMaxTaps)
     throw lt::Error("depthwise convolution on CUDA: at most " + std::to_string(kMaxTaps) + " taps, got " +
                     std::to_string(K));
-  dx_kernel<<<grid_for(B * L * C), kThreads>>>(w, lengths, dy, dx, B, L, C, int(K), P);
+  dx_kernel<<<grid_for(B * L * C), kThreads, 0, stream()>>>(w, lengths, dy, dx, B, L, C, int(K), P);
   LT_CUDA_LAUNCH_CHECK();
-  dw_kernel<<<unsigned(C), kThreads>>>(x, lengths, dy, dw, dbias, B, L, C, int(K), P);
+  dw_kernel<<<unsigned(C), kThreads, 0, stream()>>>(x, lengths, dy, dw, dbias, B, L, C, int(K), P);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
                              int64_t L, int64_t C, int64_t K) {
   if (B * L * C == 0) return;
-  continue_kernel<<<grid_for(B * L * C), kThreads>>>(x, w, bias, window, y, B, L, C, int(K));
+  continue_kernel<<<grid_for(B * L * C), kThreads, 0, stream()>>>(x, w, bias, window, y, B, L, C, int(K));
   LT_CUDA_LAUNCH_CHECK();
   if (K == 1) return;
-  shift_window_kernel<<<grid_for(B * C), kThreads>>>(x, window, B, L, C, int(K));
+  shift_window_kernel<<<grid_for(B * C), kThreads, 0, stream()>>>(x, window, B, L, C, int(K));
   LT_CUDA_LAUNCH_CHECK();
 }
 

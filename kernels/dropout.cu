@@ -37,7 +37,7 @@ __global__ void dropout_kernel(const float* x, float* y, long long n, unsigned l
 void dropout_apply(const float* x, float* y, int64_t n, uint64_t key, uint32_t threshold, float scale, int64_t first,
                    int64_t rows, int64_t inner) {
   if (n == 0) return;
-  dropout_kernel<<<grid_for(n), kThreads>>>(x, y, n, key, threshold, scale, first, rows, inner);
+  dropout_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, key, threshold, scale, first, rows, inner);
   LT_CUDA_LAUNCH_CHECK();
 }
 

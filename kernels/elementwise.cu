@@ -36,26 +36,26 @@ __global__ void swap_kernel(const float* src, long long n0, long long n1, long l
 
 void add(const float* a, const float* b, float* y, int64_t n) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads>>>(a, b, y, n);
+  add_kernel<<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void accumulate(float* dst, const float* src, int64_t n) {
   if (n == 0) return;
-  accumulate_kernel<<<grid_for(n), kThreads>>>(dst, src, n);
+  accumulate_kernel<<<grid_for(n), kThreads, 0, stream()>>>(dst, src, n);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void copy_columns(const float* src, int64_t src_cols, int64_t first, float* dst, int64_t rows, int64_t cols) {
   if (rows == 0 || cols == 0) return;
   LT_CUDA_CHECK(cudaMemcpy2DAsync(dst, cols * sizeof(float), src + first, src_cols * sizeof(float),
-                                  cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, 0));
+                                  cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, stream()));
 }
 
 void swap_leading_axes(const float* src, int64_t n0, int64_t n1, int64_t C, float* dst) {
   const int64_t n = n0 * n1 * C;
   if (n == 0) return;
-  swap_kernel<<<grid_for(n), kThreads>>>(src, n0, n1, C, dst);
+  swap_kernel<<<grid_for(n), kThreads, 0, stream()>>>(src, n0, n1, C, dst);
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -6,6 +6,7 @@
 
 #include "cuda_check.cuh"
 #include "embedding.h"
+#include "kernels.h"
 
 namespace lt::kernels {
 namespace {
@@ -44,25 +45,25 @@ __global__ void scatter_add_kernel(const int32_t* ids, const float* dy, float* d
 int64_t embedding_find_bad_id(const int32_t* ids, int64_t n, int64_t V, int32_t* bad_id) {
   if (n == 0) return -1;
   unsigned long long* flag = bad_position_flag();
-  LT_CUDA_CHECK(cudaMemset(flag, 0xff, sizeof(unsigned long long)));  // kNone
-  find_bad_id_kernel<<<grid_for(n), kThreads>>>(ids, n, V, flag);
+  LT_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned long long), stream()));  // kNone
+  find_bad_id_kernel<<<grid_for(n), kThreads, 0, stream()>>>(ids, n, V, flag);
   LT_CUDA_LAUNCH_CHECK();
   unsigned long long first = kNone;
-  LT_CUDA_CHECK(cudaMemcpy(&first, flag, sizeof first, cudaMemcpyDeviceToHost));
+  memcpy_d2h(&first, flag, sizeof first);
   if (first == kNone) return -1;
-  LT_CUDA_CHECK(cudaMemcpy(bad_id, ids + first, sizeof(int32_t), cudaMemcpyDeviceToHost));
+  memcpy_d2h(bad_id, ids + first, sizeof(int32_t));
   return static_cast<int64_t>(first);
 }
 
 void embedding_forward(const int32_t* ids, const float* table, float* y, int64_t n, int64_t C) {
   if (n * C == 0) return;
-  gather_kernel<<<grid_for(n * C), kThreads>>>(ids, table, y, n, C);
+  gather_kernel<<<grid_for(n * C), kThreads, 0, stream()>>>(ids, table, y, n, C);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void embedding_backward(const int32_t* ids, const float* dy, float* dtable, int64_t n, int64_t C) {
   if (n * C == 0) return;
-  scatter_add_kernel<<<grid_for(n * C), kThreads>>>(ids, dy, dtable, n, C);
+  scatter_add_kernel<<<grid_for(n * C), kThreads, 0, stream()>>>(ids, dy, dtable, n, C);
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -93,7 +93,7 @@ unsigned grid_for_rows(int64_t rows, int warps) {
 void favor_forward(const float* x, const float* omega, float* y, int64_t rows, int64_t E, int64_t P, float scale,
                    float log_norm) {
   if (rows == 0) return;
-  favor_forward_kernel<<<grid_for_rows(rows, kWarps), dim3(32, kWarps)>>>(x, omega, y, rows, (int)E, (int)P, scale,
+  favor_forward_kernel<<<grid_for_rows(rows, kWarps), dim3(32, kWarps), 0, stream()>>>(x, omega, y, rows, (int)E, (int)P, scale,
                                                                           log_norm);
   LT_CUDA_LAUNCH_CHECK();
 }
@@ -106,7 +106,7 @@ void favor_backward(const float* x, const float* omega, const float* dy, float* 
     throw lt::Error("feature map favor: " + std::to_string(2 * P) + " features exceed the CUDA backward's limit of " +
                     std::to_string(2 * (kSharedBytes / sizeof(float))));
   const int warps = int(std::min<size_t>(kWarps, kSharedBytes / per_warp));
-  favor_backward_kernel<<<grid_for_rows(rows, warps), dim3(32, warps), warps * per_warp>>>(
+  favor_backward_kernel<<<grid_for_rows(rows, warps), dim3(32, warps), warps * per_warp, stream()>>>(
       x, omega, dy, dx, rows, (int)E, (int)P, scale, log_norm);
   LT_CUDA_LAUNCH_CHECK();
 }

@@ -28,7 +28,7 @@ unsigned grid_for(long long n, int per_block) {
 LossStatus* reset_status() {
   auto* s = reinterpret_cast<LossStatus*>(scratch(sizeof(LossStatus) / sizeof(float)));
   const LossStatus init{0.0, ~0ull};
-  LT_CUDA_CHECK(cudaMemcpy(s, &init, sizeof init, cudaMemcpyHostToDevice));
+  memcpy_h2d(s, &init, sizeof init);
   return s;
 }
 
@@ -36,10 +36,10 @@ LossStatus* reset_status() {
 double read_status(const LossStatus* s, const int32_t* targets, const char* what,
                    const char* expected) {
   LossStatus h;
-  LT_CUDA_CHECK(cudaMemcpy(&h, s, sizeof h, cudaMemcpyDeviceToHost));
+  memcpy_d2h(&h, s, sizeof h);
   if (h.first_bad_row != ~0ull) {
     int32_t t = 0;
-    LT_CUDA_CHECK(cudaMemcpy(&t, targets + h.first_bad_row, sizeof t, cudaMemcpyDeviceToHost));
+    memcpy_d2h(&t, targets + h.first_bad_row, sizeof t);
     throw lt::Error(std::string(what) + ": target " + std::to_string(t) + " at row " +
                     std::to_string(h.first_bad_row) + " " + expected);
   }
@@ -288,7 +288,7 @@ std::string outside_classes(int64_t V) {
 double mol_loss_forward(const float* params, const int32_t* targets, float* nll, int64_t rows,
                         int64_t K) {
   LossStatus* status = reset_status();
-  mol_forward_kernel<<<grid_for(rows, kThreads), kThreads>>>(params, targets, nll, rows, int(K), status);
+  mol_forward_kernel<<<grid_for(rows, kThreads), kThreads, 0, stream()>>>(params, targets, nll, rows, int(K), status);
   LT_CUDA_LAUNCH_CHECK();
   return read_status(status, targets, "mol_loss_forward", kNotAByte);
 }
@@ -296,7 +296,7 @@ double mol_loss_forward(const float* params, const int32_t* targets, float* nll,
 void mol_loss_backward(const float* params, const int32_t* targets, float scale, float* dparams,
                        int64_t rows, int64_t K) {
   LossStatus* status = reset_status();
-  mol_backward_kernel<<<grid_for(rows, kThreads), kThreads>>>(params, targets, scale, dparams, rows,
+  mol_backward_kernel<<<grid_for(rows, kThreads), kThreads, 0, stream()>>>(params, targets, scale, dparams, rows,
                                                               int(K), status);
   LT_CUDA_LAUNCH_CHECK();
   read_status(status, targets, "mol_loss_backward", kNotAByte);
@@ -304,14 +304,14 @@ void mol_loss_backward(const float* params, const int32_t* targets, float scale,
 
 void mol_sample(const float* params, uint64_t seed, int64_t step, int32_t* out, int64_t rows,
                 int64_t K) {
-  mol_sample_kernel<<<grid_for(rows, kThreads), kThreads>>>(params, seed, step, out, rows, int(K));
+  mol_sample_kernel<<<grid_for(rows, kThreads), kThreads, 0, stream()>>>(params, seed, step, out, rows, int(K));
   LT_CUDA_LAUNCH_CHECK();
 }
 
 double categorical_loss_forward(const float* logits, const int32_t* targets, float* nll,
                                 int64_t rows, int64_t V) {
   LossStatus* status = reset_status();
-  categorical_forward_kernel<<<grid_for(rows, kThreads / 32), kThreads>>>(logits, targets, nll, rows,
+  categorical_forward_kernel<<<grid_for(rows, kThreads / 32), kThreads, 0, stream()>>>(logits, targets, nll, rows,
                                                                           int(V), status);
   LT_CUDA_LAUNCH_CHECK();
   return read_status(status, targets, "categorical_loss_forward", outside_classes(V).c_str());
@@ -320,7 +320,7 @@ double categorical_loss_forward(const float* logits, const int32_t* targets, flo
 void categorical_loss_backward(const float* logits, const int32_t* targets, float scale,
                                float* dlogits, int64_t rows, int64_t V) {
   LossStatus* status = reset_status();
-  categorical_backward_kernel<<<grid_for(rows, kThreads / 32), kThreads>>>(logits, targets, scale,
+  categorical_backward_kernel<<<grid_for(rows, kThreads / 32), kThreads, 0, stream()>>>(logits, targets, scale,
                                                                            dlogits, rows, int(V), status);
   LT_CUDA_LAUNCH_CHECK();
   read_status(status, targets, "categorical_loss_backward", outside_classes(V).c_str());
@@ -328,7 +328,7 @@ void categorical_loss_backward(const float* logits, const int32_t* targets, floa
 
 void categorical_sample(const float* logits, uint64_t seed, int64_t step, int32_t* out,
                         int64_t rows, int64_t V) {
-  categorical_sample_kernel<<<grid_for(rows, kThreads), kThreads>>>(logits, seed, step, out, rows,
+  categorical_sample_kernel<<<grid_for(rows, kThreads), kThreads, 0, stream()>>>(logits, seed, step, out, rows,
                                                                     int(V));
   LT_CUDA_LAUNCH_CHECK();
 }

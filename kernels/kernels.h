@@ -1,6 +1,6 @@
 // Launchers of the CUDA backend, called by lib/ when a tensor lives on the GPU.
 // Pointers are device pointers; every launcher checks its launch and throws
-// lt::Error on failure. Work goes to the default stream, in order.
+// lt::Error on failure. Work goes to one stream of the process, in order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +25,15 @@ void synchronize();
 // to use slot 0) fills them.
 constexpr int kScratchSlots = 3;
 float* scratch(size_t floats, int slot = 0);
+// CUDA graphs: the launches between begin and end are recorded, not run, and
+// replayed as one launch with the same arguments and pointers. end returns
+// null when something in between cannot be captured (a host copy, an
+// allocation): the caller then runs its work as usual. graph_launch returns
+// false, launching nothing, when a scratch buffer has moved since the capture.
+void graph_capture_begin();
+void* graph_capture_end();
+bool graph_launch(void* graph);
+void graph_free(void* graph) noexcept;
 
 // --- linear.cu ---
 // y[rows,out] = x[rows,in] W[out,in]^T (+ b), then max(0, .) when relu;

@@ -77,19 +77,19 @@ void launch_layernorm_forward(const float* x, const float* res, const float* gam
   const unsigned blocks = row_blocks(rows), threads = kWarpsPerBlock * 32;
   const int c = (int)C;
   if (C <= 32)
-    layernorm_forward_kernel<1><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<1><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else if (C <= 64)
-    layernorm_forward_kernel<2><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<2><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else if (C <= 128)
-    layernorm_forward_kernel<4><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<4><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else if (C <= 256)
-    layernorm_forward_kernel<8><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<8><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else if (C <= 512)
-    layernorm_forward_kernel<16><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<16><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else if (C <= 1024)
-    layernorm_forward_kernel<32><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<32><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   else
-    layernorm_forward_kernel<0><<<blocks, threads>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
+    layernorm_forward_kernel<0><<<blocks, threads, 0, stream()>>>(x, res, gamma, beta, y, mean, rstd, rows, c, kLayerNormEps);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -165,9 +165,9 @@ void layernorm_backward(const float* x, const float* gamma, const float* mean, c
   if (rows == 0) return;
   // Parameter gradients first: they read dy, which dx may overwrite.
   dim3 grid(blocks_for(C, 32), std::min<unsigned>(blocks_for(rows, 64), 1024));
-  layernorm_param_grad_kernel<<<grid, dim3(32, 8)>>>(x, mean, rstd, dy, dgamma, dbeta, rows, (int)C);
+  layernorm_param_grad_kernel<<<grid, dim3(32, 8), 0, stream()>>>(x, mean, rstd, dy, dgamma, dbeta, rows, (int)C);
   LT_CUDA_LAUNCH_CHECK();
-  layernorm_dx_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, gamma, mean, rstd, dy, dx, rows, (int)C);
+  layernorm_dx_kernel<<<row_blocks(rows), kWarpsPerBlock * 32, 0, stream()>>>(x, gamma, mean, rstd, dy, dx, rows, (int)C);
   LT_CUDA_LAUNCH_CHECK();
 }
 

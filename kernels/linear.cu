@@ -123,7 +123,7 @@ void linear_forward_sgemm(const float* x, const float* W, const float* b, float*
   MathMode mode(tf32);
   float beta = 0.f;
   if (b) {
-    broadcast_rows_kernel<<<blocks_for(rows * out, 256), 256>>>(b, y, rows, (int)out);
+    broadcast_rows_kernel<<<blocks_for(rows * out, 256), 256, 0, stream()>>>(b, y, rows, (int)out);
     LT_CUDA_LAUNCH_CHECK();
     beta = 1.f;
   }
@@ -149,7 +149,7 @@ void linear_forward(const float* x, const float* W, const float* b, float* y, in
       static void* workspace = malloc(kLtWorkspace);
       const float alpha = 1.f, beta = 0.f;
       LT_CUBLAS_CHECK(cublasLtMatmul(cublas_lt(), p.op, &alpha, W, p.w, x, p.x, &beta, y, p.y, y, p.y, &p.algo,
-                                     workspace, kLtWorkspace, 0));
+                                     workspace, kLtWorkspace, stream()));
       return;
     }
   }
@@ -171,9 +171,9 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
     while ((rows + chunk - 1) / chunk > kBiasMaxChunks) chunk *= 2;
     const int chunks = (int)std::max(1LL, (rows + chunk - 1) / chunk);
     float* partial = scratch((size_t)chunks * out);
-    bias_partial_kernel<<<dim3(blocks_for(out, 32), chunks), dim3(32, 8)>>>(dy, partial, rows, (int)out, chunk);
+    bias_partial_kernel<<<dim3(blocks_for(out, 32), chunks), dim3(32, 8), 0, stream()>>>(dy, partial, rows, (int)out, chunk);
     LT_CUDA_LAUNCH_CHECK();
-    bias_sum_kernel<<<blocks_for(out, 128), 128>>>(partial, db, chunks, (int)out);
+    bias_sum_kernel<<<blocks_for(out, 128), 128, 0, stream()>>>(partial, db, chunks, (int)out);
     LT_CUDA_LAUNCH_CHECK();
   }
 }

@@ -109,8 +109,8 @@ void key_value_sums(const float* fk, const float* v, const int32_t* key_lengths,
     float* An = A + n * d.H * FM;
     float* zn = z + n * d.H * d.F;
     if (len == 0) {
-      LT_CUDA_CHECK(cudaMemsetAsync(An, 0, sizeof(float) * d.H * FM));
-      LT_CUDA_CHECK(cudaMemsetAsync(zn, 0, sizeof(float) * d.H * d.F));
+      LT_CUDA_CHECK(cudaMemsetAsync(An, 0, sizeof(float) * d.H * FM, stream()));
+      LT_CUDA_CHECK(cudaMemsetAsync(zn, 0, sizeof(float) * d.H * d.F, stream()));
       continue;
     }
     const float* fkn = fk + n * d.S * d.HF();
@@ -143,13 +143,13 @@ void zero_padded_rows(float* x, const int32_t* key_lengths, const Dims& d, int64
   for (int64_t n = 0; n < d.N; ++n) {
     const int64_t pad = padded_queries(key_lengths, n, d);
     if (pad > 0)
-      LT_CUDA_CHECK(cudaMemsetAsync(x + ((n + 1) * d.L - pad) * d.H * width, 0, sizeof(float) * pad * d.H * width));
+      LT_CUDA_CHECK(cudaMemsetAsync(x + ((n + 1) * d.L - pad) * d.H * width, 0, sizeof(float) * pad * d.H * width, stream()));
   }
 }
 
 float* ones_vector(float* at, int64_t n) {
   if (n > 0) {
-    fill_ones_kernel<<<elem_blocks(n), 256>>>(at, n);
+    fill_ones_kernel<<<elem_blocks(n), 256, 0, stream()>>>(at, n);
     LT_CUDA_LAUNCH_CHECK();
   }
   return at;
@@ -166,7 +166,7 @@ void linear_attention_forward(const float* fq, const float* fk, const float* v, 
   const float* ones = ones_vector(z + N * H * F, S);
   key_value_sums(fk, v, key_lengths, ones, A, z, d);
   numerators(fq, A, out, d);
-  normalise_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32>>>(fq, z, out, N * L * H, (int)L, (int)H, (int)F,
+  normalise_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32, 0, stream()>>>(fq, z, out, N * L * H, (int)L, (int)H, (int)F,
                                                                    (int)M);
   LT_CUDA_LAUNCH_CHECK();
   zero_padded_rows(out, key_lengths, d, M);
@@ -177,9 +177,9 @@ void linear_attention_backward(const float* fq, const float* fk, const float* v,
                                int64_t S, int64_t H, int64_t F, int64_t M) {
   const Dims d{N, L, S, H, F, M};
   if (N * L * S * H * F * M == 0) {  // an empty side: every gradient is zero
-    LT_CUDA_CHECK(cudaMemsetAsync(dfq, 0, sizeof(float) * N * L * H * F));
-    LT_CUDA_CHECK(cudaMemsetAsync(dfk, 0, sizeof(float) * N * S * H * F));
-    LT_CUDA_CHECK(cudaMemsetAsync(dv, 0, sizeof(float) * N * S * H * M));
+    LT_CUDA_CHECK(cudaMemsetAsync(dfq, 0, sizeof(float) * N * L * H * F, stream()));
+    LT_CUDA_CHECK(cudaMemsetAsync(dfk, 0, sizeof(float) * N * S * H * F, stream()));
+    LT_CUDA_CHECK(cudaMemsetAsync(dv, 0, sizeof(float) * N * S * H * M, stream()));
     return;
   }
   const int64_t FM = F * M, HF = H * F, HM = H * M;
@@ -193,14 +193,14 @@ void linear_attention_backward(const float* fq, const float* fk, const float* v,
 
   key_value_sums(fk, v, key_lengths, ones, A, z, d);
   numerators(fq, A, G, d);
-  output_grad_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32>>>(fq, z, dout, G, c, N * L * H, (int)L, (int)H,
+  output_grad_kernel<<<row_blocks(N * L * H), kWarpsPerBlock * 32, 0, stream()>>>(fq, z, dout, G, c, N * L * H, (int)L, (int)H,
                                                                      (int)F, (int)M);
   LT_CUDA_LAUNCH_CHECK();
   zero_padded_rows(G, key_lengths, d, M);
   for (int64_t n = 0; n < N; ++n) {  // c [N, H, L]: entries l >= L - pad of every head
     const int64_t pad = padded_queries(key_lengths, n, d);
     if (pad > 0)
-      LT_CUDA_CHECK(cudaMemset2DAsync(c + n * H * L + (L - pad), sizeof(float) * L, 0, sizeof(float) * pad, H));
+      LT_CUDA_CHECK(cudaMemset2DAsync(c + n * H * L + (L - pad), sizeof(float) * L, 0, sizeof(float) * pad, H, stream()));
   }
 
   const float one = 1.f, zero = 0.f;
@@ -229,15 +229,15 @@ void linear_attention_backward(const float* fq, const float* fk, const float* v,
       // dV col [M, len] = dA phi(K) with phi(K) col [F, len]
       LT_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, (int)M, len, (int)F, &one, dA,
                                                 (int)M, FM, fkn, (int)HF, F, &zero, dvn, (int)HM, M, (int)H));
-      add_rows_kernel<<<elem_blocks(len * HF), 256>>>(dfkn, dz, len * HF, (int)HF);
+      add_rows_kernel<<<elem_blocks(len * HF), 256, 0, stream()>>>(dfkn, dz, len * HF, (int)HF);
       LT_CUDA_LAUNCH_CHECK();
     }
     if (len < S) {  // padded keys: no gradient
-      LT_CUDA_CHECK(cudaMemsetAsync(dfkn + len * HF, 0, sizeof(float) * (S - len) * HF));
-      LT_CUDA_CHECK(cudaMemsetAsync(dvn + len * HM, 0, sizeof(float) * (S - len) * HM));
+      LT_CUDA_CHECK(cudaMemsetAsync(dfkn + len * HF, 0, sizeof(float) * (S - len) * HF, stream()));
+      LT_CUDA_CHECK(cudaMemsetAsync(dvn + len * HM, 0, sizeof(float) * (S - len) * HM, stream()));
     }
   }
-  add_normaliser_grad_kernel<<<elem_blocks(N * L * HF), 256>>>(dfq, c, z, N * L * HF, (int)L, (int)H, (int)F);
+  add_normaliser_grad_kernel<<<elem_blocks(N * L * HF), 256, 0, stream()>>>(dfq, c, z, N * L * HF, (int)L, (int)H, (int)F);
   LT_CUDA_LAUNCH_CHECK();
 }
 

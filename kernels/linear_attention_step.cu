@@ -206,11 +206,11 @@ void launch_step(const StepLayout& in, T* S, float* Z, float* out, int64_t pairs
   const dim3 threads(32, kWarps);
   const bool vectors = M % kVec<T> == 0 && reinterpret_cast<uintptr_t>(S) % 16 == 0;
   switch (vectors ? M / kVec<T> : 0) {
-    case 2: linear_attention_step_vec_kernel<T, Phi, 2><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
-    case 4: linear_attention_step_vec_kernel<T, Phi, 4><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
-    case 8: linear_attention_step_vec_kernel<T, Phi, 8><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
-    case 16: linear_attention_step_vec_kernel<T, Phi, 16><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F); break;
-    default: linear_attention_step_kernel<T, Phi><<<blocks, threads>>>(in, S, Z, out, pairs, (int)F, (int)M);
+    case 2: linear_attention_step_vec_kernel<T, Phi, 2><<<blocks, threads, 0, stream()>>>(in, S, Z, out, pairs, (int)F); break;
+    case 4: linear_attention_step_vec_kernel<T, Phi, 4><<<blocks, threads, 0, stream()>>>(in, S, Z, out, pairs, (int)F); break;
+    case 8: linear_attention_step_vec_kernel<T, Phi, 8><<<blocks, threads, 0, stream()>>>(in, S, Z, out, pairs, (int)F); break;
+    case 16: linear_attention_step_vec_kernel<T, Phi, 16><<<blocks, threads, 0, stream()>>>(in, S, Z, out, pairs, (int)F); break;
+    default: linear_attention_step_kernel<T, Phi><<<blocks, threads, 0, stream()>>>(in, S, Z, out, pairs, (int)F, (int)M);
   }
   LT_CUDA_LAUNCH_CHECK();
 }

@@ -65,7 +65,7 @@ __global__ void backward_kernel(const float* gates, const float* c, const float*
 void lstm_cell_forward(float* gates, const float* rec, const float* c_prev, const int32_t* lengths, int64_t t,
                        float* c, float* h, float* out, int64_t out_cols, int64_t first, int64_t B, int64_t H) {
   if (B * H == 0) return;
-  forward_kernel<<<grid_for(B * H), kThreads>>>(gates, rec, c_prev, lengths, t, c, h, out, out_cols, first, B, H);
+  forward_kernel<<<grid_for(B * H), kThreads, 0, stream()>>>(gates, rec, c_prev, lengths, t, c, h, out, out_cols, first, B, H);
   LT_CUDA_LAUNCH_CHECK();
 }
 
@@ -73,7 +73,7 @@ void lstm_cell_backward(const float* gates, const float* c, const float* c_prev,
                         int64_t dout_cols, int64_t first, const int32_t* lengths, int64_t t, float* dc, float* dgates,
                         int64_t B, int64_t H) {
   if (B * H == 0) return;
-  backward_kernel<<<grid_for(B * H), kThreads>>>(gates, c, c_prev, dh, dout, dout_cols, first, lengths, t, dc,
+  backward_kernel<<<grid_for(B * H), kThreads, 0, stream()>>>(gates, c, c_prev, dh, dout, dout_cols, first, lengths, t, dc,
                                                  dgates, B, H);
   LT_CUDA_LAUNCH_CHECK();
 }

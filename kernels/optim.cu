@@ -80,7 +80,7 @@ void moment_update(float* params, const float* grad, float* exp_avg, float* exp_
   if (n == 0) return;
   unsigned blocks = blocks_for(n, kThreads);
   if (blocks > 8 * kMaxBlocks) blocks = 8 * kMaxBlocks;
-  moment_update_kernel<<<blocks, kThreads>>>(params, grad, exp_avg, exp_avg_sq, n, beta1,
+  moment_update_kernel<<<blocks, kThreads, 0, stream()>>>(params, grad, exp_avg, exp_avg_sq, n, beta1,
                                              one_minus_beta1, beta2, one_minus_beta2, eps, l2, decay,
                                              step, v_scale, use_denominator);
   LT_CUDA_LAUNCH_CHECK();
@@ -93,8 +93,8 @@ void clip_grad_norm_segments(float* grad, const int64_t* offsets, int64_t segmen
   float* raw = scratch(size_t(2 * (2 * segments + 1)));
   double* sums = reinterpret_cast<double*>(raw);
   int64_t* dev_offsets = reinterpret_cast<int64_t*>(sums + segments);
-  LT_CUDA_CHECK(cudaMemset(sums, 0, segments * sizeof(double)));
-  LT_CUDA_CHECK(cudaMemcpy(dev_offsets, offsets, (segments + 1) * sizeof(int64_t), cudaMemcpyHostToDevice));
+  LT_CUDA_CHECK(cudaMemsetAsync(sums, 0, segments * sizeof(double), stream()));
+  memcpy_h2d(dev_offsets, offsets, (segments + 1) * sizeof(int64_t));
 
   int64_t longest = 0;
   for (int64_t s = 0; s < segments; ++s) longest = std::max(longest, offsets[s + 1] - offsets[s]);
@@ -102,16 +102,16 @@ void clip_grad_norm_segments(float* grad, const int64_t* offsets, int64_t segmen
   bx = bx < 1 ? 1 : (bx > kMaxBlocks ? kMaxBlocks : bx);
   for (int64_t base = 0; base < segments; base += kMaxGridY) {
     dim3 grid(bx, unsigned(std::min(kMaxGridY, segments - base)));
-    segment_sum_squares_kernel<<<grid, kThreads>>>(grad, dev_offsets, base, sums);
+    segment_sum_squares_kernel<<<grid, kThreads, 0, stream()>>>(grad, dev_offsets, base, sums);
     LT_CUDA_LAUNCH_CHECK();
   }
   for (int64_t base = 0; base < segments; base += kMaxGridY) {
     dim3 grid(bx, unsigned(std::min(kMaxGridY, segments - base)));
-    segment_scale_kernel<<<grid, kThreads>>>(grad, dev_offsets, base, sums, max_norm);
+    segment_scale_kernel<<<grid, kThreads, 0, stream()>>>(grad, dev_offsets, base, sums, max_norm);
     LT_CUDA_LAUNCH_CHECK();
   }
   std::vector<double> host(segments);
-  LT_CUDA_CHECK(cudaMemcpy(host.data(), sums, segments * sizeof(double), cudaMemcpyDeviceToHost));
+  memcpy_d2h(host.data(), sums, segments * sizeof(double));
   for (int64_t s = 0; s < segments; ++s) norms[s] = std::sqrt(host[s]);
 }
 

@@ -44,20 +44,20 @@ __global__ void first_channels_kernel(const float* dy, float* dx, long long rows
 void position_code(int64_t offset, float* pe, int64_t L, int64_t D) {
   if (L * D == 0) return;
   const double log_base = -std::log(10000.0) / (double)D;
-  position_code_kernel<<<grid_for(L * D / 2), kThreads>>>(offset, pe, L, D, log_base);
+  position_code_kernel<<<grid_for(L * D / 2), kThreads, 0, stream()>>>(offset, pe, L, D, log_base);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void concat_position_forward(const float* x, const float* pe, float* y, int64_t N, int64_t L, int64_t C,
                              int64_t D) {
   if (N * L * (C + D) == 0) return;
-  concat_kernel<<<grid_for(N * L * (C + D)), kThreads>>>(x, pe, y, N * L, L, C, D);
+  concat_kernel<<<grid_for(N * L * (C + D)), kThreads, 0, stream()>>>(x, pe, y, N * L, L, C, D);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void concat_position_backward(const float* dy, float* dx, int64_t rows, int64_t C, int64_t W) {
   if (rows * C == 0) return;
-  first_channels_kernel<<<grid_for(rows * C), kThreads>>>(dy, dx, rows, C, W);
+  first_channels_kernel<<<grid_for(rows * C), kThreads, 0, stream()>>>(dy, dx, rows, C, W);
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -45,17 +45,35 @@ void free(void* p) noexcept {
   if (p) cudaFree(p);
 }
 
+cudaStream_t stream() {
+  // Blocking (not cudaStreamNonBlocking): work that a library puts on the
+  // legacy default stream stays ordered with ours.
+  static cudaStream_t s = [] {
+    cudaStream_t created = nullptr;
+    LT_CUDA_CHECK(cudaStreamCreate(&created));
+    return created;
+  }();
+  return s;
+}
+
+// Host copies wait for the stream: the host reads (or reuses) its buffer next.
 void memcpy_h2d(void* dst, const void* src, size_t bytes) {
-  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  LT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
+  LT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 void memcpy_d2h(void* dst, const void* src, size_t bytes) {
-  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  LT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+  LT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 void memcpy_d2d(void* dst, const void* src, size_t bytes) {
-  LT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  LT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
 }
-void memset_zero(void* p, size_t bytes) { LT_CUDA_CHECK(cudaMemset(p, 0, bytes)); }
+void memset_zero(void* p, size_t bytes) { LT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream())); }
 void synchronize() { LT_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+// Bumped whenever a scratch buffer moves: a captured graph that may hold the
+// old address must not be replayed.
+static uint64_t scratch_epoch = 0;
 
 float* scratch(size_t floats, int slot) {
   static float* buf[kScratchSlots] = {};
@@ -63,6 +81,7 @@ float* scratch(size_t floats, int slot) {
   if (slot < 0 || slot >= kScratchSlots) throw lt::Error("scratch: no slot " + std::to_string(slot));
   if (floats > cap[slot]) {
     if (buf[slot]) LT_CUDA_CHECK(cudaFree(buf[slot]));
+    ++scratch_epoch;
     buf[slot] = static_cast<float*>(malloc(floats * sizeof(float)));
     cap[slot] = floats;
   }
@@ -73,6 +92,7 @@ cublasHandle_t cublas() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
     LT_CUBLAS_CHECK(cublasCreate(&h));
+    LT_CUBLAS_CHECK(cublasSetStream(h, stream()));
     // Full fp32; linear_backward asks for TF32 per call.
     LT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     return h;
@@ -87,6 +107,44 @@ cublasLtHandle_t cublas_lt() {
     return h;
   }();
   return handle;
+}
+
+namespace {
+struct Graph {
+  cudaGraphExec_t exec = nullptr;
+  uint64_t epoch = 0;
+};
+}  // namespace
+
+void graph_capture_begin() {
+  LT_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+}
+
+void* graph_capture_end() {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = ended == cudaSuccess ? cudaGraphInstantiate(&exec, graph, 0) : ended;
+  if (graph) cudaGraphDestroy(graph);
+  if (made != cudaSuccess) {
+    cudaGetLastError();  // an invalidated capture leaves its error behind
+    return nullptr;
+  }
+  return new Graph{exec, scratch_epoch};
+}
+
+bool graph_launch(void* graph) {
+  auto* g = static_cast<Graph*>(graph);
+  if (g->epoch != scratch_epoch) return false;
+  LT_CUDA_CHECK(cudaGraphLaunch(g->exec, stream()));
+  return true;
+}
+
+void graph_free(void* graph) noexcept {
+  auto* g = static_cast<Graph*>(graph);
+  if (!g) return;
+  cudaGraphExecDestroy(g->exec);
+  delete g;
 }
 
 }  // namespace lt::kernels

@@ -54,13 +54,13 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
 
 void softmax_forward(const float* x, float* y, int64_t rows, int64_t C) {
   if (rows == 0) return;
-  softmax_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(x, y, rows, (int)C);
+  softmax_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32, 0, stream()>>>(x, y, rows, (int)C);
   LT_CUDA_LAUNCH_CHECK();
 }
 
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t C) {
   if (rows == 0) return;
-  softmax_backward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32>>>(y, dy, dx, rows, (int)C);
+  softmax_backward_kernel<<<row_blocks(rows), kWarpsPerBlock * 32, 0, stream()>>>(y, dy, dx, rows, (int)C);
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -152,7 +152,7 @@ void softmax_attention_forward(const float* q, const float* k, const float* v, c
                                               k + n * S * HE, HE, E, q + n * L * HE, HE, E, &zero,
                                               probs + n * H * LS, (int)S, LS, (int)H));
   }
-  masked_softmax_kernel<<<row_blocks(N * H * L), kWarpsPerBlock * 32>>>(probs, key_lengths, N * H * L, (int)L,
+  masked_softmax_kernel<<<row_blocks(N * H * L), kWarpsPerBlock * 32, 0, stream()>>>(probs, key_lengths, N * H * L, (int)L,
                                                                       (int)H, (int)S, causal);
   LT_CUDA_LAUNCH_CHECK();
   for (int64_t n = 0; n < N; ++n) {
@@ -168,8 +168,8 @@ void softmax_attention_backward(const float* q, const float* k, const float* v, 
                                 int64_t S, int64_t H, int64_t E, int64_t M) {
   if (N * H == 0) return;
   if (L == 0) {  // no queries: nothing reaches the keys and values
-    LT_CUDA_CHECK(cudaMemsetAsync(dk, 0, sizeof(float) * N * S * H * E));
-    LT_CUDA_CHECK(cudaMemsetAsync(dv, 0, sizeof(float) * N * S * H * M));
+    LT_CUDA_CHECK(cudaMemsetAsync(dk, 0, sizeof(float) * N * S * H * E, stream()));
+    LT_CUDA_CHECK(cudaMemsetAsync(dv, 0, sizeof(float) * N * S * H * M, stream()));
     return;
   }
   const float temp = 1.f / std::sqrt((float)E), one = 1.f, zero = 0.f;
@@ -188,7 +188,7 @@ void softmax_attention_backward(const float* q, const float* k, const float* v, 
     // dP col [S, L] = V^T dO with V col [M, S]
     LT_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, (int)S, (int)L, (int)M, &one, vn,
                                               HM, M, gn, HM, M, &zero, dP, (int)S, LS, (int)H));
-    softmax_grad_kernel<<<row_blocks(H * L), kWarpsPerBlock * 32>>>(pn, dP, H * L, (int)S);
+    softmax_grad_kernel<<<row_blocks(H * L), kWarpsPerBlock * 32, 0, stream()>>>(pn, dP, H * L, (int)S);
     LT_CUDA_LAUNCH_CHECK();
     // dQ col [E, L] = temp K dA with K col [E, S], dA col [S, L]
     LT_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, (int)E, (int)L, (int)S, &temp, kn,
@@ -203,7 +203,7 @@ void softmax_attention_step(const float* q, const float* k, const float* v, floa
                             float* out, int64_t N, int64_t T, int64_t H, int64_t E, int64_t M, int64_t t) {
   if (N * H == 0) return;
   float* scores = scratch((size_t)(N * H * (t + 1)));
-  softmax_step_kernel<<<(unsigned)(N * H), kStepThreads>>>(q, k, v, k_cache, v_cache, out, scores, (int)H, (int)T,
+  softmax_step_kernel<<<(unsigned)(N * H), kStepThreads, 0, stream()>>>(q, k, v, k_cache, v_cache, out, scores, (int)H, (int)T,
                                                            (int)E, (int)M, (int)t, 1.f / std::sqrt((float)E));
   LT_CUDA_LAUNCH_CHECK();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs lt's built programs, the CUDA module (lib/liblt-cuda.so) and the
 # shared libraries they need, except the
-# C library, the CUDA driver and CUDA's own libraries (cuBLAS), into one
+# C library, the CUDA driver and CUDA's own libraries (cuBLAS, NCCL), into one
 # folder that runs on another x86-64 Linux machine with the same CUDA major
 # version, e.g. a GPU machine without Debian's development packages. It
 # also writes OUT_DIR.tar.xz (about a fifth of the size) to copy over:
@@ -35,7 +35,7 @@ if [ -f "$build/lib/liblt-cuda.so" ]; then
 fi
 # Everything ldd resolves, less what the target provides itself.
 ldd "${programs[@]}" "${modules[@]}" | awk '/=> \//{print $3}' | sort -u |
-  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcudart)\.so' |
+  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcudart|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 strip "$out"/bin/* "$out"/lib/*
 tar cJf "$out.tar.xz" "$out"

@@ -50,6 +50,7 @@ struct GenerateBenchOptions {
   bool bf16 = false;      // the state in bf16, and on the cpu the step's matrix products too
   bool tf32 = false;      // cuda: the step's products in TF32
   bool openblas = false;  // cpu: the step's products through OpenBLAS, not packed weights
+  bool cuda_graphs = true;  // cuda: each recurrent step's stack replayed as one CUDA graph
   bool verbose = true;
 };
 void run_generate_bench(const GenerateBenchOptions& o, Writer& out);

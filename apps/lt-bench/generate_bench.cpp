@@ -84,6 +84,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
     require_device(dev);
     check(dev == Device::cpu || !o.openblas, "--openblas is a CPU option");
     check(!o.openblas || !o.bf16, "--openblas multiplies in fp32: it cannot be combined with --bf16");
+    set_cuda_graphs(o.cuda_graphs);
     for (const std::string& shape : o.shapes) {
       for (const std::string& attention : attentions) {
         const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
@@ -112,6 +113,8 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
           // Recomputation's forward pass multiplies through sgemm (fp32) or lt's bf16 kernel.
           if (dev == Device::cpu)
             row.set("products", recompute ? (o.bf16 ? "bf16-gemm" : "openblas") : o.openblas ? "openblas" : "packed");
+          else
+            row.set("cuda_graphs", o.cuda_graphs);
           if (state_bytes > o.max_memory_gb * 1e9) {
             if (o.verbose)
               std::cerr << "generate " << shape << " " << name << " batch " << B << ": skipped, the state needs "

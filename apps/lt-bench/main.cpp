@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   auto* bf16 = generate->add_flag("--bf16", gen.bf16, "the linear state in bf16, and on the cpu the step's matrix products too (fp32 sums, AVX512_BF16; default: fp32)");
   generate->add_flag("--openblas", gen.openblas, "cpu: the step's products through OpenBLAS instead of weights packed once (for comparison)")
       ->excludes(bf16);
+  generate->add_flag("!--no-cuda-graphs", gen.cuda_graphs, "cuda: launch every kernel of each step instead of replaying the stack's recorded launches (for comparison)");
   generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();
 
   lt::bench::TrainBenchOptions tr;

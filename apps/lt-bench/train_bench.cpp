@@ -53,10 +53,11 @@ double sgemm_gflops(const ImageModelConfig& c, int64_t B, Device dev, int repeti
 
 }  // namespace
 
-// Mean seconds of summing a gradient buffer over the ranks (0 for one process).
+// Mean seconds of summing a gradient buffer over the ranks (0 where nothing
+// is summed: one process, unless its GPU's sums go through NCCL).
 double gradient_sum_seconds(Tensor grads, int repetitions) {
   World& world = World::get();
-  if (world.size() == 1) return 0;
+  if (world.size() == 1 && !(world.sums_with_nccl() && grads.device() == Device::cuda)) return 0;
   Tensor buffer = Tensor::empty(grads.shape(), grads.device());
   std::vector<double> t;
   for (int r = 0; r < repetitions + 1; ++r) {

@@ -55,6 +55,10 @@ void set_num_threads(int n) {
 
 int num_threads() { return g_threads > 0 ? g_threads : g_default_threads; }
 
+static bool g_cuda_graphs = true;
+void set_cuda_graphs(bool on) { g_cuda_graphs = on; }
+bool cuda_graphs() { return g_cuda_graphs; }
+
 std::string cuda_unavailable_reason() {
 #ifdef LT_WITH_CUDA
   const std::string& why = cuda::module_unavailable_reason();

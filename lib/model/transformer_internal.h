@@ -1,6 +1,7 @@
 // Buffers of TransformerStack, planned once per shape so that neither a
 // training step nor a generation step allocates.
 #pragma once
+#include "backend/cuda_graph.h"
 #include "lt/ops.h"
 #include "lt/transformer.h"
 #include "model/step_linear.h"
@@ -36,6 +37,7 @@ struct TransformerStack::StepBuffers {
   Tensor att, o, x1, cur, next;           // [B, d]
   Tensor h, hc;                           // [B, ff]: linear1's output, the convolution's (with ff_conv)
   Tensor mean, rstd;                      // [B]: the final norm's
+  CudaGraph graph;                        // a linear stack's step on the GPU, replayed
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.

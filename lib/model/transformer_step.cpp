@@ -103,38 +103,48 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
   StepBuffers& s = *step_;
   auto V = [&](size_t i) { return params_.value(i); };
   const Shape heads3{B, H, E};
-  s.cur.copy_from(x);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const LayerIndices& p = layers_[l];
-    const StepWeights::Layer& w = packed_->layers[l];
-    StateViews st = state_views(state, l);
-    w.qkv.forward(s.cur, w.bqkv, s.qkv);
-    Tensor att3 = s.att.reshape(heads3);
-    if (config_.attention == AttentionKind::linear) {
-      linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3);
-    } else {
-      copy_columns(s.qkv, 0, s.q);
-      copy_columns(s.qkv, d, s.k);
-      copy_columns(s.qkv, 2 * d, s.v);
-      softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
+  auto launches = [&] {
+    s.cur.copy_from(x);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerIndices& p = layers_[l];
+      const StepWeights::Layer& w = packed_->layers[l];
+      StateViews st = state_views(state, l);
+      w.qkv.forward(s.cur, w.bqkv, s.qkv);
+      Tensor att3 = s.att.reshape(heads3);
+      if (config_.attention == AttentionKind::linear) {
+        linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3);
+      } else {
+        copy_columns(s.qkv, 0, s.q);
+        copy_columns(s.qkv, d, s.k);
+        copy_columns(s.qkv, 2 * d, s.v);
+        softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
+      }
+      w.o.forward(s.att, V(p.bo), s.o);
+      residual_layernorm_forward(s.o, s.cur, V(p.g1), V(p.be1), s.x1);
+      if (config_.ff_conv > 0) {  // linear1, the convolution over this position and the window's, ReLU
+        w.ff1.forward(s.x1, V(p.b1), s.h);
+        const Shape ff3{B, 1, config_.ff_dim};
+        Tensor h3 = s.h.reshape(ff3), hc3 = s.hc.reshape(ff3);
+        depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3);
+        relu_forward(s.hc, s.hc);
+        w.ff2.forward(s.hc, V(p.b2), s.o);
+      } else {
+        w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
+        w.ff2.forward(s.h, V(p.b2), s.o);
+      }
+      residual_layernorm_forward(s.o, s.x1, V(p.g2), V(p.be2), s.next);
+      std::swap(s.cur, s.next);
     }
-    w.o.forward(s.att, V(p.bo), s.o);
-    residual_layernorm_forward(s.o, s.cur, V(p.g1), V(p.be1), s.x1);
-    if (config_.ff_conv > 0) {  // linear1, the convolution over this position and the window's, ReLU
-      w.ff1.forward(s.x1, V(p.b1), s.h);
-      const Shape ff3{B, 1, config_.ff_dim};
-      Tensor h3 = s.h.reshape(ff3), hc3 = s.hc.reshape(ff3);
-      depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3);
-      relu_forward(s.hc, s.hc);
-      w.ff2.forward(s.hc, V(p.b2), s.o);
-    } else {
-      w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
-      w.ff2.forward(s.h, V(p.b2), s.o);
-    }
-    residual_layernorm_forward(s.o, s.x1, V(p.g2), V(p.be2), s.next);
-    std::swap(s.cur, s.next);
-  }
-  layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
+    layernorm_forward(s.cur, V(norm_g_), V(norm_b_), y, s.mean, s.rstd);
+  };
+  // A linear stack's step takes no position, so on the GPU one recording
+  // serves every step of a state (softmax's position is a kernel argument).
+  // Its buffers and weights are fixed until prepare_step or a new batch
+  // size replaces step_; the state, input and output are the key.
+  if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
+    return s.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.dtype), uintptr_t(x.raw()), uintptr_t(y.raw())},
+                       launches);
+  launches();
 }
 
 void TransformerStack::prepare_step(Products products, bool pack_weights) {
@@ -162,6 +172,7 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
   }
   packed_ = std::move(w);
   step_products_ = products;
+  step_.reset();  // a recorded step holds the old weights' addresses
 }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state) {

@@ -74,14 +74,17 @@ TEST_CASE("cuda linear attention forward and backward match the CPU with and wit
   INFO("seed " << seed);
   Rng rng(seed);
   for (bool masked : {false, true}) {
-    const int64_t N = rng.integer(1, 4), L = rng.integer(1, 300), S = rng.integer(1, 300), H = rng.integer(1, 4),
-                  F = rng.integer(1, 65), M = rng.integer(1, 65);
+    // One feature or one key makes the output independent of phi(q)'s
+    // scale: dphi(q) is then eps-sized, the rounding of two cancelling terms
+    // (3.7e-2 apart on an H100 at F = 1), and no test of the kernels.
+    const int64_t N = rng.integer(1, 4), L = rng.integer(1, 300), S = rng.integer(2, 300), H = rng.integer(1, 4),
+                  F = rng.integer(2, 65), M = rng.integer(1, 65);
     INFO("N " << N << " L " << L << " S " << S << " H " << H << " F " << F << " M " << M << std::string(masked ? " masked" : ""));
     Tensor fq = positive(rng, {N, L, H, F}), fk = positive(rng, {N, S, H, F}), v = rng.randn({N, S, H, M});
     Tensor dout = rng.randn({N, L, H, M}), key_lengths;
     if (masked) {
       std::vector<int32_t> lengths(N);
-      for (auto& len : lengths) len = int32_t(rng.integer(0, S));
+      for (auto& len : lengths) len = rng.integer(0, 3) == 0 ? 0 : int32_t(rng.integer(2, S));  // empty, or 2 keys or more
       key_lengths = Tensor::from_vector(lengths, {N});
     }
     Tensor out = Tensor::empty({N, L, H, M});

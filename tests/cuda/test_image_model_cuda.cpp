@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cuda_graph.h"
 #include "lt/image_generation.h"
 #include "lt/image_model.h"
 #include "lt/train.h"
@@ -148,6 +149,52 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
       m.gpu.step(fg, tt.to(kGpu), t, hg2);
     }
     CHECK(rel_error(hg2, hc2) < 1e-4);
+  }
+}
+
+// Recorded steps (CUDA graphs) replay the launches they recorded: every
+// head equals the launched step's bits, through state switches (each state
+// is a key of its own), a batch size change and a bf16 state.
+TEST_CASE("cuda recurrent steps replayed from a CUDA graph give the launched steps' bits") {
+  if (!cuda_or_skip()) return;
+  uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
+  c.transformer.ff_conv = rng.integer(0, 1) ? 3 : 0;
+  ImageModel gpu(c, kGpu);
+  gpu.init_parameters(seed);
+  const int64_t L = c.sequence_length();
+  std::vector<int32_t> tokens(static_cast<size_t>(3 * L));
+  for (auto& v : tokens) v = int32_t(rng.integer(0, 255));
+  // Steps a, b (a batch of B each) in turn, then a alone, then a batch of 1; returns every head.
+  auto run = [&](bool graphs, DType dtype) {
+    set_cuda_graphs(graphs);
+    gpu.prepare_step(Precision{Products::fp32, dtype});
+    std::vector<float> heads;
+    auto step = [&](RecurrentState& st, int64_t B, int64_t t) {
+      std::vector<int32_t> col(tokens.begin() + t * B, tokens.begin() + (t + 1) * B);
+      Tensor h = Tensor::empty({B, c.head_width()}, kGpu);
+      gpu.step(st, Tensor::from_vector(col, {B}).to(kGpu), t, h);
+      const std::vector<float> v = h.to_vector();
+      heads.insert(heads.end(), v.begin(), v.end());
+    };
+    RecurrentState a = gpu.new_state(2, dtype), b = gpu.new_state(2, dtype), one = gpu.new_state(1, dtype);
+    for (int64_t t = 0; t < 4; ++t) step(a, 2, t), step(b, 2, t);
+    for (int64_t t = 4; t < L; ++t) step(a, 2, t);
+    for (int64_t t = 0; t < L; ++t) step(one, 1, t);
+    set_cuda_graphs(true);
+    return heads;
+  };
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    INFO("state " << dtype_name(dtype));
+    const uint64_t before = CudaGraph::replays();
+    const std::vector<float> launched = run(false, dtype);
+    CHECK(CudaGraph::replays() == before);
+    const std::vector<float> replayed = run(true, dtype);
+    // a from its sixth step (b took turns before), the batch of 1 from its second.
+    CHECK(CudaGraph::replays() - before == uint64_t((L - 5) + (L - 1)));
+    CHECK(replayed == launched);
   }
 }
 

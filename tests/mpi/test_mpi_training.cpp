@@ -249,7 +249,10 @@ TEST_CASE("cuda under mpirun: one rank through NCCL as a plain process, two shar
                     host = dir.file("host.safetensors"), refused = dir.file("refused.safetensors");
   require_ok(lt_train(dir, args + " -o " + q(plain)));
   require_ok(lt_train_ranks(dir, 1, args + " -o " + q(nccl)));
-  CHECK(tensor_values(nccl) == tensor_values(plain));  // a sum over one rank leaves the gradient as it is
+  // A sum over one rank leaves the gradient as it is; the GPU's atomic
+  // additions (embedding and LayerNorm gradients) make any two runs differ
+  // by rounding, so the comparison is the host-summed one's.
+  CHECK(max_abs_diff(nccl, plain) < 1e-4);
   require_ok(lt_train_ranks(dir, 2, args + " --gpu-sum host -o " + q(host)));
   CHECK(max_abs_diff(host, plain) < 1e-4);
   const CommandResult r = lt_train_ranks(dir, 2, args + " -o " + q(refused));

@@ -26,6 +26,10 @@ void require_device(Device d);
 // products of generation need, and AVX512_BF16 (vdpbf16ps) for bf16 products.
 bool cpu_has_avx512();
 bool cpu_has_bf16();
+// Whether the GPU replays a recurrent step's launches as one CUDA graph (on
+// by default; off to compare).
+void set_cuda_graphs(bool on);
+bool cuda_graphs();
 // Waits for queued GPU work (no-op on CPU); benchmarks time around this.
 void synchronize(Device d);
 // Name of the CPU model or GPU, for benchmark rows.

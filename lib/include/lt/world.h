@@ -41,6 +41,9 @@ class World {
   void sum(double* values, int64_t n);
   // A float32 tensor on the host or on the rank's GPU.
   void sum(Tensor& t);
+  // Whether sum(Tensor&) of a GPU tensor goes through NCCL (under mpirun
+  // with one rank too: the path one GPU can measure).
+  bool sums_with_nccl() const { return nccl_ != nullptr; }
   // Whether any rank passes true.
   bool any(bool value);
   // Throws lt::Error on every rank, naming what and the ranks that differ,
