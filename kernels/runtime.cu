@@ -35,8 +35,9 @@ void* malloc(size_t bytes) {
   cudaError_t err = cudaMalloc(&p, bytes);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    throw lt::Error("CUDA out of memory allocating " + std::to_string(bytes) + " bytes: " +
-                    cudaGetErrorString(err));
+    const std::string what = "CUDA out of memory allocating " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err);
+    if (err == cudaErrorMemoryAllocation) throw lt::OutOfMemory(what);
+    throw lt::Error(what);
   }
   return p;
 }

@@ -117,6 +117,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       row.set("shape", shape).set("attention", attention_name(c.transformer));
       row.set("layers", c.transformer.layers).set("d_model", c.transformer.d_model).set("batch", B);
       row.set("ranks", world.size()).set("replicas", replicas.replicas());
+      row.set("micro_batch", replicas.micro_batch());  // 0: whole; else the passes a batch that ran out of memory took
       row.set("precision", products_name(options.precision.products));
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);

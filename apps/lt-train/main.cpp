@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   optim->add_option("--min-lr", a.min_lr, "cosine schedule floor")->capture_default_str();
   optim->add_option("--clip", a.clip, "per-parameter gradient norm clip (0: off)")->capture_default_str();
   optim->add_option("-b,--batch", a.batch, "batch size (0: the preset's)")->capture_default_str();
-  optim->add_option("--micro-batch", a.micro_batch, "most rows of one forward pass per rank; a step runs its rows in passes of this size and adds their gradients (0: all at once)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  optim->add_option("--micro-batch", a.micro_batch, "most rows of one forward pass per rank; a step runs its rows in passes of this size and adds their gradients (0: all at once; halved while a pass runs out of memory)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  optim->add_option("--memory-limit", a.memory_limit, "GB of tensors a rank may hold on its device; a step that would pass it runs in smaller passes, as one that runs out of device memory does (0: no limit)")->capture_default_str()->check(CLI::NonNegativeNumber);
   optim->add_option("--steps", a.steps, "total optimizer steps (0: from --epochs)")->capture_default_str();
   optim->add_option("--epochs", a.epochs, "epochs, when --steps is 0")->capture_default_str();
   optim->add_option("-s,--seed", a.seed, "seed of initialisation, data order and dropout")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,7 @@ namespace lt {
 namespace {
 struct Counter {
   std::atomic<size_t> now{0}, peak{0};
+  size_t limit = 0;  // set_memory_limit's; 0: none
   void add(size_t b) {
     size_t n = now += b;
     size_t p = peak.load();
@@ -111,6 +113,13 @@ std::string device_description(Device d) {
 size_t memory_in_use(Device d) { return counter(d).now; }
 size_t memory_peak(Device d) { return counter(d).peak; }
 void memory_reset_peak(Device d) { counter(d).peak = counter(d).now.load(); }
+void set_memory_limit(Device d, size_t bytes) { counter(d).limit = bytes; }
+
+static std::string gigabytes(size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3g GB", double(bytes) / 1e9);
+  return s;
+}
 
 const char* build_commit() { return LT_GIT_COMMIT; }
 const char* build_version() { return LT_VERSION; }
@@ -124,6 +133,10 @@ bool built_with_cuda() {
 
 void* device_alloc(Device d, size_t bytes) {
   void* p = nullptr;
+  const Counter& c = counter(d);
+  if (c.limit > 0 && c.now + bytes > c.limit)
+    throw OutOfMemory(std::string("allocating ") + gigabytes(bytes) + " on the " + device_name(d) + " with " +
+                      gigabytes(c.now) + " in use would pass its limit of " + gigabytes(c.limit));
   if (d == Device::cuda) {
     require_device(d);
 #ifdef LT_WITH_CUDA
@@ -132,7 +145,7 @@ void* device_alloc(Device d, size_t bytes) {
   } else {
     size_t rounded = (bytes + 63) / 64 * 64;
     p = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-    if (rounded && !p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    if (rounded && !p) throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes");
   }
   counter(d).add(bytes);
   return p;

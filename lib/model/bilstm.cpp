@@ -92,6 +92,8 @@ void BiLstm::set_dropout(float p) {
   config_.dropout = p;
 }
 
+void BiLstm::release_buffers() { buf_ = std::make_unique<Buffers>(); }
+
 void BiLstm::init_parameters(uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> uniform(-1.0 / std::sqrt(double(config_.hidden)),

@@ -140,6 +140,11 @@ void SequenceModel::copy_feature_maps(const SequenceModel& other) {
   }
 }
 
+void SequenceModel::release_buffers() {
+  encoder_->release_buffers();
+  buf_ = std::make_unique<Buffers>();
+}
+
 void SequenceModel::set_dropout(float p) {
   encoder_->set_dropout(p);
   (config_.encoder == EncoderKind::bilstm ? config_.lstm.dropout : config_.transformer.dropout) = p;

@@ -150,6 +150,15 @@ void TransformerStack::set_dropout(float p) {
   config_.dropout = p;
 }
 
+void TransformerStack::release_buffers() {
+  acts_.clear();
+  layer_out_.clear();
+  grads_.reset();
+  final_mean_ = final_rstd_ = arena_ = Tensor();
+  B_ = L_ = 0;
+  step_.reset();
+}
+
 TransformerStack::~TransformerStack() = default;
 
 void TransformerStack::init_parameters(uint64_t seed) {

@@ -102,6 +102,29 @@ BatchScore ReplicaSet::run(const SequenceBatch& batch, int64_t begin, int64_t en
   return s;
 }
 
+BatchScore ReplicaSet::passes(const SequenceBatch& batch, int64_t begin, int64_t end, int64_t normalizer,
+                              const ForwardOptions& options, bool accuracy, bool backward) {
+  for (;;) {
+    const int64_t micro = micro_batch_ > 0 ? micro_batch_ : std::max<int64_t>(1, end - begin);
+    try {
+      BatchScore sum;
+      for (int64_t m = begin; m < end; m += micro) {
+        const BatchScore s = run(batch, m, std::min(end, m + micro), normalizer, options, accuracy, backward);
+        sum.loss += s.loss, sum.accuracy += s.accuracy;
+      }
+      return sum;
+    } catch (const OutOfMemory& e) {
+      if (micro <= 1)
+        throw OutOfMemory(std::string("one row of the batch does not fit: ") + e.what());
+      // Every pass again, in halves: the gradients of those that ran go too.
+      micro_batch_ = (micro + 1) / 2;
+      if (backward) model_.params().zero_grad();
+      model_.release_buffers();
+      for (auto& m : extra_) m->release_buffers();
+    }
+  }
+}
+
 BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
   World& world = World::get();
   check(batch.rows >= world.size(), "a training batch of " + std::to_string(batch.rows) +
@@ -111,12 +134,8 @@ BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const Forwar
   check(normalizer > 0, "a batch that counts no positions");
   const int64_t begin = split(batch.rows, world.rank(), world.size());
   const int64_t end = split(batch.rows, world.rank() + 1, world.size());
-  const int64_t micro = micro_batch_ > 0 ? micro_batch_ : end - begin;
-  double score[2] = {0, 0};
-  for (int64_t m = begin; m < end; m += micro) {
-    const BatchScore s = run(batch, m, std::min(end, m + micro), normalizer, options, accuracy, true);
-    score[0] += s.loss, score[1] += s.accuracy;
-  }
+  const BatchScore s = passes(batch, begin, end, normalizer, options, accuracy, true);
+  double score[2] = {s.loss, s.accuracy};
   world.sum(score, 2);
   if (std::isfinite(score[0])) {
     Tensor grads = model_.params().grads();
@@ -131,12 +150,8 @@ BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions&
   check(normalizer > 0, "a batch that counts no positions");
   const int64_t begin = split(batch.rows, world.rank(), world.size());
   const int64_t end = split(batch.rows, world.rank() + 1, world.size());
-  const int64_t micro = micro_batch_ > 0 ? micro_batch_ : std::max<int64_t>(1, end - begin);
-  double score[2] = {0, 0};
-  for (int64_t m = begin; m < end; m += micro) {
-    const BatchScore s = run(batch, m, std::min(end, m + micro), normalizer, options, accuracy, false);
-    score[0] += s.loss, score[1] += s.accuracy;
-  }
+  const BatchScore s = passes(batch, begin, end, normalizer, options, accuracy, false);
+  double score[2] = {s.loss, s.accuracy};
   world.sum(score, 2);
   return {score[0], score[1]};
 }

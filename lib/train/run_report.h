@@ -50,6 +50,12 @@ inline std::function<void(const TrainEvent&)> report_events(MetricsLog& log, Pro
         std::fprintf(stderr, "step %lld: test loss %.4f PER %.2f%%\n", (long long)e.step_index, e.loss, 100 * e.error_rate);
       else if (!quiet && !bits)
         std::fprintf(stderr, "step %lld: test loss %.4f accuracy %.4f\n", (long long)e.step_index, e.loss, e.accuracy);
+    } else if (e.kind == TrainEvent::micro_batch) {
+      j.update({{"event", "micro_batch"}, {"rows", e.rows}});
+      progress.finish();
+      if (!quiet)
+        std::fprintf(stderr, "step %lld: the batch does not fit the device's memory; passes of %lld rows from here on\n",
+                     (long long)e.step_index + 1, (long long)e.rows);
     } else {
       j.update({{"event", "checkpoint"}, {"path", e.path}});
     }

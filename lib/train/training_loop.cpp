@@ -69,6 +69,18 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
   ForwardOptions eval;
   eval.precision = s.eval_precision;
 
+  // A pass that ran out of memory has made ReplicaSet split the batch: say so once.
+  int64_t micro_batch = replicas.micro_batch();
+  auto note_micro_batch = [&] {
+    if (replicas.micro_batch() == micro_batch) return;
+    micro_batch = replicas.micro_batch();
+    TrainEvent e;
+    e.kind = TrainEvent::micro_batch;
+    e.step_index = trainer.step();
+    e.rows = micro_batch;
+    emit(e);
+  };
+
   const int64_t first = trainer.step();
   TrainResult result;
   while (trainer.step() < s.steps) {
@@ -82,6 +94,7 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
     task.batch(t, s.batch, batch);
     train.seed = trainer.dropout_seed();
     const BatchScore score = replicas.forward_backward(batch, train, task.reports_accuracy());
+    note_micro_batch();
     if (!std::isfinite(score.loss)) {
       result.status = TrainStatus::diverged;
       result.step = t;
@@ -110,6 +123,7 @@ TrainResult train_model(SequenceModel& model, Trainer& trainer, TrainingTask& ta
 
     if (s.eval_every > 0 && trainer.step() % s.eval_every == 0 && task.has_test_data()) {
       const Evaluation ev = task.evaluate(replicas, eval);
+      note_micro_batch();
       TrainEvent te;
       te.kind = TrainEvent::eval;
       te.step_index = trainer.step();

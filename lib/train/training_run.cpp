@@ -55,6 +55,8 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
   check(a.gpu_sum == "nccl" || a.gpu_sum == "host", "--gpu-sum must be nccl or host, got '" + a.gpu_sum + "'");
   check(device == Device::cuda || !a.given.count("--gpu-sum"), "--gpu-sum applies to -d cuda");
   world.use_device(device, a.gpu_sum == "host" ? World::GpuSum::host : World::GpuSum::nccl);
+  check(a.memory_limit >= 0, "--memory-limit must be >= 0 GB");
+  set_memory_limit(device, size_t(a.memory_limit * 1e9));
   const bool resuming = a.resume && file_exists(a.output);
   check(a.resume || !file_exists(a.output),
         a.output + ": already exists; pass --resume to continue training it, or choose another --output");

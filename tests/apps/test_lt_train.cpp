@@ -441,6 +441,25 @@ TEST_CASE("lt-train refuses bad input with one line naming the problem") {
   CHECK_FALSE(std::filesystem::exists(dir.file("never.safetensors")));
 }
 
+TEST_CASE("lt-train --memory-limit: a limit the run stays under changes nothing, one it cannot meet is one line") {
+  TempDir dir;
+  const std::string args = "--task copy --layers 1 --d-model 16 --heads 2 -b 8 --steps 3 -q -s 3 -o ";
+  const std::string free = dir.file("free.safetensors"), limited = dir.file("limited.safetensors");
+  CommandResult r = lt_train(dir, args + q(free));
+  REQUIRE(r.exit_code == 0);
+  r = lt_train(dir, args + q(limited) + " --memory-limit 2");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(load_safetensors(limited).tensors.at("optimizer.exp_avg").to_vector() ==
+        load_safetensors(free).tensors.at("optimizer.exp_avg").to_vector());
+  const std::string tiny = dir.file("tiny.safetensors");
+  r = lt_train(dir, args + q(tiny) + " --memory-limit 0.000001");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("would pass its limit of 1e-06 GB") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(std::filesystem::exists(tiny));
+}
+
 TEST_CASE("lt-train --task copy trains a tiny model and --eval reports its accuracy") {
   TempDir dir;
   const std::string ckpt = dir.file("copy.safetensors");

@@ -415,6 +415,62 @@ TEST_CASE("a batch split over threads or micro-batches gives the whole batch's g
   CHECK(rel_error(gradient(1, 0, o.seed + 1).second, to_double(reference)) > 1e-2);
 }
 
+TEST_CASE("a step that runs out of memory halves its passes until they fit, with the gradient of the split asked for") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  ImageModelConfig c = tiny_model_config();
+  c.transformer.dropout = 0.2f;
+  ImageModel model(c, Device::cpu);
+  model.init_parameters(seed);
+  const int64_t B = 8, S = model.config().subpixels();
+  std::vector<int32_t> px(B * S);
+  for (auto& x : px) x = int32_t(rng.integer(0, 255));
+  const SequenceBatch batch = model.batch(px, B);
+  ForwardOptions o;
+  o.train = true;
+  o.seed = uint64_t(rng.integer(0, 1 << 30));
+  set_num_threads(1);
+  // What a step holds at its peak in passes of `micro` rows (buffers planned afresh).
+  auto peak = [&](int64_t micro) {
+    model.core().release_buffers();
+    model.params().zero_grad();
+    memory_reset_peak(Device::cpu);
+    ReplicaSet replicas(model.core(), B, micro);
+    replicas.forward_backward(batch, o);
+    return memory_peak(Device::cpu);
+  };
+  const size_t two = peak(2), four = peak(4);
+  REQUIRE(four > two);
+  auto gradient = [&](int64_t micro, size_t limit, int64_t* found) {
+    model.core().release_buffers();
+    model.params().zero_grad();
+    set_memory_limit(Device::cpu, limit);
+    ReplicaSet replicas(model.core(), B, micro);
+    const double loss = replicas.forward_backward(batch, o).loss;
+    *found = replicas.micro_batch();
+    set_memory_limit(Device::cpu, 0);
+    return std::make_pair(loss, floats(model.params().grads()));
+  };
+  int64_t found = 0;
+  const auto asked = gradient(2, 0, &found);
+  CHECK(found == 2);
+  // A limit between the two peaks: 8 rows, then 4, run out; passes of 2 fit.
+  const auto fitted = gradient(0, (two + four) / 2, &found);
+  CHECK(found == 2);
+  CHECK(fitted.first == asked.first);
+  CHECK(bitwise_equal(fitted.second, asked.second));
+  // A limit below what one row needs: one line.
+  model.core().release_buffers();
+  model.params().zero_grad();
+  set_memory_limit(Device::cpu, memory_in_use(Device::cpu) + 1024);
+  ReplicaSet replicas(model.core(), B);
+  CHECK_THROWS_WITH_AS(replicas.forward_backward(batch, o), doctest::Contains("one row of the batch does not fit"),
+                       OutOfMemory);
+  set_memory_limit(Device::cpu, 0);
+  set_num_threads(0);
+}
+
 TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);

@@ -40,6 +40,9 @@ std::string device_description(Device d);
 size_t memory_in_use(Device d);
 size_t memory_peak(Device d);
 void memory_reset_peak(Device d);
+// The most bytes of tensors a device may hold (0: no limit, the default); an
+// allocation past it throws lt::OutOfMemory, as running out does.
+void set_memory_limit(Device d, size_t bytes);
 
 // Build information: version, commit, whether CUDA was compiled in.
 const char* build_commit();

@@ -41,6 +41,7 @@ class BiLstm final : public Encoder {
   ~BiLstm() override;
   const LstmConfig& config() const { return config_; }
   void set_dropout(float p) override;
+  void release_buffers() override;
   // nn.LSTM's default: every tensor U(-1/sqrt(H), 1/sqrt(H)).
   void init_parameters(uint64_t seed) override;
   // x [B, L, input width] -> y [B, L, 2H]. Row b's forward direction reads

@@ -45,6 +45,9 @@ class Encoder {
   // projections), aliasing the encoder's; redrawn on request.
   virtual std::map<std::string, Tensor> feature_tensors() const { return {}; }
   virtual void redraw_feature_maps(uint64_t /*seed*/) {}
+  // Frees the buffers forward planned, which the next forward plans again
+  // for its own shape (after running out of memory on a larger one).
+  virtual void release_buffers() = 0;
 };
 
 }  // namespace lt

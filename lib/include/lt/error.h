@@ -35,6 +35,12 @@ struct Error : std::runtime_error {
   explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
+// A device (or the limit set_memory_limit put on it) had no room for an
+// allocation. Training catches it to split a batch into smaller passes.
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
 // Throws lt::Error(message) when cond is false. A message built by
 // concatenation is built even when cond holds: in per-frame or per-element
 // code, write `if (!cond) throw Error(...)` instead.

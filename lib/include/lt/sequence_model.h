@@ -99,6 +99,8 @@ class SequenceModel {
 
   const SequenceModelConfig& config() const { return config_; }
   void set_dropout(float p);  // for later training steps, and saved with the model
+  // Frees every buffer a forward or step planned (Encoder::release_buffers).
+  void release_buffers();
   Parameters& params() { return params_; }
   const Parameters& params() const { return params_; }
   Device device() const { return device_; }

@@ -37,7 +37,9 @@ struct BatchScore {
 // the small matrices of a CPU-sized model this uses the cores far better than
 // threading each product (6 layers x 128 on 2 cores: 15 -> 22 images/s).
 // A rank's rows may run as micro-batches, one after another, when the whole
-// share does not fit a device's memory.
+// share does not fit a device's memory: asked for, or found when a pass runs
+// out of memory (lt::OutOfMemory), which halves the passes until they fit
+// and keeps that size for later steps.
 //
 // Every part's loss is its summed nats over the counted positions of the
 // whole batch, so the parts' gradients add up to the batch's mean in any
@@ -61,8 +63,14 @@ class ReplicaSet {
   BatchScore forward_backward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy = false);
   // Without gradients (options.train false for an evaluation), split the same way.
   BatchScore forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy = false);
+  // The most rows of a pass: as asked, or as found to fit (0: a rank's whole share).
+  int64_t micro_batch() const { return micro_batch_; }
 
  private:
+  // The rank's rows [begin, end) in passes of micro_batch_ rows, halved
+  // after a pass runs out of memory until one row does not fit.
+  BatchScore passes(const SequenceBatch& batch, int64_t begin, int64_t end, int64_t normalizer,
+                    const ForwardOptions& options, bool accuracy, bool backward);
   // Rows [begin, end) of batch over the threads; scores are shares of normalizer.
   BatchScore run(const SequenceBatch& batch, int64_t begin, int64_t end, int64_t normalizer,
                  const ForwardOptions& options, bool accuracy, bool backward);
@@ -109,7 +117,7 @@ struct TrainLoopSettings {
 };
 
 struct TrainEvent {
-  enum Kind { step, eval, checkpoint } kind = step;
+  enum Kind { step, eval, checkpoint, micro_batch } kind = step;
   int64_t step_index = 0;     // updates done
   double loss = 0;            // step: the batch's mean nats per counted position; eval: the test's
   double accuracy = -1;       // when the task reports one
@@ -118,6 +126,7 @@ struct TrainEvent {
   double examples_per_s = 0;  // step: since the start of this run
   double epoch = 0;
   std::string path;  // checkpoint
+  int64_t rows = 0;  // micro_batch: the rows of a pass from here on, found when a larger pass ran out of memory
 };
 
 enum class TrainStatus { finished, interrupted, diverged };

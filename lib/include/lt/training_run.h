@@ -52,6 +52,7 @@ struct TrainingRecipe {
   std::vector<int64_t> milestones;
   int64_t warmup = 0, batch = 0, steps = 0, epochs = 1;
   int64_t micro_batch = 0;  // the most rows of one forward pass per rank (0: the rank's whole share)
+  double memory_limit = 0;  // GB of tensors a rank may hold on its device (0: what the device has)
   uint64_t seed = 1;
   int plateau = -1;  // evaluations without a better test loss before the lr is halved (-1: the task's default)
   int64_t checkpoint_every = 500, eval_every = 0, eval_images = 0;

@@ -100,6 +100,7 @@ class TransformerStack final : public Encoder {
   const TransformerConfig& config() const { return config_; }
   // The dropout of later training forwards (a resumed run may change it).
   void set_dropout(float p) override;
+  void release_buffers() override;
 
   // Fills the stack's parameters as torch's defaults do: Linear weights and
   // biases U(-1/sqrt(in), 1/sqrt(in)), LayerNorm ones and zeros; and draws
