@@ -135,8 +135,8 @@ void* device_alloc(Device d, size_t bytes) {
   void* p = nullptr;
   const Counter& c = counter(d);
   if (c.limit > 0 && c.now + bytes > c.limit)
-    throw OutOfMemory(std::string("allocating ") + gigabytes(bytes) + " on the " + device_name(d) + " with " +
-                      gigabytes(c.now) + " in use would pass its limit of " + gigabytes(c.limit));
+    throw OutOfMemory(std::string("allocating ") + gigabytes(bytes) + " on " + device_name(d) + " (" +
+                      gigabytes(c.now) + " in use) would pass the memory limit of " + gigabytes(c.limit));
   if (d == Device::cuda) {
     require_device(d);
 #ifdef LT_WITH_CUDA

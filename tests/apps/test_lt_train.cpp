@@ -455,7 +455,7 @@ TEST_CASE("lt-train --memory-limit: a limit the run stays under changes nothing,
   const std::string tiny = dir.file("tiny.safetensors");
   r = lt_train(dir, args + q(tiny) + " --memory-limit 0.000001");
   CHECK(r.exit_code != 0);
-  CHECK(r.err.find("would pass its limit of 1e-06 GB") != std::string::npos);
+  CHECK(r.err.find("would pass the memory limit of 1e-06 GB") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_FALSE(std::filesystem::exists(tiny));
 }
