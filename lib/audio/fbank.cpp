@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "audio/fft_convolve.h"
 #include "lt/error.h"
 
 namespace lt {
@@ -26,14 +27,6 @@ double FbankConfig::high_frequency() const { return high_hz > 0 ? high_hz : samp
 double hz_to_mel(double hz) { return 1127.0 * std::log(1.0 + hz / 700.0); }
 double mel_to_hz(double mel) { return 700.0 * (std::exp(mel / 1127.0) - 1.0); }
 
-namespace {
-// FFTW's planner is not thread-safe; execution of a finished plan is.
-std::mutex& planner_mutex() {
-  static std::mutex m;
-  return m;
-}
-}  // namespace
-
 struct Fbank::Plan {
   int64_t L = 0, N = 0;
   std::vector<float> window;
@@ -44,7 +37,7 @@ struct Fbank::Plan {
   std::vector<Filter> filters;
   fftwf_plan plan = nullptr;
   ~Plan() {
-    std::lock_guard<std::mutex> lock(planner_mutex());
+    std::lock_guard<std::mutex> lock(audio::fftw_planner_mutex());
     if (plan) fftwf_destroy_plan(plan);
   }
 };
@@ -116,7 +109,7 @@ Fbank::Fbank(const FbankConfig& c) : config_(c) {
   FrameBuffers& buf = frame_buffers();
   buf.ensure(p->N);
   {
-    std::lock_guard<std::mutex> lock(planner_mutex());
+    std::lock_guard<std::mutex> lock(audio::fftw_planner_mutex());
     p->plan = fftwf_plan_dft_r2c_1d(int(p->N), buf.frame, buf.spectrum, FFTW_ESTIMATE);
   }
   check(p->plan != nullptr, "fbank: FFTW could not plan a " + std::to_string(p->N) + "-point transform");

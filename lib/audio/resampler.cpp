@@ -61,4 +61,18 @@ void Resampler::flush(std::vector<float>& out) {
   if (soxr_) run(nullptr, 0, out);
 }
 
+std::vector<float> resample(const std::vector<float>& x, double from, double to) {
+  if (from == to || x.empty()) return x;
+  const size_t n = size_t(std::llround(double(x.size()) * to / from));
+  std::vector<float> y(n);
+  const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+  const soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+  size_t used = 0, made = 0;
+  const soxr_error_t error =
+      soxr_oneshot(from, to, 1, x.data(), x.size(), &used, y.data(), n, &made, &io, &quality, nullptr);
+  check(!error, std::string("resampling failed: ") + (error ? soxr_strerror(error) : ""));
+  y.resize(n);  // soxr_oneshot gives the aligned output; a last sample it rounds away stays 0
+  return y;
+}
+
 }  // namespace lt::audio

@@ -28,4 +28,9 @@ class Resampler {
   std::string name_;
 };
 
+// The whole of x from one rate to another in one call (libsoxr, high
+// quality), round(n x to / from) samples long and aligned with x: what the
+// filter delays is taken back. Not clipped.
+std::vector<float> resample(const std::vector<float>& x, double from, double to);
+
 }  // namespace lt::audio
