@@ -104,6 +104,12 @@ int main(int argc, char** argv) {
   speech->add_option("--max-frames", a.max_frames, "longest utterance in 10 ms frames; longer ones are left out")->capture_default_str()->check(CLI::PositiveNumber);
   speech->add_flag("--spec-augment", a.spec_augment, "mask 2 frequency bands (<= 8 bins) and 2 time spans (<= 20 positions) of each training utterance");
   speech->add_option("--vtlp", a.vtlp, "vocal tract length perturbation: warp each training utterance's spectrum by a factor drawn from [1 - V, 1 + V] (0: none; 0.1 is usual)")->capture_default_str()->check(CLI::Range(0.0, 0.5));
+  speech->add_option("--speed", a.speed, "waveform augmentation, P or P:LO:HI: with probability P an utterance is played faster by a factor from LO..HI (tempo and pitch; 0.9:1.1 if not given)")->capture_default_str();
+  speech->add_option("--reverb", a.reverb, "P or P:LO:HI: a synthetic room with a reverberation time of LO..HI seconds (0.2:1.0), 0-10 dB direct to reverberant")->capture_default_str();
+  speech->add_option("--noise", a.noise, "P or P:LO:HI: noise at an SNR of LO..HI dB (5:25), coloured (white to brown) or a babble of 3-5 other training utterances")->capture_default_str();
+  speech->add_option("--telephone", a.telephone, "P: the telephone band (8 kHz, 300 Hz high-pass), then G.711 mu-law or A-law")->capture_default_str();
+  speech->add_option("--codec", a.codec, "P: GSM 6.10, MP3 or Opus at their lowest rates, encoded and decoded in memory")->capture_default_str();
+  speech->add_option("--clipping", a.clipping, "P or P:LO:HI: a gain of LO..HI dB (6:20), then clipping at full scale")->capture_default_str();
   speech->add_option("--beam", a.beam, "--eval: CTC prefix beam width (1: greedy)")->capture_default_str()->check(CLI::Range(1, 1024));
   optim->add_option("--plateau", a.plateau, "halve the lr after this many evaluations without a better test loss (0: never; -1: the task's, asr 3)")->capture_default_str();
 

@@ -45,6 +45,21 @@ SpeechSet load_split(const std::string& name, const std::string& path, const Tra
   return set;
 }
 
+// The waveform augmentations the flags ask for, over each one's default range.
+WaveAugmentation wave_augmentation(const TrainingRecipe& a) {
+  WaveAugmentation w;
+  w.speed = parse_wave_draw("--speed", a.speed, w.speed);
+  w.reverb = parse_wave_draw("--reverb", a.reverb, w.reverb);
+  w.noise = parse_wave_draw("--noise", a.noise, w.noise);
+  w.telephone = parse_wave_draw("--telephone", a.telephone, w.telephone);
+  w.codec = parse_wave_draw("--codec", a.codec, w.codec);
+  w.clip = parse_wave_draw("--clipping", a.clipping, w.clip);
+  check(w.speed.lo >= 0.5 && w.speed.hi <= 2, "--speed: factors outside 0.5 .. 2");
+  check(w.reverb.lo >= 0.05 && w.reverb.hi <= 3, "--reverb: reverberation times outside 0.05 .. 3 s");
+  check(w.clip.lo >= 0 && w.clip.hi <= 60, "--clipping: gains outside 0 .. 60 dB");
+  return w;
+}
+
 // Whether --attention asks for a causal model (causal-*, the streaming model).
 bool asks_causal(const TrainingRecipe& a) {
   return a.given.count("--attention") && a.attention.rfind("causal-", 0) == 0;
@@ -179,6 +194,10 @@ class SpeechFamily final : public TaskFamily {
     m["speech.valid_utterances"] = std::to_string(valid_.size());
     m["speech.spec_augment"] = a.spec_augment ? "1" : "0";
     m["speech.vtlp"] = exact(a.vtlp);
+    const WaveAugmentation w = wave_augmentation(a);
+    for (auto [name, d] : {std::pair{"speed", &w.speed}, {"reverb", &w.reverb}, {"noise", &w.noise},
+                           {"telephone", &w.telephone}, {"codec", &w.codec}, {"clipping", &w.clip}})
+      m[std::string("speech.") + name] = wave_draw_text(*d);
     m["speech.max_frames"] = std::to_string(a.max_frames);
     if (!a.init.empty()) m["lt.train.init"] = a.init;
     return m;
@@ -186,8 +205,10 @@ class SpeechFamily final : public TaskFamily {
   std::map<std::string, Tensor> tensors() const override { return frontend_.tensors(); }
   TrainingTask& task(const TrainingRecipe& a, int64_t) override {
     SpeechAugmentation augmentation;
+    augmentation.wave = wave_augmentation(a);
     augmentation.masks = a.spec_augment;
     augmentation.vtlp = a.vtlp;
+    augmentation.max_positions = model_->config().max_positions;
     task_ = std::make_unique<SpeechTrainingTask>(std::move(train_), std::move(valid_), a.seed, frontend_, augmentation);
     return *task_;
   }
@@ -277,6 +298,7 @@ class SpeechFamily final : public TaskFamily {
 
  private:
   void load_data(const TrainingRecipe& a, bool fit_statistics) {
+    wave_augmentation(a);  // a bad flag fails before the data loads
     const int64_t max_positions = model_ ? model_->config().max_positions : max_positions_of(a);
     train_ = load_split("train", a.data, a, frontend_, max_positions, fit_statistics);
     if (!a.valid.empty()) valid_ = load_split("valid", a.valid, a, frontend_, max_positions, false);

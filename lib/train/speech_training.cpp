@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <set>
 
@@ -70,6 +71,7 @@ SpeechSet make_speech_set(const std::vector<Utterance>& utterances, const std::v
     set.phones.labels.insert(set.phones.labels.end(), u.phones.begin(), u.phones.end());
     set.phones.offsets.push_back(int64_t(set.phones.labels.size()));
     set.speakers.push_back(u.speaker);
+    set.audio.push_back(u.audio);
   }
   if (report) *report = r;
   return set;
@@ -80,10 +82,15 @@ namespace {
 // Rows idx of set as a padded batch: its stacked frames into stacked [rows,
 // length, set.width], zero past each row's length; lengths and labels into out.
 void gather_batch(const SpeechSet& set, const std::vector<int64_t>& idx, std::vector<float>& stacked,
-                  SequenceBatch& out) {
+                  SequenceBatch& out, const std::vector<std::vector<float>>* fresh = nullptr) {
   const int64_t rows = int64_t(idx.size()), W = set.width;
+  // Row r's frames: fresh[r] where the waveform was changed, else the set's.
+  auto changed = [&](int64_t r) { return fresh && !(*fresh)[size_t(r)].empty(); };
+  auto positions = [&](int64_t r) {
+    return changed(r) ? int64_t((*fresh)[size_t(r)].size()) / W : set.positions(idx[size_t(r)]);
+  };
   int64_t length = 0;
-  for (int64_t i : idx) length = std::max(length, set.positions(i));
+  for (int64_t r = 0; r < rows; ++r) length = std::max(length, positions(r));
   out.rows = rows;
   out.length = length;
   out.inputs.clear();
@@ -95,9 +102,12 @@ void gather_batch(const SpeechSet& set, const std::vector<int64_t>& idx, std::ve
   out.labels.labels.clear();
   out.labels.offsets.assign(1, 0);
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t i = idx[size_t(r)], n = set.positions(i);
-    std::copy(set.inputs.begin() + set.start[i] * W, set.inputs.begin() + (set.start[i] + n) * W,
-              stacked.begin() + r * length * W);
+    const int64_t i = idx[size_t(r)], n = positions(r);
+    if (changed(r))
+      std::copy((*fresh)[size_t(r)].begin(), (*fresh)[size_t(r)].end(), stacked.begin() + r * length * W);
+    else
+      std::copy(set.inputs.begin() + set.start[i] * W, set.inputs.begin() + (set.start[i] + n) * W,
+                stacked.begin() + r * length * W);
     out.lengths[size_t(r)] = int32_t(n);
     const auto* first = set.phones.labels.data() + set.phones.offsets[i];
     out.labels.labels.insert(out.labels.labels.end(), first, first + set.phones.length(i));
@@ -225,13 +235,20 @@ const std::vector<std::vector<int64_t>>& SpeechTrainingTask::plan(int64_t epoch,
 void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
   const int64_t per_epoch = std::max<int64_t>(1, train_.size() / rows);
   const auto& batches = plan(step / per_epoch, rows);
-  gather_batch(train_, batches[size_t(step % per_epoch)], stacked_, out);
+  const std::vector<int64_t>& idx = batches[size_t(step % per_epoch)];
+  auto row_key = [&](int64_t r) { return splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r))); };
+  if (augment_.wave.any()) {
+    std::vector<std::vector<float>> fresh = changed_waveforms(idx, row_key);
+    gather_batch(train_, idx, stacked_, out, &fresh);
+  } else {
+    gather_batch(train_, idx, stacked_, out);
+  }
   const int64_t W = train_.width;
   const int bins = frontend_.fbank_config().bins, stack = frontend_.stack();
   for (int64_t r = 0; r < out.rows; ++r) {
     float* rows = stacked_.data() + r * out.length * W;
     const int64_t n = out.lengths[size_t(r)];
-    const uint64_t key = splitmix64(seed_ ^ splitmix64(uint64_t(step) * 0x10001ull + uint64_t(r)));
+    const uint64_t key = row_key(r);
     if (augment_.vtlp > 0) {  // rows of stacked frames are frames one after another
       const double u = double(splitmix64(key ^ 0x7E17Aull) >> 11) * 0x1.0p-53;
       frontend_.warp_normalized(rows, n * stack, 1 + augment_.vtlp * (2 * u - 1));
@@ -239,6 +256,39 @@ void SpeechTrainingTask::batch(int64_t step, int64_t rows, SequenceBatch& out) {
     if (augment_.masks) spec_augment(rows, n, bins, stack, augment_.spec, key);
   }
   window_batch(train_, stacked_, out);
+}
+
+// The stacked frames of each row whose waveform its key changes (read again
+// from its file, augmented, through the front end); empty for the others,
+// and for one the change made too short for its phones or too long.
+std::vector<std::vector<float>> SpeechTrainingTask::changed_waveforms(
+    const std::vector<int64_t>& idx, const std::function<uint64_t(int64_t)>& row_key) const {
+  const int64_t rows = int64_t(idx.size());
+  const int bins = frontend_.fbank_config().bins;
+  std::vector<std::vector<float>> fresh(static_cast<size_t>(rows));
+  std::vector<std::exception_ptr> error(static_cast<size_t>(rows));
+  auto other = [&](uint64_t k) { return read_audio(train_.audio[size_t(k % uint64_t(train_.size()))]); };
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t key = splitmix64(row_key(r) ^ 0x3A7Eull);
+    if (!augment_.wave.changes(key)) continue;
+    try {
+      const int64_t i = idx[size_t(r)];
+      const std::vector<float> raw =
+          frontend_.filterbank(augment_waveform(read_audio(train_.audio[size_t(i)]), augment_.wave, key, other));
+      const int64_t positions = frontend_.positions(int64_t(raw.size()) / bins);
+      const int32_t* phones = train_.phones.labels.data() + train_.phones.offsets[size_t(i)];
+      if (positions < ctc_min_frames(phones, train_.phones.length(i)) ||
+          (augment_.max_positions > 0 && positions > augment_.max_positions))
+        continue;
+      fresh[size_t(r)] = frontend_.encoder_inputs(raw, FrameWindow{frontend_.stack()});
+    } catch (...) {
+      error[size_t(r)] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : error)
+    if (e) std::rethrow_exception(e);
+  return fresh;
 }
 
 double SpeechTrainingTask::epoch(int64_t step, int64_t rows) const {

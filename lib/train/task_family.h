@@ -71,7 +71,8 @@ inline constexpr const char* kImageOnlyOptions[] = {"--data", "--init", "--prese
                                                     "--eval-images", "--recurrent"};
 // Options of the speech task, and those of the image task it has no use for.
 inline constexpr const char* kSpeechOnlyOptions[] = {"--valid", "--lexicon", "--frame-stack", "--context", "--future",
-                                                     "--max-frames", "--spec-augment", "--vtlp", "--beam", "--encoder", "--score"};
+                                                     "--max-frames", "--spec-augment", "--vtlp", "--speed", "--reverb", "--noise",
+                                                     "--telephone", "--codec", "--clipping", "--beam", "--encoder", "--score"};
 inline constexpr const char* kImageNotSpeechOptions[] = {"--preset", "--mixtures", "--output-head",
                                                          "--eval-images", "--recurrent"};
 // Options of the transformer that a Bi-LSTM encoder has no use for.

@@ -85,6 +85,11 @@ void TrainingRecipe::adopt(const Checkpoint& ck) {
   if (!given.count("--spec-augment") && ck.metadata.count("speech.spec_augment"))
     spec_augment = ck.meta("speech.spec_augment") == "1";
   if (!given.count("--vtlp") && ck.metadata.count("speech.vtlp")) vtlp = parse_float(ck, "speech.vtlp");
+  for (auto [flag, field] : {std::pair{"--speed", &speed}, {"--reverb", &reverb}, {"--noise", &noise},
+                             {"--telephone", &telephone}, {"--codec", &codec}, {"--clipping", &clipping}}) {
+    const std::string key = std::string("speech.") + (flag + 2);
+    if (!given.count(flag) && ck.metadata.count(key)) *field = ck.meta(key);
+  }
   if (!given.count("--max-frames") && ck.metadata.count("speech.max_frames"))
     max_frames = ck.meta_int("speech.max_frames");
   if (ck.metadata.count("lt.train.command")) {

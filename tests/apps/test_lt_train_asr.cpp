@@ -128,12 +128,13 @@ TEST_CASE("lt-train --export of a speech model scores --score manifests and adds
   CHECK(!std::filesystem::exists(tmp.file("c.safetensors")));
 }
 
-TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment and warp") {
+TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keeping its SpecAugment, warp and waveform changes") {
   TempDir tmp;
   const std::string train = synthesize_manifest(tmp, "train");
   const std::string straight = tmp.file("straight.safetensors"), resumed = tmp.file("resumed.safetensors");
   const std::string unwarped = tmp.file("unwarped.safetensors");
-  const std::string common = "--task asr --data '" + train + "' " + kTiny + " --spec-augment --dropout 0.2 ";
+  const std::string common =
+      "--task asr --data '" + train + "' " + kTiny + " --spec-augment --dropout 0.2 --speed 0.5 --noise 0.5:10:20 ";
   REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 6 -o '" + straight + "'").exit_code == 0);
   REQUIRE(run_tool(tmp, "lt-train", common + "--vtlp 0.1 --steps 3 -o '" + resumed + "'").exit_code == 0);
   const std::string half_seconds = load_safetensors(resumed).meta("lt.train.seconds");
@@ -145,6 +146,9 @@ TEST_CASE("lt-train --task asr resumes bitwise where a straight run ends, keepin
   const Checkpoint ck = load_safetensors(resumed);
   CHECK(ck.meta("speech.spec_augment") == "1");
   CHECK(std::stof(ck.meta("speech.vtlp")) == 0.1f);
+  CHECK(ck.meta("speech.speed") == "0.5:0.9:1.1");
+  CHECK(ck.meta("speech.noise") == "0.5:10:20");
+  CHECK(ck.meta("speech.codec") == "0:0:0");
   CHECK(tensor_values(resumed) == tensor_values(straight));
   // Training time adds up over the two runs.
   CHECK(std::stod(ck.meta("lt.train.seconds")) > std::stod(half_seconds));
@@ -266,6 +270,12 @@ TEST_CASE("lt-train --task asr refuses bad input with one line naming the proble
            "bad.wav");
   one_line(run_tool(tmp, "lt-train", "--task image --frame-stack 2 --steps 1"), "--frame-stack");
   one_line(run_tool(tmp, "lt-train", "--task asr --mixtures 3 --steps 1"), "--mixtures");
+  // Waveform augmentation flags: refused before any data is read.
+  const std::string data = "--task asr --data '" + missing + "' " + kTiny + " --steps 1 -o '" + tmp.file("m3") + "'";
+  one_line(run_tool(tmp, "lt-train", data + " --speed 1:0.3:0.9"), "--speed: factors outside 0.5 .. 2");
+  one_line(run_tool(tmp, "lt-train", data + " --codec 2"), "--codec '2': expected P or P:LO:HI");
+  one_line(run_tool(tmp, "lt-train", "--task image --noise 0.5 --steps 1"), "--noise");
+  CHECK(!std::filesystem::exists(tmp.file("m3")));
 }
 
 TEST_CASE("lt-train --task asr --encoder bilstm trains the Bi-LSTM baseline, resumes bitwise, and evaluates") {

@@ -6,7 +6,9 @@
 #include <numeric>
 #include <set>
 
+#include "audio/audio_files.h"
 #include "io/temp_dir.h"
+#include "lt/augment.h"
 #include "lt/safetensors.h"
 #include "lt/speech_training.h"
 #include "test_util.h"
@@ -232,6 +234,117 @@ TEST_CASE("speech training resumes bitwise: SpecAugment masks, the warp, dropout
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   CHECK(t3.lr_scale() == t1.lr_scale());
+}
+
+TEST_CASE("waveform augmentation flags: P or P:LO:HI over the defaults, anything else one line naming the flag") {
+  const WaveAugmentation::Draw d{0, 0.9, 1.1};
+  const WaveAugmentation::Draw a = parse_wave_draw("--speed", "0.25", d), b = parse_wave_draw("--speed", "1:0.8:1.3", d);
+  CHECK(a.p == 0.25);
+  CHECK(a.lo == 0.9);
+  CHECK(a.hi == 1.1);
+  CHECK(b.p == 1);
+  CHECK(b.lo == 0.8);
+  CHECK(b.hi == 1.3);
+  const WaveAugmentation::Draw c = parse_wave_draw("--noise", wave_draw_text({0.3, -2.5, 17.125}), d);
+  CHECK(c.p == 0.3);
+  CHECK(c.lo == -2.5);
+  CHECK(c.hi == 17.125);
+  for (const char* bad : {"", "x", "1.5", "-0.1", "0.5:1", "0.5:1.2:0.8", "0.5:1:2:3", "0.5:nan:1", "0.5 "})
+    CHECK_THROWS_WITH(parse_wave_draw("--speed", bad, d), doctest::Contains("--speed '"));
+}
+
+TEST_CASE("augment_waveform applies each change with its probability, as a function of the key alone") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  std::vector<float> x(8000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(0.3 * std::sin(0.05 * double(i)) + 0.05 * rng.normal());
+  const std::vector<float> other_samples(3000, 0.1f);
+  int calls = 0;
+  auto other = [&](uint64_t) {
+    ++calls;
+    return other_samples;
+  };
+  WaveAugmentation none;
+  CHECK(augment_waveform(x, none, seed, other) == x);
+  CHECK_FALSE(none.changes(seed));
+  // Every change at once, twice from one key: the same samples; another key: others.
+  WaveAugmentation all;
+  for (WaveAugmentation::Draw* d : {&all.speed, &all.reverb, &all.noise, &all.telephone, &all.codec, &all.clip}) d->p = 1;
+  const std::vector<float> y = augment_waveform(x, all, seed, other);
+  CHECK(augment_waveform(x, all, seed, other) == y);
+  CHECK(augment_waveform(x, all, seed + 1, other) != y);
+  CHECK(all.changes(seed));
+  // Speed alone, at a fixed factor: the length follows it.
+  WaveAugmentation speed;
+  speed.speed = {1, 1.25, 1.25};
+  CHECK(augment_waveform(x, speed, seed, other) == audio::change_speed(x, 1.25));
+  // At p = 0.5 each, changes() says exactly when the samples change.
+  WaveAugmentation half;
+  for (WaveAugmentation::Draw* d : {&half.speed, &half.reverb, &half.noise, &half.telephone, &half.clip}) d->p = 0.5;
+  int changed = 0;
+  for (uint64_t k = 0; k < 40; ++k) {
+    const bool c = half.changes(seed + k);
+    CHECK((augment_waveform(x, half, seed + k, other) != x) == c);
+    changed += c;
+  }
+  CHECK(changed > 30);  // 1 - 0.5^5 of them
+  CHECK(calls > 0);     // babble asked for other utterances
+}
+
+TEST_CASE("speech batches with waveform augmentation: a changed row is the front end of its changed audio") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir dir;
+  // Eight utterances of tones 0.6-1.2 s long, with phones that fit them.
+  std::vector<Utterance> utts;
+  for (int i = 0; i < 8; ++i) {
+    const size_t n = size_t(rng.integer(9600, 19200));
+    std::vector<float> x(n);
+    const double hz = rng.uniform(150, 900);
+    for (size_t k = 0; k < n; ++k)
+      x[k] = float(0.3 * std::sin(2 * M_PI * hz * double(k) / 16000) * (0.6 + 0.4 * std::sin(double(k) / 900)));
+    Utterance u;
+    u.audio = dir.file("u" + std::to_string(i) + ".wav");
+    write_float_wav(u.audio, x);
+    u.speaker = "s";
+    u.phones = {1, 2, 3};
+    utts.push_back(u);
+  }
+  SpeechFrontEnd frontend;
+  const std::vector<std::vector<float>> raw = compute_filterbanks(utts, frontend);
+  frontend.set_statistics(filterbank_statistics(raw, frontend.fbank_config().bins));
+  const SpeechSet set = make_speech_set(utts, raw, frontend, 1000);
+  REQUIRE(set.size() == 8);
+  SpeechAugmentation plain, faster;
+  faster.wave.speed = {1, 1.25, 1.25};
+  SpeechTrainingTask a(set, SpeechSet{}, seed, frontend, plain), b(set, SpeechSet{}, seed, frontend, faster),
+      b2(set, SpeechSet{}, seed, frontend, faster);
+  for (int64_t step = 0; step < 3; ++step) {
+    SequenceBatch pa, pb, pb2;
+    a.batch(step, 4, pa);
+    b.batch(step, 4, pb);
+    b2.batch(step, 4, pb2);
+    CHECK(pb.features == pb2.features);  // a function of (seed, step)
+    REQUIRE(pa.rows == pb.rows);
+    const int64_t W = set.width;
+    for (int64_t r = 0; r < pb.rows; ++r) {
+      // Which utterance: the plain row's frames are the set's.
+      int64_t which = -1;
+      for (int64_t i = 0; i < set.size(); ++i)
+        if (set.positions(i) == pa.lengths[size_t(r)] &&
+            std::equal(set.inputs.begin() + set.start[i] * W, set.inputs.begin() + set.start[i + 1] * W,
+                       pa.features.begin() + r * pa.length * W))
+          which = i;
+      REQUIRE(which >= 0);
+      const std::vector<float> want =
+          frontend.encoder_inputs(frontend.filterbank(audio::change_speed(read_audio(set.audio[size_t(which)]), 1.25)));
+      REQUIRE(pb.lengths[size_t(r)] * W == int64_t(want.size()));
+      CHECK(std::equal(want.begin(), want.end(), pb.features.begin() + r * pb.length * W));
+      CHECK(pb.lengths[size_t(r)] < pa.lengths[size_t(r)]);
+    }
+  }
 }
 
 TEST_CASE("the plateau rule scales the learning rate after patience evaluations without a better loss") {

@@ -8,6 +8,7 @@
 //   lt::train_model(model, trainer, task, settings, on_event);
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct SpeechSet {
   std::vector<int64_t> start;   // utterance i is positions start[i] .. start[i+1]-1
   CtcTargets phones;            // utterance i's phone ids
   std::vector<std::string> speakers;
+  std::vector<std::string> audio;  // utterance i's file, read again for waveform augmentation
   int64_t size() const { return int64_t(speakers.size()); }
   int64_t positions(int64_t i) const { return start[i + 1] - start[i]; }
   int64_t input_width() const { return width / window.stack * window.frames(); }  // what the encoder reads
@@ -64,12 +66,44 @@ struct SpeechScore {
 SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t batch, const ForwardOptions& options,
                          const CtcBeamOptions& decoding = {});
 
+// Changes to an utterance's waveform before the front end (lt/augment.h),
+// in this order, each with its probability and its parameter drawn
+// uniformly from [lo, hi]; lt-train's --speed, --reverb, --noise,
+// --telephone, --codec and --clipping, written P or P:LO:HI.
+struct WaveAugmentation {
+  struct Draw {
+    double p = 0, lo = 0, hi = 0;
+  };
+  Draw speed{0, 0.9, 1.1};   // the speed factor (tempo and pitch)
+  Draw reverb{0, 0.2, 1.0};  // a room's rt60 in seconds; its direct-to-reverberant ratio from 0 to 10 dB
+  Draw noise{0, 5, 25};      // the SNR in dB: coloured noise (1/f^0..2) or a babble of 3 to 5 other utterances
+  Draw telephone{0, 0, 0};   // the telephone band, then mu-law or A-law
+  Draw codec{0, 0, 0};       // GSM 6.10, MP3 or Opus at their lowest rates
+  Draw clip{0, 6, 20};       // gain in dB, then clipping at full scale
+  bool any() const { return speed.p + reverb.p + noise.p + telephone.p + codec.p + clip.p > 0; }
+  // Whether augment_waveform would change anything under this key.
+  bool changes(uint64_t key) const;
+  // "speed=P:LO:HI ..." of the draws with a probability, for metadata; parse()'s input per flag.
+  std::string describe() const;
+};
+// A flag's text, P or P:LO:HI, over its defaults; one line naming the flag otherwise.
+WaveAugmentation::Draw parse_wave_draw(const std::string& flag, const std::string& text,
+                                       const WaveAugmentation::Draw& defaults);
+std::string wave_draw_text(const WaveAugmentation::Draw& d);  // "P:LO:HI", parse_wave_draw's inverse
+// x through the augmentations that key draws. other(k) returns the samples
+// of another training utterance picked by k, for babble.
+std::vector<float> augment_waveform(std::vector<float> x, const WaveAugmentation& w, uint64_t key,
+                                    const std::function<std::vector<float>(uint64_t)>& other);
+
 // What training changes in each utterance, drawn from (seed, step, row):
-// first the vocal tract warp, then SpecAugment's masks.
+// first the waveform (read again from its file), then the vocal tract warp,
+// then SpecAugment's masks.
 struct SpeechAugmentation {
+  WaveAugmentation wave;
   bool masks = false;  // SpecAugment (lt-train --spec-augment)
   SpecAugment spec;
   double vtlp = 0;     // MelWarp by alpha uniform in [1 - vtlp, 1 + vtlp] (--vtlp); 0: none
+  int64_t max_positions = 0;  // an utterance the waveform changes past this keeps its own frames (0: no limit)
 };
 
 // The task: batches of utterances of similar length (bucketing keeps padding
@@ -89,13 +123,15 @@ class SpeechTrainingTask final : public TrainingTask {
 
  private:
   const std::vector<std::vector<int64_t>>& plan(int64_t epoch, int64_t rows);
+  std::vector<std::vector<float>> changed_waveforms(const std::vector<int64_t>& idx,
+                                                    const std::function<uint64_t(int64_t)>& row_key) const;
   SpeechSet train_, valid_;
   uint64_t seed_;
   SpeechFrontEnd frontend_;
   SpeechAugmentation augment_;
   int64_t planned_epoch_ = -1, planned_rows_ = 0;
   std::vector<std::vector<int64_t>> batches_;
-  std::vector<float> stacked_;  // a batch's rows before context frames, reused  // the planned epoch's batches of utterance indices
+  std::vector<float> stacked_;  // a batch's rows before context frames, reused
 };
 
 }  // namespace lt

@@ -66,6 +66,8 @@ struct TrainingRecipe {
   int64_t max_frames = 2400, beam = 1;
   bool spec_augment = false;
   float vtlp = 0;  // vocal tract warp: alpha in [1 - vtlp, 1 + vtlp] per utterance and step
+  // Waveform augmentations, each "P" or "P:LO:HI" (WaveAugmentation).
+  std::string speed = "0", reverb = "0", noise = "0", telephone = "0", codec = "0", clipping = "0";
 
   // Evaluation and export.
   bool recurrent = false;       // evaluate through the recurrent step
@@ -84,7 +86,7 @@ struct TrainingRecipe {
   // The learning-rate schedule, with base_lr where lr is 0.
   Schedule make_schedule(float base_lr, int64_t total_steps) const;
   // Every training option not given (seed, batch, steps, optimizer, lr and
-  // schedule, clip; bf16 products; asr's spec_augment, vtlp and max_frames)
+  // schedule, clip; bf16 products; asr's augmentations and max_frames)
   // from the checkpoint's lt.train.* and speech.* metadata, so that a resumed
   // run sees the batches, dropout masks and learning rates the uninterrupted
   // run would have.
