@@ -3,11 +3,13 @@
 # only what is missing, so it is cheap to run again. CUDA is not a Debian
 # package: when nvcc is installed (e.g. /usr/local/cuda) the build uses it,
 # and NCCL with it. Open MPI lets lt-train run over many processes.
+# pocketsphinx-en-us brings the CMU dictionary and a general English trigram
+# (scripts/speech/sphinx_lm_to_arpa.py, which sphinxbase-utils' tools test).
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libcli11-dev doctest-dev libstb-dev libsndfile1-dev
           nlohmann-json3-dev zlib1g-dev libfftw3-dev libsoxr-dev espeak-ng python3
-          libopenmpi-dev openmpi-bin python3-numpy python3-pytest "$@")
+          libopenmpi-dev openmpi-bin python3-numpy python3-pytest pocketsphinx-en-us sphinxbase-utils "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
