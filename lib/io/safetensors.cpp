@@ -195,10 +195,12 @@ void read_exactly(const std::string& path, std::FILE* f, void* dst, size_t bytes
 
 // The whole file mapped copy-on-write (a tensor may be changed in place;
 // the file never is), unmapped with its last view; null when it cannot be.
+// Not populated: populating a writable private mapping copies every page
+// at once, where reading maps the page cache's own and a write copies one.
 std::shared_ptr<void> map_file(std::FILE* f, uint64_t size) {
   struct stat st {};
   if (size == 0 || fstat(fileno(f), &st) != 0 || uint64_t(st.st_size) != size) return nullptr;  // changed since
-  void* p = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fileno(f), 0);
+  void* p = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(f), 0);
   if (p == MAP_FAILED) return nullptr;
   return std::shared_ptr<void>(p, [size](void* q) { munmap(q, size_t(size)); });
 }

@@ -6,6 +6,8 @@
 // without forming a single string.
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <limits>
 #include <utility>
 
 #include "lt/error.h"
@@ -32,14 +34,26 @@ size_t LanguageModel::first_slot(uint64_t k, size_t slots) {
 size_t LanguageModel::find_slot(const Arc* table, size_t slots, uint64_t k) {
   const size_t mask = slots - 1;
   size_t i = first_slot(k, slots);
-  while (table[i].key != k && table[i].key != kNoArc) i = (i + 1) & mask;
+  // At most every slot once: a mapped copy's table may hold no empty one.
+  for (size_t probes = 0; table[i].key != k && table[i].key != kNoArc; i = (i + 1) & mask)
+    if (++probes == slots) return slots;
   return i;
 }
 
 const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) const {
   if (arc_slots_ == 0) return nullptr;
-  const Arc& a = arcs_[find_slot(arcs_, arc_slots_, key(context, word))];
-  return a.key == kNoArc ? nullptr : &a;
+  const size_t i = find_slot(arcs_, arc_slots_, key(context, word));
+  if (i == arc_slots_ || arcs_[i].key == kNoArc) return nullptr;
+  // Checked as it is used rather than when loaded: a mapped copy's million
+  // slots are most of a start-up otherwise, and a short job reads a few.
+  const Arc& a = arcs_[i];
+  uint8_t has_prob;
+  std::memcpy(&has_prob, &a.has_prob, 1);  // a bool's byte may hold anything in a damaged copy
+  if (has_prob > 1 || a.next < -1 || size_t(int64_t(a.next) + 1) > context_count_ ||
+      (has_prob && !(a.logp <= 0 && a.logp > -std::numeric_limits<double>::infinity())))
+    throw Error(name_ + ": its binary copy " + copy_path_ + " is damaged at arc " + std::to_string(i) +
+                "; remove it and the next load writes it again");
+  return &a;
 }
 
 // The longest suffix of "context word" that is a context, of at most

@@ -105,6 +105,7 @@ class LanguageModel {
   // ARPA reader built, or a mapped binary copy (load_language_model), which
   // `storage_` owns. Copies of a model share them.
   std::shared_ptr<const void> storage_;
+  std::string copy_path_;  // the mapped copy's file, for the message when one of its arcs is damaged
   const Context* contexts_ = nullptr;
   size_t context_count_ = 0;
   const Arc* arcs_ = nullptr;
