@@ -57,7 +57,7 @@ for tool in lt-train lt-sample-image lt-complete lt-bench lt-asr; do
   measure "\`$tool --help\`" "$bin/$tool" --help
 done
 measure "\`lt-sample-image -n 1 -b 1\`" "$bin/lt-sample-image" -n 1 -b 1 -s 2 -o "$tmp/x.png"
-measure "\`lt-complete digit.png --keep-rows 27\`" "$bin/lt-complete" "$tmp/digit.png" --keep-rows 27 -s 2 -q -o "$tmp/c.png"
+measure "\`lt-complete digit.png --keep-rows 27\`" "$bin/lt-complete" "$tmp/digit.png" --keep-rows 27 -s 2 -o "$tmp/c.png"
 measure "\`lt-asr\` on 1 s of speech" "$bin/lt-asr" "$tmp/one.wav"
 measure "\`lt-asr --stream\` on 1 s of speech" "$bin/lt-asr" --stream "$tmp/one.wav"
 measure "\`lt-bench generate -b 1 --steps 8\`" "$bin/lt-bench" generate -a linear -b 1 --steps 8 -q
