@@ -25,7 +25,7 @@ namespace {
 
 struct Args {
   std::vector<std::string> inputs;
-  std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm;
+  std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm, vocabulary;
   std::string raw_format = "s16le";
   int raw_rate = 0, raw_channels = 1, threads = 0, beam = 64;
   double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
                "TAB phones)");
   app.add_option("--lm", a.lm, std::string("--words: ARPA word model, plain or gzip, or 'none' (default: ") + kWordModel +
                                    " in $LT_WEIGHTS if set, else the shipped weights/)");
+  app.add_option("--vocabulary", a.vocabulary,
+                 "--words: recognise only these words (a word list, pronounced by --lexicon), each as likely as "
+                 "the next: command-style use; no word model unless --lm names one");
   app.add_option("--lm-weight", a.word_search.lm_weight, "--words: weight of the word model's log-probability")
       ->capture_default_str();
   app.add_option("--word-bonus", a.word_search.word_bonus, "--words: log-score added per word")->capture_default_str();
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<lt::SpeechRecognizer> recognizer;
   try {
     lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
-    for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam"})
+    for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam", "--vocabulary"})
       lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
@@ -152,6 +155,10 @@ int main(int argc, char** argv) {
     }
     if (a.words) {
       lexicon = lt::read_lexicon(a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon);
+      if (!a.vocabulary.empty()) {
+        lexicon = lt::read_vocabulary(a.vocabulary, lexicon);
+        if (a.lm.empty()) a.lm = "none";  // a word list's words are equally likely
+      }
       if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
       in.recognizer.lexicon = &lexicon;
       in.recognizer.lm = lm.get();

@@ -80,4 +80,28 @@ Lexicon read_lexicon(const std::string& path) {
   return lex;
 }
 
+Lexicon read_vocabulary(const std::string& path, const Lexicon& from) {
+  const std::vector<uint8_t> bytes = io::read_file_bytes(path);
+  const std::string text(bytes.begin(), bytes.end());
+  Lexicon vocabulary;
+  vocabulary.name = path;
+  size_t line_no = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, std::min(text.find('#', at), end) - at);
+    at = end + 1;
+    ++line_no;
+    for (const std::string& word : split_words(line)) {
+      std::vector<int32_t> phones = from.phones_of(word);
+      check(!phones.empty(), path + ":" + std::to_string(line_no) + ": '" + word + "' has no pronunciation in " +
+                                 from.name + " (add it there, or give --lexicon)");
+      std::string upper;
+      for (char c : word) upper += char(std::toupper(static_cast<unsigned char>(c)));
+      vocabulary.words.emplace(upper, std::move(phones));
+    }
+  }
+  check(!vocabulary.words.empty(), path + ": no words (expected a word list, whitespace-separated)");
+  return vocabulary;
+}
+
 }  // namespace lt

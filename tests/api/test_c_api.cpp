@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/c_api_util.h"
 #include "apps/cli.h"
 #include "lt.h"
 #include "lt/backend.h"
@@ -20,27 +21,10 @@ using namespace lt::test;
 
 namespace {
 
-struct Model {
-  lt_model* m = nullptr;
-  explicit Model(const std::string& path) { REQUIRE_MESSAGE(lt_model_load(path.c_str(), "cpu", &m) == LT_OK, std::string(lt_last_error())); }
-  ~Model() { lt_model_free(m); }
-};
-
-struct State {
-  lt_state* s = nullptr;
-  ~State() { lt_state_free(s); }
-};
-
 lt_model_info info_of(lt_model* m) {
   lt_model_info info;
   REQUIRE(lt_model_get_info(m, &info) == LT_OK);
   return info;
-}
-
-std::vector<int32_t> random_tokens(Rng& rng, int64_t n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& x : v) x = int32_t(rng.integer(0, 255));
-  return v;
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -301,6 +301,36 @@ TEST_CASE("lt-asr with no -m uses the shipped speech models, offline and streami
   }
 }
 
+TEST_CASE("lt-asr --words --vocabulary: command-style words from a word list, and one line for a word it cannot say") {
+  TempDir tmp;
+  // A training voice saying two commands of a small vocabulary.
+  const std::string a = espeak(tmp, "a.wav", "en-us", "turn the light on");
+  const std::string b = espeak(tmp, "b.wav", "en-us", "open the door");
+  const std::string lex = "TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nCLOSE K L OW Z\n"
+                          "DOOR D AO R\nWINDOW W IH N D OW\nSTOP S T AA P\nUNUSED AH N Y UW Z D\n";
+  write_bytes(tmp.file("lex.dict"), std::vector<uint8_t>(lex.begin(), lex.end()));
+  const std::string list = "turn the light on off  # a comment\nopen close door window\nstop\n";
+  write_bytes(tmp.file("commands.txt"), std::vector<uint8_t>(list.begin(), list.end()));
+  const std::string common = "--words --lexicon lex.dict --vocabulary commands.txt ";
+  const std::string in_tmp = "cd '" + tmp.file("") + "' && env -u LT_WEIGHTS ";
+  CommandResult r = run_tool(tmp, "lt-asr", common + "a.wav b.wav", in_tmp);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> text = lines(r.out);
+  REQUIRE(text.size() == 2);
+  CHECK(text[0].rfind("a.wav\tTURN THE LIGHT ON\t", 0) == 0);
+  CHECK(text[1].rfind("b.wav\tOPEN THE DOOR\t", 0) == 0);
+  // A word the lexicon cannot pronounce: one line naming the list and its line.
+  write_bytes(tmp.file("bad.txt"), std::vector<uint8_t>{'o', 'n', '\n', 'z', 'x', 'q', '\n'});
+  r = run_tool(tmp, "lt-asr", "--words --lexicon lex.dict --vocabulary bad.txt a.wav", in_tmp);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("bad.txt:2: 'ZXQ' has no pronunciation in lex.dict") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  r = run_tool(tmp, "lt-asr", "--vocabulary commands.txt a.wav", in_tmp);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--vocabulary is an option of --words") != std::string::npos);
+}
+
 TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/c_api_util.h"
 #include "apps/cli.h"
 #include "lt.h"
 #include "test_util.h"
@@ -14,25 +15,6 @@ using namespace lt;
 using namespace lt::test;
 
 namespace {
-
-struct Model {
-  lt_model* m = nullptr;
-  Model(const std::string& path, const char* device) {
-    REQUIRE_MESSAGE(lt_model_load(path.c_str(), device, &m) == LT_OK, std::string(lt_last_error()));
-  }
-  ~Model() { lt_model_free(m); }
-};
-
-struct State {
-  lt_state* s = nullptr;
-  ~State() { lt_state_free(s); }
-};
-
-std::vector<int32_t> random_tokens(Rng& rng, int64_t n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& x : v) x = int32_t(rng.integer(0, 255));
-  return v;
-}
 
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());

@@ -377,21 +377,38 @@ TEST_CASE("training on several CPU threads splits each batch over replicas: the 
   CHECK(bitwise_equal(one_step(2, 0.1f), dropped_split));
 }
 
+namespace {
+// A tiny image model with dropout, a batch of B random images for it and
+// training options with a random mask seed.
+struct SplitCase {
+  ImageModel model;
+  SequenceBatch batch;
+  ForwardOptions options;
+  SplitCase(Rng& rng, uint64_t seed, int64_t B, float dropout) : model(with_dropout(dropout), Device::cpu) {
+    model.init_parameters(seed);
+    std::vector<int32_t> px(B * model.config().subpixels());
+    for (auto& x : px) x = int32_t(rng.integer(0, 255));
+    batch = model.batch(px, B);
+    options.train = true;
+    options.seed = uint64_t(rng.integer(0, 1 << 30));
+  }
+  static ImageModelConfig with_dropout(float p) {
+    ImageModelConfig c = tiny_model_config();
+    c.transformer.dropout = p;
+    return c;
+  }
+};
+}  // namespace
+
 TEST_CASE("a batch split over threads or micro-batches gives the whole batch's gradient, dropout masks included") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = tiny_model_config();
-  c.transformer.dropout = 0.3f;
-  ImageModel model(c, Device::cpu);
-  model.init_parameters(seed);
-  const int64_t B = 7, S = model.config().subpixels();
-  std::vector<int32_t> px(B * S);
-  for (auto& x : px) x = int32_t(rng.integer(0, 255));
-  const SequenceBatch batch = model.batch(px, B);
-  ForwardOptions o;
-  o.train = true;
-  o.seed = uint64_t(rng.integer(0, 1 << 30));
+  const int64_t B = 7;
+  SplitCase t(rng, seed, B, 0.3f);
+  ImageModel& model = t.model;
+  const SequenceBatch& batch = t.batch;
+  const ForwardOptions& o = t.options;
   auto gradient = [&](int threads, int64_t micro, uint64_t mask_seed) {
     set_num_threads(threads);
     model.params().zero_grad();
@@ -419,17 +436,11 @@ TEST_CASE("a step that runs out of memory halves its passes until they fit, with
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  ImageModelConfig c = tiny_model_config();
-  c.transformer.dropout = 0.2f;
-  ImageModel model(c, Device::cpu);
-  model.init_parameters(seed);
-  const int64_t B = 8, S = model.config().subpixels();
-  std::vector<int32_t> px(B * S);
-  for (auto& x : px) x = int32_t(rng.integer(0, 255));
-  const SequenceBatch batch = model.batch(px, B);
-  ForwardOptions o;
-  o.train = true;
-  o.seed = uint64_t(rng.integer(0, 1 << 30));
+  const int64_t B = 8;
+  SplitCase t(rng, seed, B, 0.2f);
+  ImageModel& model = t.model;
+  const SequenceBatch& batch = t.batch;
+  const ForwardOptions& o = t.options;
   set_num_threads(1);
   // What a step holds at its peak in passes of `micro` rows (buffers planned afresh).
   auto peak = [&](int64_t micro) {

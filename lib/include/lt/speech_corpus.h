@@ -37,6 +37,11 @@ struct Lexicon {
 // Every word needs at least one phone, each one of the 39 (errors name
 // file:line).
 Lexicon read_lexicon(const std::string& path);
+// The words of a word list (whitespace-separated, "#" to the end of a line
+// a comment) with their pronunciations from `from`: the vocabulary of
+// command-style recognition. A word `from` cannot pronounce, or an empty
+// list, is one line naming path:line.
+Lexicon read_vocabulary(const std::string& path, const Lexicon& from);
 
 struct Utterance {
   std::string audio;      // the file's path as the program can open it
