@@ -58,6 +58,22 @@ IPA_PHONES = {
     "ɪɹ": ["IH", "R"], "ɛɹ": ["EH", "R"], "ʊɹ": ["UH", "R"], "ʉɹ": ["UW", "R"], "ɔːɹ": ["AO", "R"],
     "oːɹ": ["AO", "R"], "ɑːɹ": ["AA", "R"]}
 SENTENCE_WORDS = (4, 30)
+# Short utterances, as people speak to machines: a word on its own, a
+# command, names, spelled letters, digits. Words the CMU dictionary lacks
+# are dropped when the plan is made.
+COMMAND_VERBS = ["turn on", "turn off", "open", "close", "play", "stop", "pause", "call", "show", "find", "start",
+                 "cancel", "set", "check", "send", "read", "go to", "switch off", "look up", "answer"]
+COMMAND_OBJECTS = ["the light", "the lights", "the door", "the window", "music", "the radio", "the timer", "mom",
+                   "the kitchen", "my email", "the weather", "the news", "an alarm", "the heating", "home", "the car",
+                   "the garage", "the next song", "my messages", "the calendar"]
+NAMES = ["john", "mary", "james", "patricia", "robert", "jennifer", "michael", "linda", "william", "elizabeth",
+         "david", "barbara", "richard", "susan", "joseph", "jessica", "thomas", "sarah", "charles", "karen", "daniel",
+         "nancy", "matthew", "lisa", "anthony", "betty", "mark", "helen", "paul", "sandra", "steven", "donna", "andrew",
+         "carol", "kenneth", "ruth", "george", "sharon", "edward", "laura", "peter", "anna", "smith", "johnson",
+         "brown", "miller", "wilson", "moore", "taylor", "anderson", "thomas", "jackson", "white", "harris", "martin"]
+LETTERS = list("abcdefghijklmnopqrstuvwxyz")
+DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "oh"]
+SHORT_KINDS = ["word", "command", "name", "letters", "digits"]
 SECONDS_PER_PHONE = 0.085  # planning estimate only; the manifest has measured durations
 
 # Voices: (engine, voice, weight). Validation voices never train.
@@ -164,16 +180,40 @@ def choose_sentences(lex, seed, left_out=None):
     return kept
 
 
-def plan(sentences, lex, hours, voices, split, rng_seed, start):
-    """Utterances until the estimated duration reaches `hours`; returns them and the next sentence index."""
+def short_text(rng, lex, vocabulary):
+    """One short utterance's words: a kind of SHORT_KINDS drawn evenly."""
+    kind = rng.choice(SHORT_KINDS)
+    if kind == "word":
+        words = [rng.choice(vocabulary)]
+    elif kind == "command":
+        words = (rng.choice(COMMAND_VERBS) + " " + rng.choice(COMMAND_OBJECTS)).split()
+        if rng.random() < 0.3:
+            words = ["please"] + words
+    elif kind == "name":
+        words = [rng.choice(NAMES) for _ in range(rng.randint(1, 2))]
+    elif kind == "letters":
+        words = [rng.choice(LETTERS) for _ in range(rng.randint(2, 6))]
+    else:
+        words = [rng.choice(DIGITS) for _ in range(rng.randint(2, 7))]
+    return " ".join(w.upper() for w in words if w.upper() in lex) or "STOP"
+
+
+def plan(sentences, lex, hours, voices, split, rng_seed, start, short_share=0.0):
+    """Utterances until the estimated duration reaches `hours`, short_share of
+    it short utterances (short_text) between the sentences; returns them and
+    the next sentence index."""
     weighted = [v for v in voices for _ in range(v[2])]
-    utts, total, i = [], 0.0, start
+    # Single words as often as the sentences use them.
+    vocabulary = [w for s in sentences[:20000] for w in s.split()]
+    utts, total, short_total, i, shorts = [], 0.0, 0.0, start, 0
     while total < hours * 3600:
-        if i >= len(sentences):
+        short = short_share > 0 and short_total < short_share * total
+        if not short and i >= len(sentences):
             log(f"ran out of sentences at {total / 3600:.2f} h of {split}")
             break
-        words = sentences[i]
-        rng = random.Random(f"{rng_seed}-{split}-{i}")
+        # A sentence's draws are those of the corpus before short utterances.
+        rng = random.Random(f"{rng_seed}-{split}-short{shorts}" if short else f"{rng_seed}-{split}-{i}")
+        words = short_text(rng, lex, vocabulary) if short else sentences[i]
         engine, voice, _ = rng.choice(weighted)
         u = {"id": f"{split}{len(utts):06d}", "words": words, "engine": engine, "voice": voice}
         if engine == "espeak":
@@ -191,9 +231,16 @@ def plan(sentences, lex, hours, voices, split, rng_seed, start):
                             "telephone": ["highpass", "300", "lowpass", "3400", "rate", "8000"],
                             "noise": ["noise", str(rng.randint(5, 20)), rng.choice(["white", "pink", "brown"])]}[kind]
         phones = sum(len(lex[w]) for w in words.split())
-        total += phones * SECONDS_PER_PHONE * u.get("stretch", 1) + 0.4
+        seconds = phones * SECONDS_PER_PHONE * u.get("stretch", 1) + 0.4
+        total += seconds
+        if short:
+            short_total += seconds
+            shorts += 1
+        else:
+            i += 1
         utts.append(u)
-        i += 1
+    if short_share > 0:
+        log(f"{split}: {short_total / 3600:.2f} h of {total / 3600:.2f} h in {shorts} short utterances")
     return utts, i
 
 
@@ -397,6 +444,9 @@ def main():
     ap.add_argument("--out", default="data/speech", help="output folder")
     ap.add_argument("--seed", type=int, default=1, help="sentence order, voices and augmentation")
     ap.add_argument("--shard", type=int, default=100, help="utterances per shard (the unit of resumption)")
+    ap.add_argument("--short-share", type=float, default=0.15,
+                    help="share of each split's hours in short utterances: single words, 2-5 word commands, names, "
+                         "spelled letters, digits (0: sentences only, the corpus before it)")
     ap.add_argument("--phone-text", action="store_true",
                     help="write OUT/phone-text.txt, the phones of every sentence no utterance reads, through a training "
                          "voice's front end, and stop: text for a phone model (make_lm.py --column phones)")
@@ -408,10 +458,12 @@ def main():
     lex = read_lexicon()
     left_out = []
     sentences = choose_sentences(lex, a.seed, left_out)
-    valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0)
-    train, unread = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i)
+    if not 0 <= a.short_share < 1:
+        sys.exit(f"make_corpus.py: --short-share {a.short_share} is not in [0, 1)")
+    valid, next_i = plan(sentences, lex, a.valid_hours, VALID_VOICES, "valid", a.seed, 0, a.short_share)
+    train, unread = plan(sentences, lex, a.hours, TRAIN_VOICES, "train", a.seed, next_i, a.short_share)
     control = control_plan(valid, a.control)
-    log(f"{len(train)} training and {len(valid)} validation utterances planned, each a different sentence")
+    log(f"{len(train)} training and {len(valid)} validation utterances planned, each sentence read once")
     if a.phone_text:
         write_phone_text(sentences[unread:] + left_out, a.seed, a.jobs, os.path.join(a.out, "phone-text.txt"))
         log(f"done in {time.time() - t0:.0f} s")

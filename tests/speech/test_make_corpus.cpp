@@ -142,3 +142,54 @@ TEST_CASE("make_corpus.py: a phone with no mapping stops the corpus with its nam
   CHECK(label(tmp, "ipa", "\tk ʘ t\n", &labels, &log) != 0);
   CHECK(log.find("'ʘ' has no mapping") != std::string::npos);
 }
+
+TEST_CASE("make_corpus.py plans the share of short utterances asked for, of every kind, and keeps the sentences' draws") {
+  const uint64_t seed = fresh_seed() % 1000000;
+  INFO("seed " << seed);
+  TempDir tmp;
+  // A lexicon of every word the short utterances and the sentences use, and
+  // sentences of its words; plan() as main() calls it, with and without shorts.
+  write_text(tmp.file("plan.py"), R"(import random, sys
+sys.path.insert(0, sys.argv[1])
+import make_corpus as mc
+seed, share = int(sys.argv[2]), float(sys.argv[3])
+words = set("THE A OF AND TO CAT DOG RAN SAT ON MAT HOUSE GREEN BIG".split())
+for group in (mc.COMMAND_VERBS, mc.COMMAND_OBJECTS, mc.NAMES, mc.LETTERS, mc.DIGITS, ["please", "stop"]):
+    for entry in group:
+        words.update(entry.upper().split())
+lex = {w: ["AH"] * (1 + len(w) // 2) for w in words}
+rng = random.Random(seed)
+base = sorted(words - {w.upper() for w in mc.LETTERS})
+sentences = [" ".join(rng.choice(base) for _ in range(rng.randint(4, 12))) for _ in range(3000)]
+def seconds(u):
+    return sum(len(lex[w]) for w in u["words"].split()) * mc.SECONDS_PER_PHONE * u.get("stretch", 1) + 0.4
+utts, _ = mc.plan(sentences, lex, 1.0, mc.TRAIN_VOICES, "train", seed, 0, share)
+plain, _ = mc.plan(sentences, lex, 1.0, mc.TRAIN_VOICES, "train", seed, 0, 0.0)
+short = [u for u in utts if u["words"] not in sentences]
+total = sum(seconds(u) for u in utts)
+got = sum(seconds(u) for u in short) / total
+assert abs(got - share) < 0.01, (got, share)
+letters = {w.upper() for w in mc.LETTERS}
+kinds = {"letters": any(all(w in letters for w in u["words"].split()) and len(u["words"].split()) > 1 for u in short),
+         "digits": any(all(w.lower() in mc.DIGITS for w in u["words"].split()) for u in short),
+         "names": any(all(w.lower() in mc.NAMES for w in u["words"].split()) for u in short),
+         "commands": any(any(u["words"].lower().endswith(o) for o in mc.COMMAND_OBJECTS) for u in short),
+         "words": any(len(u["words"].split()) == 1 for u in short)}
+assert all(kinds.values()), kinds
+assert all(w in lex for u in utts for w in u["words"].split())
+# The sentences read with shorts between them are read as without: voice and settings.
+long = [u for u in utts if u["words"] in sentences]
+strip = lambda u: {k: v for k, v in u.items() if k != "id"}
+assert [strip(u) for u in long] == [strip(u) for u in plain[:len(long)]]
+print(len(short), len(long), round(got, 4))
+)");
+  for (const char* share : {"0.15", "0.4"}) {
+    INFO("share " << share);
+    const std::string command = "python3 '" + tmp.file("plan.py") + "' '" + std::string(LT_SCRIPTS_DIR) + "/speech' " +
+                                std::to_string(seed) + " " + share + " >'" + tmp.file("out.txt") + "' 2>'" +
+                                tmp.file("err.txt") + "'";
+    CHECK(std::system(command.c_str()) == 0);
+    INFO(read_text(tmp.file("err.txt")));
+    CHECK(!read_text(tmp.file("out.txt")).empty());
+  }
+}
