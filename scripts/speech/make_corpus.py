@@ -212,7 +212,8 @@ def plan(sentences, lex, hours, voices, split, rng_seed, start, short_share=0.0)
             log(f"ran out of sentences at {total / 3600:.2f} h of {split}")
             break
         # A sentence's draws are those of the corpus before short utterances.
-        rng = random.Random(f"{rng_seed}-{split}-short{shorts}" if short else f"{rng_seed}-{split}-{i}")
+        key = f"{rng_seed}-{split}-short{shorts}" if short else f"{rng_seed}-{split}-{i}"
+        rng = random.Random(key)
         words = short_text(rng, lex, vocabulary) if short else sentences[i]
         engine, voice, _ = rng.choice(weighted)
         u = {"id": f"{split}{len(utts):06d}", "words": words, "engine": engine, "voice": voice}
@@ -223,6 +224,14 @@ def plan(sentences, lex, hours, voices, split, rng_seed, start, short_share=0.0)
             u["speed"] = rng.randint(135, 185)
         elif engine == "flite":
             u["stretch"] = round(rng.uniform(0.85, 1.2), 2)
+        # Every talker at its own pitch and rate: espeak-ng sets both itself,
+        # flite its rate; sox shifts the rest (drawn apart, so the draws
+        # above are the corpus's before this).
+        vary = random.Random(key + "-voice")
+        if engine in ("flite", "festival"):
+            u["pitch_cents"] = vary.randint(-250, 250)
+        if engine == "festival":
+            u["tempo"] = round(vary.uniform(0.85, 1.15), 3)
         if split == "train" and rng.random() < 0.5:
             kind = rng.choice(["speed", "pitch", "reverb", "telephone", "noise"])
             u["augment"] = {"speed": ["speed", f"{rng.uniform(0.9, 1.1):.3f}"],
@@ -329,11 +338,13 @@ def finish(u, raw, out_path, tmp):
     # Repeatable random numbers and no dither (the same bytes every run); -G
     # lowers the gain where an effect would clip; errors only on stderr.
     sox = ["sox", "-R", "-D", "-G", "-V1"]
-    effects = ["rate", "-h", "16000"] if not aug or aug[0] != "noise" else []
+    voice = (["pitch", str(u["pitch_cents"])] if "pitch_cents" in u else []) + \
+        (["tempo", "-s", str(u["tempo"])] if "tempo" in u else [])
+    effects = voice + (["rate", "-h", "16000"] if not aug or aug[0] != "noise" else [])
     if aug and aug[0] == "noise":
         snr, colour = float(aug[1]), aug[2]
         clean = os.path.join(tmp, u["id"] + ".clean.wav")
-        subprocess.run(sox + [raw, "-r", "16000", "-c", "1", clean], check=True)
+        subprocess.run(sox + [raw, "-r", "16000", "-c", "1", clean] + voice, check=True)
         level = rms_of(clean) / (10 ** (snr / 20))
         noise = os.path.join(tmp, u["id"] + ".noise.wav")
         # A noise of RMS `level` (a unit-amplitude white/pink/brown noise scaled by its own RMS).
