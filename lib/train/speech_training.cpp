@@ -201,6 +201,8 @@ SpeechTrainingTask::SpeechTrainingTask(SpeechSet train, SpeechSet valid, uint64_
   check(train_.size() > 0, "no training utterances");
   check(augment_.vtlp >= 0 && augment_.vtlp <= 0.5,
         "speech task: vocal tract warp " + std::to_string(augment_.vtlp) + " outside [0, 0.5]");
+  check(!augment_.wave.any() || int64_t(train_.audio.size()) == train_.size(),
+        "speech task: waveform augmentation reads each training utterance's audio again, and the set names none");
 }
 
 const std::vector<std::vector<int64_t>>& SpeechTrainingTask::plan(int64_t epoch, int64_t rows) {

@@ -251,6 +251,12 @@ TEST_CASE("waveform augmentation flags: P or P:LO:HI over the defaults, anything
   CHECK(c.hi == 17.125);
   for (const char* bad : {"", "x", "1.5", "-0.1", "0.5:1", "0.5:1.2:0.8", "0.5:1:2:3", "0.5:nan:1", "0.5 "})
     CHECK_THROWS_WITH(parse_wave_draw("--speed", bad, d), doctest::Contains("--speed '"));
+  // A set made in memory names no audio to read again.
+  Rng rng(fresh_seed());
+  const SpeechSet set = random_set(rng, 10, 3);
+  SpeechAugmentation noisy;
+  noisy.wave.noise.p = 0.5;
+  CHECK_THROWS_WITH(SpeechTrainingTask(set, SpeechSet{}, 1, frontend_of(set), noisy), doctest::Contains("names none"));
 }
 
 TEST_CASE("augment_waveform applies each change with its probability, as a function of the key alone") {
