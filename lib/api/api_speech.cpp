@@ -91,6 +91,7 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     if (o.beam < 1) throw ArgumentError("lt_recognizer_new: beam must be >= 1, got " + std::to_string(o.beam));
     if (o.phone_lm && o.beam == 1) throw lt::Error("lt_recognizer_new: a phone language model needs a beam search (beam > 1)");
     if (o.word_lm && !o.lexicon) throw lt::Error("lt_recognizer_new: a word language model needs a lexicon");
+    if (o.word_list && !o.lexicon) throw lt::Error("lt_recognizer_new: a word list needs a lexicon to pronounce it");
     if (o.max_delay < 0 || o.pause_seconds < 0) throw ArgumentError("lt_recognizer_new: max_delay and pause_seconds must be >= 0");
     auto r = std::make_unique<lt_recognizer>();
     const lt::Device device = lt::parse_device(o.device);
@@ -108,6 +109,7 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     }
     if (o.lexicon) {
       r->lexicon = lt::read_lexicon(o.lexicon);
+      if (o.word_list) r->lexicon = lt::read_vocabulary(o.word_list, r->lexicon);
       ro.lexicon = &r->lexicon;
       if (o.word_lm) {
         r->word_lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(o.word_lm));

@@ -152,6 +152,8 @@ typedef struct lt_recognizer_options {
   double max_delay;      /* seconds a search may hold a phone or word back before it settles */
   double prune;          /* a beam search does not extend a phone whose log-probability is below this */
   double pause_seconds;  /* recognition starts afresh after this much silence; 0: never */
+  const char* word_list;  /* a file of words (whitespace-separated, '#' comments): only these, pronounced by
+                             lexicon, each as likely as the next (lt-asr --vocabulary); NULL: every lexicon word */
 } lt_recognizer_options;
 
 /* cpu, greedy phones (beam 1), no language models, max_delay 0.5 s, prune

@@ -104,6 +104,25 @@ TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones a
   REQUIRE(lt_transcribe(r.r, samples.data(), int64_t(samples.size()), &again.t) == LT_OK);
   check_same(phones(again.t), phones(t.t));
   CHECK(lt_transcript_phone(t.t, lt_transcript_phones(t.t)).text == nullptr);
+
+  // A word list: lt-asr --vocabulary's words and times.
+  const std::string list = dir.file("list.txt");
+  write_text(list, "seven days # a comment\nwithout rain\n");
+  o.word_list = list.c_str();
+  Recognizer listed(kOffline, o);
+  Transcript lt_words;
+  REQUIRE_MESSAGE(lt_transcribe_file(listed.r, wav.c_str(), &lt_words.t) == LT_OK, std::string(lt_last_error()));
+  const CommandResult v = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lexicon '" + lexicon +
+                                                      "' --vocabulary '" + list + "' -f json -q '" + wav + "'");
+  REQUIRE(v.exit_code == 0);
+  check_same(words(lt_words.t), from_json(nlohmann::json::parse(v.out)["words"], "word"));
+  for (const auto& [word, start, end] : words(lt_words.t))
+    CHECK((word == "SEVEN" || word == "DAYS" || word == "WITHOUT" || word == "RAIN"));
+  // Without a lexicon to pronounce it: one line.
+  o.lexicon = nullptr;
+  lt_recognizer* none = nullptr;
+  CHECK(lt_recognizer_new(kOffline.c_str(), &o, &none) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("a word list needs a lexicon") != std::string::npos);
 }
 
 TEST_CASE("lt.h speech: a stream pushed in random pieces settles the whole recording's phones") {

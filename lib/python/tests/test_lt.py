@@ -158,3 +158,19 @@ def _read_wav(path):
         x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768
     t = np.arange(0, len(x) / rate, 1 / 16000)
     return np.interp(t, np.arange(len(x)) / rate, x).astype(np.float32)
+
+
+def test_a_word_list_limits_the_words_to_its_own(tmp_path):
+    wav = str(tmp_path / "a.wav")
+    assert subprocess.run(["espeak-ng", "-v", "en-us", "-w", wav, "turn the light on"]).returncode == 0
+    lexicon = tmp_path / "words.dict"
+    lexicon.write_text("TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nDOOR D AO R\n")
+    words = tmp_path / "commands.txt"
+    words.write_text("turn the light on off  # the lights\nopen door\n")
+    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), word_list=str(words))
+    heard = asr.transcribe(wav)
+    assert [w for w, _, _ in heard["words"]] == ["TURN", "THE", "LIGHT", "ON"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("turn zxq\n")
+    with pytest.raises(lt.Error, match="bad.txt:1: 'ZXQ' has no pronunciation"):
+        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), word_list=str(bad))
