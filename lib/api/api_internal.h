@@ -1,6 +1,8 @@
 // What the C API's handles hold, and the guard every entry point runs in: no
 // exception crosses lt.h, each failure sets the thread's message.
 #pragma once
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <string>
@@ -38,6 +40,16 @@ struct ArgumentError : Error {
 template <class T>
 void require(T* p, const char* what) {
   if (p == nullptr) throw ArgumentError(std::string(what) + " is NULL");
+}
+
+// n values copied into memory the caller frees with free() (the API's
+// *_free functions); at least one element, so that a NULL means failure.
+template <class T>
+T* caller_copy(const T* data, size_t n) {
+  auto* out = static_cast<T*>(std::malloc(std::max<size_t>(1, n) * sizeof(T)));
+  if (!out) throw std::bad_alloc();
+  std::copy(data, data + n, out);
+  return out;
 }
 
 template <class F>

@@ -12,6 +12,7 @@
 #include "lt/recognizer.h"
 
 using lt::api::ArgumentError;
+using lt::api::caller_copy;
 using lt::api::require;
 
 struct lt_recognizer {
@@ -130,10 +131,7 @@ lt_status lt_audio_read(const char* path, float** samples, int64_t* count) {
     require(samples, "samples");
     require(count, "count");
     const std::vector<float> audio = lt::read_audio(path);
-    auto* out = static_cast<float*>(std::malloc(std::max<size_t>(1, audio.size()) * sizeof(float)));
-    if (!out) throw std::bad_alloc();
-    std::copy(audio.begin(), audio.end(), out);
-    *samples = out;
+    *samples = caller_copy(audio.data(), audio.size());
     *count = int64_t(audio.size());
   });
 }

@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "api_internal.h"
 #include "lt/safetensors.h"
@@ -14,6 +13,7 @@
 namespace {
 
 using lt::api::ArgumentError;
+using lt::api::caller_copy;
 using lt::api::require;
 
 // The model's architecture as saved states record it (dropout is a training setting).
@@ -191,10 +191,7 @@ lt_status lt_state_to_bytes(const lt_state* state, uint8_t** bytes, size_t* size
     require(bytes, "bytes");
     require(size, "size");
     const std::string out = lt::safetensors_bytes({{"state", state->state.buffer}}, state_metadata(*state));
-    auto* copy = static_cast<uint8_t*>(std::malloc(out.size()));
-    if (!copy) throw std::bad_alloc();
-    std::memcpy(copy, out.data(), out.size());
-    *bytes = copy;
+    *bytes = caller_copy(reinterpret_cast<const uint8_t*>(out.data()), out.size());
     *size = out.size();
   });
 }

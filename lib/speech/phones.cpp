@@ -49,22 +49,30 @@ std::vector<int32_t> Lexicon::phones_of(const std::string& word) const {
   return it == words.end() ? std::vector<int32_t>{} : it->second;
 }
 
-Lexicon read_lexicon(const std::string& path) {
+namespace {
+// Each line of the file at path, with its number from 1.
+template <class F>
+void for_each_line(const std::string& path, F&& f) {
   const std::vector<uint8_t> bytes = io::read_file_bytes(path);
   const std::string text(bytes.begin(), bytes.end());
-  Lexicon lex;
-  lex.name = path;
   size_t line_no = 0;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string line = text.substr(at, end - at);
+    f(text.substr(at, end - at), ++line_no);
     at = end + 1;
-    ++line_no;
-    if (line.empty() || line.rfind(";;;", 0) == 0) continue;
+  }
+}
+}  // namespace
+
+Lexicon read_lexicon(const std::string& path) {
+  Lexicon lex;
+  lex.name = path;
+  for_each_line(path, [&](const std::string& line, size_t line_no) {
+    if (line.empty() || line.rfind(";;;", 0) == 0) return;
     const std::vector<std::string> fields = split_words(line);
-    if (fields.empty()) continue;
+    if (fields.empty()) return;
     const std::string& word = fields[0];
-    if (word.find('(') != std::string::npos) continue;  // an alternate pronunciation
+    if (word.find('(') != std::string::npos) return;  // an alternate pronunciation
     std::vector<int32_t> phones;
     for (size_t i = 1; i < fields.size(); ++i) {
       if (fields[i][0] == '#') break;  // a trailing comment
@@ -75,31 +83,22 @@ Lexicon read_lexicon(const std::string& path) {
     // A bare word and one followed by a comment alike: a word needs a phone.
     check(!phones.empty(), path + ":" + std::to_string(line_no) + ": word '" + word + "' has no pronunciation");
     lex.words.emplace(word, std::move(phones));
-  }
+  });
   check(!lex.words.empty(), path + ": no pronunciations (expected CMU-dictionary lines \"word PH ON ES\")");
   return lex;
 }
 
 Lexicon read_vocabulary(const std::string& path, const Lexicon& from) {
-  const std::vector<uint8_t> bytes = io::read_file_bytes(path);
-  const std::string text(bytes.begin(), bytes.end());
   Lexicon vocabulary;
   vocabulary.name = path;
-  size_t line_no = 0;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string line = text.substr(at, std::min(text.find('#', at), end) - at);
-    at = end + 1;
-    ++line_no;
-    for (const std::string& word : split_words(line)) {
+  for_each_line(path, [&](const std::string& line, size_t line_no) {
+    for (const std::string& word : split_words(line.substr(0, line.find('#')))) {  // upper-cased
       std::vector<int32_t> phones = from.phones_of(word);
       check(!phones.empty(), path + ":" + std::to_string(line_no) + ": '" + word + "' has no pronunciation in " +
                                  from.name + " (add it there, or give --lexicon)");
-      std::string upper;
-      for (char c : word) upper += char(std::toupper(static_cast<unsigned char>(c)));
-      vocabulary.words.emplace(upper, std::move(phones));
+      vocabulary.words.emplace(word, std::move(phones));
     }
-  }
+  });
   check(!vocabulary.words.empty(), path + ": no words (expected a word list, whitespace-separated)");
   return vocabulary;
 }

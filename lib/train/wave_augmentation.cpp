@@ -17,6 +17,16 @@ double draw(uint64_t key, int d) { return sample_uniform(key, 0, 0, d); }
 enum : int { kSpeed, kSpeedBy, kReverb, kRt60, kDrr, kNoise, kSnr, kNoiseKind, kColour, kTalkers, kPhone, kLaw,
              kCodec, kWhichCodec, kClip, kGain };
 double in(const WaveAugmentation::Draw& r, uint64_t key, int d) { return r.lo + (r.hi - r.lo) * draw(key, d); }
+
+// Which changes the key draws, in augment_waveform's order.
+struct Applied {
+  bool speed, reverb, noise, telephone, codec, clip;
+  bool any() const { return speed || reverb || noise || telephone || codec || clip; }
+};
+Applied applied(const WaveAugmentation& w, uint64_t key) {
+  return {draw(key, kSpeed) < w.speed.p,     draw(key, kReverb) < w.reverb.p, draw(key, kNoise) < w.noise.p,
+          draw(key, kPhone) < w.telephone.p, draw(key, kCodec) < w.codec.p,   draw(key, kClip) < w.clip.p};
+}
 }  // namespace
 
 namespace {
@@ -66,11 +76,12 @@ std::string WaveAugmentation::describe() const {
 
 std::vector<float> augment_waveform(std::vector<float> x, const WaveAugmentation& w, uint64_t key,
                                     const std::function<std::vector<float>(uint64_t)>& other) {
-  if (draw(key, kSpeed) < w.speed.p) x = audio::change_speed(x, in(w.speed, key, kSpeedBy));
-  if (draw(key, kReverb) < w.reverb.p)
+  const Applied on = applied(w, key);
+  if (on.speed) x = audio::change_speed(x, in(w.speed, key, kSpeedBy));
+  if (on.reverb)
     x = audio::reverberate(x, audio::room_impulse_response(in(w.reverb, key, kRt60), 10 * draw(key, kDrr),
                                                            splitmix64(key ^ 0x7007ull)));
-  if (draw(key, kNoise) < w.noise.p) {
+  if (on.noise) {
     std::vector<float> noise;
     if (draw(key, kNoiseKind) < 0.5) {
       noise = audio::coloured_noise(x.size(), 2 * draw(key, kColour), splitmix64(key ^ 0x4015Eull));
@@ -82,19 +93,16 @@ std::vector<float> augment_waveform(std::vector<float> x, const WaveAugmentation
     }
     audio::add_noise(x, noise, in(w.noise, key, kSnr));
   }
-  if (draw(key, kPhone) < w.telephone.p) {
+  if (on.telephone) {
     x = audio::telephone_band(x);
     draw(key, kLaw) < 0.5 ? audio::mu_law(x) : audio::a_law(x);
   }
-  if (draw(key, kCodec) < w.codec.p)
+  if (on.codec)
     x = audio::codec_round_trip(x, audio::Codec(std::min(2, int(3 * draw(key, kWhichCodec)))));
-  if (draw(key, kClip) < w.clip.p) audio::gain_and_clip(x, in(w.clip, key, kGain), 1.0);
+  if (on.clip) audio::gain_and_clip(x, in(w.clip, key, kGain), 1.0);
   return x;
 }
 
-bool WaveAugmentation::changes(uint64_t key) const {
-  return draw(key, kSpeed) < speed.p || draw(key, kReverb) < reverb.p || draw(key, kNoise) < noise.p ||
-         draw(key, kPhone) < telephone.p || draw(key, kCodec) < codec.p || draw(key, kClip) < clip.p;
-}
+bool WaveAugmentation::changes(uint64_t key) const { return applied(*this, key).any(); }
 
 }  // namespace lt

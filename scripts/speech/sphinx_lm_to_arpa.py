@@ -7,7 +7,6 @@ counts a few more bigrams than its trie holds (cmusphinx/pocketsphinx#502),
 so this reads the trie itself. Needs NumPy.
 
   scripts/speech/sphinx_lm_to_arpa.py /usr/share/pocketsphinx/model/en-us/en-us.lm.bin en-us.arpa.gz
-  scripts/speech/sphinx_lm_to_arpa.py MODEL.lm.bin OUT.arpa --perplexity TEXT   # also check the result
 
 The file, as sphinxbase's ngram_model_trie.c, lm_trie.c and lm_trie_quant.c
 lay it out (little-endian):
@@ -159,50 +158,16 @@ def write_arpa(model, grams, path):
         f.write("\n\\end\\\n")
 
 
-def perplexity(model, grams, text_path):
-    """Perplexity of the text's sentences (with <s> and </s>; unknown words skipped) by ARPA back-off."""
-    words = model[7]
-    index = {w: i for i, w in enumerate(words)}
-    table = {}
-    for w, prob, bo in grams:
-        for i in range(len(w)):
-            table[tuple(int(k) for k in w[i])] = (float(prob[i]), float(bo[i]) if bo is not None else 0.0)
-    order = len(grams)
-
-    def log10_prob(history, word):
-        for start in range(max(0, len(history) - order + 1), len(history) + 1):
-            ngram = tuple(history[start:]) + (word,)
-            if ngram in table:
-                back = sum(table.get(tuple(history[s:]), (0, 0))[1] for s in range(max(0, len(history) - order + 1), start))
-                return table[ngram][0] + back
-        return None
-
-    total, count = 0.0, 0
-    with open(text_path, encoding="utf-8") as f:
-        for line in f:
-            ids = [index[w] for w in line.lower().split() if w in index]
-            history = [index["<s>"]]
-            for word in ids + [index["</s>"]]:
-                total += log10_prob(history, word)
-                count += 1
-                history = (history + [word])[-(order - 1):]
-    return 10 ** (-total / count), count
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("model")
     p.add_argument("output")
-    p.add_argument("--perplexity", help="a text of one sentence per line: print its perplexity under the result")
     a = p.parse_args()
     model = read_model(a.model)
     grams = ngrams(model)
     print(f"{a.model}: order {model[0]}, header counts {model[1]}, trie "
           f"{[len(g[0]) for g in grams]}", file=sys.stderr)
     write_arpa(model, grams, a.output)
-    if a.perplexity:
-        ppl, n = perplexity(model, grams, a.perplexity)
-        print(f"perplexity {ppl:.2f} over {n} words", file=sys.stderr)
 
 
 if __name__ == "__main__":
