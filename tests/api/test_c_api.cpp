@@ -90,7 +90,7 @@ TEST_CASE("lt.h: a state stepped position by position gives the parallel pass's 
   CHECK(lt_state_position(state.s) == L);
 }
 
-TEST_CASE("lt.h: fork, reset, save and load give back the state's numbers; another model's state is refused") {
+TEST_CASE("lt.h: fork, reset, save and load give back the state's numbers, and another model's state is refused") {
   TempDir dir;
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);

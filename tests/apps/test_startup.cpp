@@ -61,7 +61,7 @@ TEST_CASE("no tool needs a CUDA library to start: ldd lists none") {
   }
 }
 
-TEST_CASE("a CPU job loads no CUDA library; -d cuda loads the module, or says in one line why it cannot") {
+TEST_CASE("a CPU job loads no CUDA library, and -d cuda loads the module, or says in one line why it cannot") {
   TempDir dir;
   const std::string model = tiny_image_checkpoint(dir, "tiny.safetensors");
   const std::string job = "-m '" + model + "' -n 1 -q -o '" + dir.file("x.png") + "'";

@@ -88,7 +88,7 @@ TEST_CASE("a WAV header of 2.5 million chunks (20 MB) is refused by both readers
   CHECK(whole_s < 1.0);
 }
 
-TEST_CASE("a WAV header within its bounds reads as the plain file, whole, streamed or in pieces; past them it is refused") {
+TEST_CASE("a WAV header within its bounds reads as the plain file, whole, streamed or in pieces, and past them it is refused") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);

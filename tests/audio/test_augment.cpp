@@ -147,7 +147,7 @@ TEST_CASE("coloured noise has unit RMS and a spectrum falling as 1/f^exponent") 
   }
 }
 
-TEST_CASE("add_noise reaches the SNR asked for, repeating a short noise; babble mixes talkers at equal level") {
+TEST_CASE("add_noise reaches the SNR asked for, repeating a short noise, and babble mixes talkers at equal level") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
