@@ -1,4 +1,5 @@
 // The phone set and lexicons.
+#include <algorithm>
 #include <cctype>
 
 #include "io/file_bytes.h"
@@ -72,7 +73,6 @@ Lexicon read_lexicon(const std::string& path) {
     const std::vector<std::string> fields = split_words(line);
     if (fields.empty()) return;
     const std::string& word = fields[0];
-    if (word.find('(') != std::string::npos) return;  // an alternate pronunciation
     std::vector<int32_t> phones;
     for (size_t i = 1; i < fields.size(); ++i) {
       if (fields[i][0] == '#') break;  // a trailing comment
@@ -82,8 +82,23 @@ Lexicon read_lexicon(const std::string& path) {
     }
     // A bare word and one followed by a comment alike: a word needs a phone.
     check(!phones.empty(), path + ":" + std::to_string(line_no) + ": word '" + word + "' has no pronunciation");
-    lex.words.emplace(word, std::move(phones));
+    const size_t paren = word.find('(');
+    if (paren == std::string::npos || paren == 0) {
+      lex.words.emplace(word, std::move(phones));
+      return;
+    }
+    std::vector<std::vector<int32_t>>& more = lex.alternates[word.substr(0, paren)];  // "word(2)"
+    if (std::find(more.begin(), more.end(), phones) == more.end()) more.push_back(std::move(phones));
   });
+  // An alternate listed before its word, or without it, stands in for it;
+  // repeats of the first pronunciation go.
+  for (auto it = lex.alternates.begin(); it != lex.alternates.end();) {
+    std::vector<std::vector<int32_t>>& more = it->second;
+    auto first = lex.words.find(it->first);
+    if (first == lex.words.end()) first = lex.words.emplace(it->first, more.front()).first;
+    more.erase(std::remove(more.begin(), more.end(), first->second), more.end());
+    it = more.empty() ? lex.alternates.erase(it) : std::next(it);
+  }
   check(!lex.words.empty(), path + ": no pronunciations (expected CMU-dictionary lines \"word PH ON ES\")");
   return lex;
 }
@@ -97,6 +112,8 @@ Lexicon read_vocabulary(const std::string& path, const Lexicon& from) {
       check(!phones.empty(), path + ":" + std::to_string(line_no) + ": '" + word + "' has no pronunciation in " +
                                  from.name + " (add it there, or give --lexicon)");
       vocabulary.words.emplace(word, std::move(phones));
+      auto more = from.alternates.find(word);
+      if (more != from.alternates.end()) vocabulary.alternates.insert(*more);
     }
   });
   check(!vocabulary.words.empty(), path + ": no words (expected a word list, whitespace-separated)");

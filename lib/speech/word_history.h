@@ -3,8 +3,9 @@
 // beam's hypotheses share their common past. Entries are reference counted
 // (by hypotheses and by children) and recycled through a free list, so a
 // long stream reuses the same few entries instead of allocating per frame.
-// Each entry carries a hash of its word sequence (not of its timings), the
-// key under which the search merges hypotheses with the same words.
+// Each entry carries a hash of its word sequence (not of its timings, nor of
+// which pronunciation was heard), the key under which the search merges
+// hypotheses with the same words.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +24,8 @@ class WordHistory {
  public:
   struct Entry {
     int32_t parent;  // -1: the first word, or one whose past is settled
-    int32_t word;
+    int32_t word;      // the search's word: one pronunciation
+    int32_t spelling;  // the same for every pronunciation of a word: what merging compares
     int32_t depth;   // words from the utterance's start to this one
     int32_t refs;    // -1 when free
     uint64_t hash;
@@ -38,7 +40,7 @@ class WordHistory {
 
   // A new entry "parent word" with no references yet; sweep() frees it
   // unless a hypothesis acquired it by then.
-  int32_t add(int32_t parent, int32_t word, int64_t first_frame, int64_t last_frame) {
+  int32_t add(int32_t parent, int32_t word, int32_t spelling, int64_t first_frame, int64_t last_frame) {
     int32_t id;
     if (free_.empty()) {
       id = int32_t(entries_.size());
@@ -47,8 +49,8 @@ class WordHistory {
       id = free_.back();
       free_.pop_back();
     }
-    const uint64_t h = mix64(hash(parent) ^ mix64(uint64_t(uint32_t(word)) + 1));
-    entries_[size_t(id)] = Entry{parent, word, depth(parent) + 1, 0, h, first_frame, last_frame};
+    const uint64_t h = mix64(hash(parent) ^ mix64(uint64_t(uint32_t(spelling)) + 1));
+    entries_[size_t(id)] = Entry{parent, word, spelling, depth(parent) + 1, 0, h, first_frame, last_frame};
     acquire(parent);
     fresh_.push_back(id);
     return id;
@@ -82,7 +84,7 @@ class WordHistory {
   bool same_words(int32_t a, int32_t b) const {
     if (depth(a) != depth(b)) return false;
     for (; a != b; a = entries_[size_t(a)].parent, b = entries_[size_t(b)].parent)
-      if (a == kNone || b == kNone || entries_[size_t(a)].word != entries_[size_t(b)].word) return false;
+      if (a == kNone || b == kNone || entries_[size_t(a)].spelling != entries_[size_t(b)].spelling) return false;
     return true;
   }
   // id's ancestor (or itself) that holds the depth-th word.

@@ -30,7 +30,7 @@ namespace {
 constexpr int32_t kRoot = PronunciationTrie::kRoot;
 
 struct Hyp {
-  uint64_t key;         // merge key: the hash of the words and the trie node
+  uint64_t key;         // merge key: the hash of the words, the trie node and the last phone
   int32_t words;        // WordHistory entry of the last word (kNone before the first)
   int32_t node;         // trie node of the word being spoken; the root between words
   int32_t last_phone;   // 0 before the first phone
@@ -46,26 +46,34 @@ struct Hyp {
 struct SearchWord {
   std::string text;
   std::vector<int32_t> phones;
-  int32_t lm_id;  // -1 without a language model
+  int32_t lm_id;     // -1 without a language model
+  int32_t spelling;  // the index of the word's first pronunciation
 };
 
 // The lexicon's words in name order (so that results do not depend on the
-// hash map's order), less those the language model cannot score.
+// hash map's order), each pronunciation once, less the words the language
+// model cannot score.
 std::vector<SearchWord> searchable_words(const Lexicon& lexicon, const LanguageModel* lm) {
   const std::map<std::string, std::vector<int32_t>> sorted(lexicon.words.begin(), lexicon.words.end());
   std::vector<SearchWord> out;
-  for (const auto& [text, phones] : sorted) {
-    if (phones.empty()) continue;
-    for (int32_t p : phones)
-      check(p >= 1 && p < kPhoneClasses, "WordSearch: the lexicon's word '" + text + "' has phone id " +
-                                             std::to_string(p) + ", outside 1.." + std::to_string(kPhoneClasses - 1));
+  for (const auto& [text, first] : sorted) {
+    if (first.empty()) continue;
     int32_t id = -1;
     if (lm) {
       id = lm->word_id(text);
       if (id < 0) id = lm->unknown();
       if (id < 0 || id == lm->sentence_start() || id == lm->sentence_end()) continue;
     }
-    out.push_back(SearchWord{text, phones, id});
+    std::vector<std::vector<int32_t>> ways = {first};
+    auto more = lexicon.alternates.find(text);
+    if (more != lexicon.alternates.end()) ways.insert(ways.end(), more->second.begin(), more->second.end());
+    const int32_t spelling = int32_t(out.size());
+    for (const std::vector<int32_t>& phones : ways) {
+      for (int32_t p : phones)
+        check(p >= 1 && p < kPhoneClasses, "WordSearch: the lexicon's word '" + text + "' has phone id " +
+                                               std::to_string(p) + ", outside 1.." + std::to_string(kPhoneClasses - 1));
+      out.push_back(SearchWord{text, phones, id, spelling});
+    }
   }
   if (out.empty() && lm && lm->unknown() < 0)
     throw Error(lm->name() + ": no word of the lexicon (" + lexicon.name + ") is in the language model, which has no <unk>");
@@ -80,8 +88,12 @@ std::vector<std::vector<int32_t>> pronunciations(const std::vector<SearchWord>& 
   return out;
 }
 
-uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node) {
-  return mix64(history.hash(words) ^ mix64(uint64_t(uint32_t(node)) + 0x632be59bd9b4e019ull));
+// Hypotheses merge when their words, trie node and last phone agree: the
+// last phone only tells apart pronunciations of a word that end
+// differently, whose alignments a merge would confuse (a repeat of one is a
+// new phone for the other). finish() adds those up.
+uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node, int32_t last_phone) {
+  return mix64(history.hash(words) ^ mix64((uint64_t(uint32_t(node)) << 8 | uint32_t(last_phone)) + 0x632be59bd9b4e019ull));
 }
 
 bool better(const Hyp& a, const Hyp& b) {
@@ -118,7 +130,7 @@ struct WordSearch::Impl {
     settled_at = WordHistory::kNone;
     frame = 0;
     const LmState start = lm ? lm->begin() : LmState{};
-    beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0, kLogZero,
+    beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot, 0), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0, kLogZero,
                 0.0, 0, 0.0}};
   }
 
@@ -142,7 +154,8 @@ struct WordSearch::Impl {
       const int32_t at = slots[i];
       if (at < 0) return slots[i];
       const Hyp& c = next[size_t(at)];
-      if (c.key == h.key && c.node == h.node && history.same_words(c.words, h.words)) return slots[i];
+      if (c.key == h.key && c.node == h.node && c.last_phone == h.last_phone && history.same_words(c.words, h.words))
+        return slots[i];
     }
   }
 
@@ -184,18 +197,18 @@ struct WordSearch::Impl {
       e.node = child;
       e.last_phone = n.phone;
       e.word_start = start;
-      e.key = merge_key(history, e.words, child);
+      e.key = merge_key(history, e.words, child, e.last_phone);
       contribute(e, kLogZero, from + lp);
     }
     for (int32_t k = 0; k < n.words; ++k) {  // a word ends
       const int32_t w = trie.words_of(n)[k];
       Hyp e = h;
-      e.words = history.add(h.words, w, start, frame);
+      e.words = history.add(h.words, w, words[size_t(w)].spelling, start, frame);
       e.node = kRoot;
       e.last_phone = n.phone;
       e.lm_score += options.word_bonus;
       if (lm) e.lm_score += options.lm_weight * lm->score(h.lm, words[size_t(w)].lm_id, &e.lm);
-      e.key = merge_key(history, e.words, kRoot);
+      e.key = merge_key(history, e.words, kRoot, e.last_phone);
       contribute(e, kLogZero, from + lp);
     }
   }
@@ -286,11 +299,23 @@ struct WordSearch::Impl {
   }
 
   WordSearchResult finish() {
+    // Between words, the hypotheses with the same words (pronounced
+    // differently) add up; the strongest of them gives the timings.
     const Hyp* best = nullptr;
     double best_score = kLogZero;
-    for (const Hyp& h : beam) {
+    for (size_t i = 0; i < beam.size(); ++i) {
+      const Hyp& h = beam[i];
       if (h.node != kRoot) continue;  // inside a word
-      const double s = h.score() + (lm ? options.lm_weight * lm->end_score(h.lm) : 0.0);
+      double total = h.score();
+      bool first = true;
+      for (size_t j = 0; j < beam.size() && first; ++j) {
+        const Hyp& o = beam[j];
+        if (j == i || o.node != kRoot || !history.same_words(o.words, h.words)) continue;
+        if (j < i) first = false;  // counted with the earlier one
+        total = log_add(total, o.score());
+      }
+      if (!first) continue;
+      const double s = total + (lm ? options.lm_weight * lm->end_score(h.lm) : 0.0);
       if (!best || s > best_score) best = &h, best_score = s;
     }
     if (!best) best = &beam[0];  // the beam is sorted: its best, less the word it is inside
@@ -318,6 +343,10 @@ std::vector<RecognizedWord> WordSearch::pending() const {
 WordSearchResult WordSearch::finish() { return impl_->finish(); }
 void WordSearch::reset() { impl_->reset(); }
 int64_t WordSearch::frames() const { return impl_->frame; }
-int64_t WordSearch::vocabulary() const { return int64_t(impl_->words.size()); }
+int64_t WordSearch::vocabulary() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < impl_->words.size(); ++i) n += impl_->words[i].spelling == int32_t(i);
+  return n;
+}
 
 }  // namespace lt

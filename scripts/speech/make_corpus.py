@@ -422,29 +422,6 @@ def write_phone_text(sentences, seed, jobs, path):
     log(f"{path}: the phones of {len(sentences)} sentences no utterance reads")
 
 
-REAL = "/usr/share/pocketsphinx/test/data"
-
-
-def write_real_manifest(out_dir):
-    """pocketsphinx-testdata's recordings with transcripts (read speech from
-    LibriVox, spoken playing cards): for reporting only, never training.
-    No phones column: readers pronounce the words with the CMU dictionary."""
-    rows = []
-    for folder, listing in (("librivox", "transcription"), ("cards", "cards.transcription")):
-        path = os.path.join(REAL, folder, listing)
-        if not os.path.exists(path):
-            continue
-        for line in open(path):
-            m = re.match(r"\s*<s>(.*)</s>\s*\((.*)\)", line)
-            if m:
-                words = m.group(1).upper().split()
-                rows.append(f"{os.path.join(REAL, folder, m.group(2) + '.wav')}\t{folder}\t{' '.join(words)}\n")
-    with open(os.path.join(out_dir, "real.tsv"), "w") as f:
-        f.write("path\tspeaker\twords\n")
-        f.writelines(rows)
-    log(f"{os.path.join(out_dir, 'real.tsv')}: {len(rows)} real recordings (report only)")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hours", type=float, default=21.0, help="training audio to make (estimated from phone counts)")
@@ -510,7 +487,8 @@ def main():
                         n += 1
         os.replace(path + ".part", path)
         log(f"{path}: {n} utterances, {hours:.2f} h")
-    write_real_manifest(a.out)
+    from real_speech import write_real_manifests  # imported here: it imports this module
+    write_real_manifests(a.out)
     log(f"done in {time.time() - t0:.0f} s")
 
 

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""pocketsphinx's phone loop on the utterances of a manifest, scored as lt
-scores PER: a baseline for lt-asr on the same files. It is pocketsphinx's
-phoneme-recognition recipe with its en-us acoustic model, trained on real
-speech:
+"""pocketsphinx on the utterances of a manifest, scored as lt scores PER and
+WER: a baseline for lt-asr on the same files, from a recognizer trained on
+real speech (its en-us acoustic model). Phones are pocketsphinx's
+phoneme-recognition recipe:
 
     pocketsphinx_batch -allphone en-us-phone.lm.bin -backtrace yes -beam 1e-20 -pbeam 1e-20 -lw 2.0
 
-    scripts/speech/pocketsphinx_per.py data/speech/valid.tsv [-j JOBS]
+and words (--words) its full decoder with its general English trigram and
+the CMU dictionary, as a user runs it:
+
+    pocketsphinx_batch -lm en-us.lm.bin -dict cmudict-en-us.dict
+
+    scripts/speech/pocketsphinx_per.py data/speech/valid.tsv [--words] [-j JOBS]
 
 Needs pocketsphinx, pocketsphinx-en-us and sox (apt-get install). The
 references are the manifest's phones column, or its words through the CMU
 dictionary; silences and noises in pocketsphinx's output are dropped. PER
-overall and per speaker goes to stdout."""
+(or WER) overall and per speaker goes to stdout."""
 import argparse
 import concurrent.futures
 import os
@@ -61,17 +66,22 @@ def read_manifest(path):
             ref = [p for w in r[col["words"]].split() for p in lexicon.get(w.upper(), [])]
         audio = r[col["path"]]
         utts.append({"audio": audio if os.path.isabs(audio) else os.path.join(base, audio),
-                     "speaker": r[col["speaker"]] if "speaker" in col else "", "ref": ref})
+                     "speaker": r[col["speaker"]] if "speaker" in col else "", "ref": ref,
+                     "words": r[col["words"]].upper().split() if "words" in col else None})
     return utts
 
 
-def decode(part, wav_dir, tmp):
+PHONE_LOOP = ["-allphone", MODEL + "/en-us-phone.lm.bin", "-backtrace", "yes", "-beam", "1e-20", "-pbeam", "1e-20",
+              "-lw", "2.0"]
+WORD_DECODER = ["-lm", MODEL + "/en-us.lm.bin", "-dict", MODEL + "/cmudict-en-us.dict"]
+
+
+def decode(part, wav_dir, tmp, search):
     ctl, hyp = os.path.join(tmp, f"ctl{part[0]}"), os.path.join(tmp, f"hyp{part[0]}")
     with open(ctl, "w") as f:
         f.writelines(f"{i}\n" for i in part[1])
     subprocess.run(["pocketsphinx_batch", "-adcin", "yes", "-cepdir", wav_dir, "-cepext", ".wav", "-ctl", ctl,
-                    "-hmm", MODEL + "/en-us", "-allphone", MODEL + "/en-us-phone.lm.bin", "-backtrace", "yes",
-                    "-beam", "1e-20", "-pbeam", "1e-20", "-lw", "2.0", "-hyp", hyp],
+                    "-hmm", MODEL + "/en-us", "-hyp", hyp] + search,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = {}
     for line in open(hyp):
@@ -84,9 +94,12 @@ def decode(part, wav_dir, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("manifest")
+    ap.add_argument("--words", action="store_true", help="word error rate of the full word decoder")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="pocketsphinx processes")
     a = ap.parse_args()
     utts = read_manifest(a.manifest)
+    if a.words and any(u["words"] is None for u in utts):
+        sys.exit(f"pocketsphinx_per.py: {a.manifest}: --words needs a words column")
     for tool in ("sox", "pocketsphinx_batch"):
         if not shutil.which(tool):
             sys.exit(f"pocketsphinx_per.py: {tool} is not installed (apt-get install sox pocketsphinx pocketsphinx-en-us)")
@@ -104,16 +117,21 @@ def main():
         parts = [(k, ids[k::a.jobs]) for k in range(a.jobs) if ids[k::a.jobs]]
         hyps = {}
         with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
-            for h in pool.map(lambda p: decode(p, wav_dir, tmp), parts):
+            for h in pool.map(lambda p: decode(p, wav_dir, tmp, WORD_DECODER if a.words else PHONE_LOOP), parts):
                 hyps.update(h)
     errors, total = {}, {}
     for i, u in zip(ids, utts):
-        hyp = [p for p in hyps.get(i, []) if p in phones]
+        if a.words:  # fillers (<sil>, [NOISE], ...) dropped, alternates (WORD(2)) read as the word
+            hyp = [re.sub(r"\(\d+\)$", "", w).upper() for w in hyps.get(i, []) if not re.match(r"[<\[]", w)]
+            ref = u["words"]
+        else:
+            hyp, ref = [p for p in hyps.get(i, []) if p in phones], u["ref"]
         for key in ("all", u["speaker"]) if u["speaker"] else ("all",):
-            errors[key] = errors.get(key, 0) + edit_distance(hyp, u["ref"])
-            total[key] = total.get(key, 0) + len(u["ref"])
+            errors[key] = errors.get(key, 0) + edit_distance(hyp, ref)
+            total[key] = total.get(key, 0) + len(ref)
+    what, unit = ("WER", "words") if a.words else ("PER", "phones")
     for key in ["all"] + sorted(k for k in total if k != "all"):
-        print(f"{key}\tPER {100 * errors[key] / max(total[key], 1):.2f}%\t{errors[key]} errors over {total[key]} phones")
+        print(f"{key}\t{what} {100 * errors[key] / max(total[key], 1):.2f}%\t{errors[key]} errors over {total[key]} {unit}")
 
 
 if __name__ == "__main__":

@@ -41,10 +41,15 @@ TEST_CASE("a manifest of random utterances reads back, with phones given or from
   INFO("seed " << seed);
   Rng rng(seed);
   TempDir tmp;
-  write_text(tmp.file("lex.dict"), ";;; a comment\nhello HH AH0 L OW1\nhello(2) HH EH0 L OW1\nworld W ER1 L D\n");
+  write_text(tmp.file("lex.dict"), ";;; a comment\nhello HH AH0 L OW1\nhello(2) HH EH0 L OW1\nworld W ER1 L D\n"
+                                   "world(2) W ER0 L D\nhello(3) HH AH1 L OW0\n");
   const Lexicon lex = read_lexicon(tmp.file("lex.dict"));
   CHECK(lex.words.size() == 2);
   CHECK(lex.phones_of("Hello") == std::vector<int32_t>{phone_id("HH"), phone_id("AH"), phone_id("L"), phone_id("OW")});
+  // Alternates without stress marks, each once; references keep the first.
+  REQUIRE(lex.alternates.size() == 1);
+  CHECK(lex.alternates.at("HELLO") ==
+        std::vector<std::vector<int32_t>>{{phone_id("HH"), phone_id("EH"), phone_id("L"), phone_id("OW")}});
   std::string tsv = "phones\tspeaker\tpath\tduration_s\twords\n";  // any column order
   std::vector<std::vector<int32_t>> want;
   for (int i = 0; i < 20; ++i) {
@@ -101,6 +106,13 @@ TEST_CASE("malformed manifests and lexicons are one line naming file:line") {
   }
   write_text(dict, "a AH0 # a comment\n");
   CHECK(read_lexicon(dict).phones_of("a") == std::vector<int32_t>{phone_id("AH")});
+  // An alternate without its word stands in for it.
+  write_text(dict, "b(2) B IY1\nb(3) B EY1\n");
+  const Lexicon orphan = read_lexicon(dict);
+  CHECK(orphan.phones_of("b") == std::vector<int32_t>{phone_id("B"), phone_id("IY")});
+  CHECK(orphan.alternates.at("B") == std::vector<std::vector<int32_t>>{{phone_id("B"), phone_id("EY")}});
+  write_text(dict, "c(2) K\n");
+  CHECK(read_lexicon(dict).alternates.empty());
 }
 
 TEST_CASE("the LibriSpeech layout reads speakers, chapters and transcripts through the lexicon") {

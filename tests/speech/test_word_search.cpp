@@ -4,6 +4,7 @@
 // settled words taken as they come equal the one-pass result; and the phone
 // language model decoder (the search over the phones as words) the same way.
 #include <algorithm>
+#include <map>
 
 #include "heads/ctc_reference.h"
 #include "lt/word_search.h"
@@ -16,8 +17,9 @@ namespace {
 
 // 3-5 words of 1-3 phones drawn from 4 neighbouring phones, some extending
 // an earlier word's prefix, so that shared prefixes, homophones and
-// repeated phones occur; at most two words of one phone (brute force stays small).
-Lexicon random_lexicon(Rng& rng, int64_t count, int32_t max_phones, int32_t alphabet) {
+// repeated phones occur; at most two words of one phone (brute force stays
+// small). With `variants`, some words have a second pronunciation.
+Lexicon random_lexicon(Rng& rng, int64_t count, int32_t max_phones, int32_t alphabet, bool variants = false) {
   Lexicon lex;
   std::vector<std::vector<int32_t>> prons;
   const int32_t base = int32_t(rng.integer(1, kPhoneClasses - alphabet));
@@ -32,7 +34,15 @@ Lexicon random_lexicon(Rng& rng, int64_t count, int32_t max_phones, int32_t alph
     while (p.size() < length || p.empty()) p.push_back(base + int32_t(rng.integer(0, alphabet - 1)));
     if (p.size() == 1 && singles == 2) continue;
     singles += p.size() == 1;
-    lex.words["W" + std::to_string(prons.size())] = p;
+    const std::string word = "W" + std::to_string(prons.size());
+    if (variants && !prons.empty() && rng.uniform(0, 1) < 0.3) {
+      const std::string earlier = "W" + std::to_string(rng.integer(0, int64_t(prons.size()) - 1));
+      if (lex.words.at(earlier) != p && lex.alternates.count(earlier) == 0) {
+        lex.alternates[earlier] = {p};
+        continue;
+      }
+    }
+    lex.words[word] = p;
     prons.push_back(p);
   }
   return lex;
@@ -68,8 +78,9 @@ struct Scored {
   double score;
 };
 
-// Every word sequence whose phones fit in T frames, with its score; words the
-// model cannot score (not in it, and no <unk>) left out, the others as <unk>.
+// Every word sequence whose phones fit in T frames, with its score (the CTC
+// probability summed over its words' pronunciations); words the model cannot
+// score (not in it, and no <unk>) left out, the others as <unk>.
 std::vector<Scored> brute_force(const Lexicon& lex, const ArpaModel* m, const WordSearchOptions& o,
                                 const std::vector<double>& probs, int64_t T) {
   auto in_model = [&](const std::string& w) {
@@ -79,32 +90,44 @@ std::vector<Scored> brute_force(const Lexicon& lex, const ArpaModel* m, const Wo
   std::vector<std::string> allowed;
   for (const auto& [w, p] : lex.words)
     if (!m || unk || in_model(w)) allowed.push_back(w);
-  std::vector<Scored> out;
+  auto ways = [&](const std::string& w) {
+    std::vector<std::vector<int32_t>> p = {lex.words.at(w)};
+    if (lex.alternates.count(w)) p.insert(p.end(), lex.alternates.at(w).begin(), lex.alternates.at(w).end());
+    return p;
+  };
+  std::map<std::vector<std::string>, double> acoustic;  // ln of the CTC probability summed over pronunciations
   std::vector<std::string> seq;
   std::vector<int32_t> phones;
   auto visit = [&](auto&& self) -> void {
     if (min_frames(phones) > T) return;
-    double score = ctc_log_prob(probs, T, phones) + o.word_bonus * double(seq.size());
+    const double lp = ctc_log_prob(probs, T, phones);
+    auto [at, fresh] = acoustic.emplace(seq, lp);
+    if (!fresh) at->second = std::max(at->second, lp) + std::log1p(std::exp(-std::abs(at->second - lp)));
+    for (const std::string& w : allowed) {
+      for (const std::vector<int32_t>& p : ways(w)) {
+        seq.push_back(w);
+        phones.insert(phones.end(), p.begin(), p.end());
+        self(self);
+        seq.pop_back();
+        phones.resize(phones.size() - p.size());
+      }
+    }
+  };
+  visit(visit);
+  std::vector<Scored> out;
+  for (const auto& [words, lp] : acoustic) {
+    double score = lp + o.word_bonus * double(words.size());
     if (m) {
       std::vector<std::string> h = {"<s>"};
-      for (const std::string& w : seq) {
+      for (const std::string& w : words) {
         const std::string as = in_model(w) ? w : "<unk>";
         score += o.lm_weight * naive_log_prob(*m, usable(*m, h), as);
         h.push_back(as);
       }
       score += o.lm_weight * naive_log_prob(*m, usable(*m, h), "</s>");
     }
-    out.push_back(Scored{seq, score});
-    for (const std::string& w : allowed) {
-      const std::vector<int32_t>& p = lex.words.at(w);
-      seq.push_back(w);
-      phones.insert(phones.end(), p.begin(), p.end());
-      self(self);
-      seq.pop_back();
-      phones.resize(phones.size() - p.size());
-    }
-  };
-  visit(visit);
+    out.push_back(Scored{words, score});
+  }
   return out;
 }
 
@@ -130,9 +153,10 @@ TEST_CASE("word search with a wide beam finds the best word sequence of brute fo
   INFO("seed " << seed);
   Rng rng(seed);
   TempDir tmp;
-  for (int trial = 0; trial < 24; ++trial) {
+  for (int trial = 0; trial < 32; ++trial) {
     INFO("trial " << trial);
-    const Lexicon lex = random_lexicon(rng, rng.integer(3, 5), 3, 4);
+    const bool variants = trial % 2 == 1;  // words with two pronunciations: their alignments add up
+    const Lexicon lex = random_lexicon(rng, rng.integer(3, 5), 3, 4, variants);
     std::vector<std::string> lm_words;
     for (const auto& [w, p] : lex.words)
       if (lm_words.empty() || rng.uniform(0, 1) < 0.75) lm_words.push_back(w);
@@ -156,7 +180,8 @@ TEST_CASE("word search with a wide beam finds the best word sequence of brute fo
     INFO("order " << m.order << ", " << all.size() << " sequences, best " << all[0].score);
     CHECK(std::abs(r.score - all[0].score) < 1e-9 * std::max(1.0, std::abs(all[0].score)));
     if (all.size() == 1 || all[0].score - all[1].score > 1e-7) CHECK(names(r.words) == all[0].words);
-    for (const RecognizedWord& w : r.words) CHECK(w.phones == lex.words.at(w.word));
+    for (const RecognizedWord& w : r.words)
+      CHECK((w.phones == lex.words.at(w.word) || (lex.alternates.count(w.word) && w.phones == lex.alternates.at(w.word)[0])));
   }
 }
 

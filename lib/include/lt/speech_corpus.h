@@ -30,15 +30,19 @@ int32_t phone_id(const std::string& name);
 struct Lexicon {
   std::string name = "a lexicon made in memory";  // for messages: the file it was read from
   std::unordered_map<std::string, std::vector<int32_t>> words;  // upper-case word -> phones (first pronunciation)
+  // Its other pronunciations, distinct from the first ("word(2)", ...):
+  // recognition tries each; references use the first.
+  std::unordered_map<std::string, std::vector<std::vector<int32_t>>> alternates;
   std::vector<int32_t> phones_of(const std::string& word) const;  // any case; empty if unknown
 };
-// CMU-dictionary format: "word PH ON ES" per line; alternates "word(2)" and
-// ";;;" comments are skipped; a "#" starts a comment at the end of a line.
-// Every word needs at least one phone, each one of the 39 (errors name
-// file:line).
+// CMU-dictionary format: "word PH ON ES" per line; alternates "word(2)" go
+// to `alternates` (stress marks dropped, repeats of a pronunciation left
+// out); ";;;" comments are skipped; a "#" starts a comment at the end of a
+// line. Every word needs at least one phone, each one of the 39 (errors
+// name file:line).
 Lexicon read_lexicon(const std::string& path);
 // The words of a word list (whitespace-separated, "#" to the end of a line
-// a comment) with their pronunciations from `from`: the vocabulary of
+// a comment) with their pronunciations (and alternates) from `from`: the vocabulary of
 // command-style recognition. A word `from` cannot pronounce, or an empty
 // list, is one line naming path:line.
 Lexicon read_vocabulary(const std::string& path, const Lexicon& from);
