@@ -25,7 +25,7 @@ namespace {
 
 struct Args {
   std::vector<std::string> inputs;
-  std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm, vocabulary;
+  std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm, vocabulary, grammar;
   std::string raw_format = "s16le";
   int raw_rate = 0, raw_channels = 1, threads = 0, beam = 64;
   double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
@@ -99,6 +99,12 @@ int main(int argc, char** argv) {
   app.add_option("--vocabulary", a.vocabulary,
                  "--words: recognise only these words (a word list, pronounced by --lexicon), each as likely as "
                  "the next: command-style use; no word model unless --lm names one");
+  app.add_option("--grammar", a.grammar,
+                 "--words: recognise only these phrases (one a line, pronounced by --lexicon), each said alone and "
+                 "whole, each as likely as the next: command-style use (the word search then cuts no phone unless "
+                 "--prune is given, so that some phrase always fits)")
+      ->excludes("--vocabulary")
+      ->excludes("--lm");
   app.add_option("--lm-weight", a.word_search.lm_weight, "--words: weight of the word model's log-probability")
       ->capture_default_str();
   app.add_option("--word-bonus", a.word_search.word_bonus, "--words: log-score added per word")->capture_default_str();
@@ -126,7 +132,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<lt::SpeechRecognizer> recognizer;
   try {
     lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
-    for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam", "--vocabulary"})
+    for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam", "--vocabulary", "--grammar"})
       lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
     lt::set_num_threads(a.threads);
     const lt::Device device = lt::parse_device(a.device);
@@ -159,7 +165,15 @@ int main(int argc, char** argv) {
         lexicon = lt::read_vocabulary(a.vocabulary, lexicon);
         if (a.lm.empty()) a.lm = "none";  // a word list's words are equally likely
       }
-      if (a.lm != "none") lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
+      if (!a.grammar.empty()) {
+        lt::Grammar g = lt::read_grammar(a.grammar, lexicon);
+        lexicon = std::move(g.lexicon);
+        lm = std::make_unique<lt::LanguageModel>(lt::phrase_model(g.phrases, a.grammar));
+        if (app.count("--prune") == 0) a.word_search.prune = -1e30f;  // few words: cheap, and a whole phrase fits
+      } else if (a.lm != "none") {
+        lm = std::make_unique<lt::LanguageModel>(
+            lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
+      }
       in.recognizer.lexicon = &lexicon;
       in.recognizer.lm = lm.get();
       in.recognizer.words = a.word_search;

@@ -103,21 +103,43 @@ Lexicon read_lexicon(const std::string& path) {
   return lex;
 }
 
-Lexicon read_vocabulary(const std::string& path, const Lexicon& from) {
-  Lexicon vocabulary;
-  vocabulary.name = path;
+namespace {
+// Each line's words (upper-cased, "#" comments cut) with their
+// pronunciations from `from` added to `into`.
+template <class F>
+void for_each_pronounced_line(const std::string& path, const Lexicon& from, Lexicon& into, F&& f) {
+  into.name = path;
   for_each_line(path, [&](const std::string& line, size_t line_no) {
-    for (const std::string& word : split_words(line.substr(0, line.find('#')))) {  // upper-cased
+    const std::vector<std::string> words = split_words(line.substr(0, line.find('#')));
+    for (const std::string& word : words) {
       std::vector<int32_t> phones = from.phones_of(word);
       check(!phones.empty(), path + ":" + std::to_string(line_no) + ": '" + word + "' has no pronunciation in " +
                                  from.name + " (add it there, or give --lexicon)");
-      vocabulary.words.emplace(word, std::move(phones));
+      into.words.emplace(word, std::move(phones));
       auto more = from.alternates.find(word);
-      if (more != from.alternates.end()) vocabulary.alternates.insert(*more);
+      if (more != from.alternates.end()) into.alternates.insert(*more);
     }
+    f(words, line_no);
   });
+}
+}  // namespace
+
+Lexicon read_vocabulary(const std::string& path, const Lexicon& from) {
+  Lexicon vocabulary;
+  for_each_pronounced_line(path, from, vocabulary, [](const std::vector<std::string>&, size_t) {});
   check(!vocabulary.words.empty(), path + ": no words (expected a word list, whitespace-separated)");
   return vocabulary;
+}
+
+Grammar read_grammar(const std::string& path, const Lexicon& from) {
+  Grammar g;
+  for_each_pronounced_line(path, from, g.lexicon, [&](const std::vector<std::string>& words, size_t line_no) {
+    check(words.size() <= 30, path + ":" + std::to_string(line_no) + ": a phrase of " + std::to_string(words.size()) +
+                                  " words (at most 30)");
+    if (!words.empty()) g.phrases.push_back(words);
+  });
+  check(!g.phrases.empty(), path + ": no phrases (expected one phrase a line)");
+  return g;
 }
 
 }  // namespace lt

@@ -21,17 +21,22 @@
 namespace lt {
 namespace {
 
-constexpr int kMaxOrder = 10;
+constexpr int kMaxOrder = 32;  // a phrase grammar is as long as its longest phrase
 constexpr size_t kMaxLine = 1 << 20;
 const double kLn10 = std::log(10.0);
 
-// Lines of a plain or gzip file, without their '\n' (and '\r').
+// Lines of a plain or gzip file, or of text in memory, without their '\n'
+// (and '\r').
 class LineReader {
  public:
   explicit LineReader(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")), buffer_(1 << 16) {
     if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
   }
-  ~LineReader() { gzclose(f_); }
+  LineReader(const std::string& name, const std::string& text)
+      : path_(name), f_(nullptr), buffer_(text.begin(), text.end()), size_(buffer_.size()), done_(true) {}
+  ~LineReader() {
+    if (f_) gzclose(f_);
+  }
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
@@ -108,6 +113,7 @@ class ArpaReader {
 
  public:
   explicit ArpaReader(const std::string& path) : path_(path), lines_(path) {}
+  ArpaReader(const std::string& name, const std::string& text) : path_(name), lines_(name, text) {}
 
   LanguageModel read() {
     lm_.name_ = path_;
@@ -298,5 +304,6 @@ class ArpaReader {
 };
 
 LanguageModel read_arpa(const std::string& path) { return ArpaReader(path).read(); }
+LanguageModel read_arpa_text(const std::string& name, const std::string& text) { return ArpaReader(name, text).read(); }
 
 }  // namespace lt

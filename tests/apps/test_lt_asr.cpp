@@ -331,6 +331,46 @@ TEST_CASE("lt-asr --words --vocabulary: command-style words from a word list, an
   CHECK(r.err.find("--vocabulary is an option of --words") != std::string::npos);
 }
 
+TEST_CASE("lt-asr --words --grammar: only whole phrases of the grammar, and one line for a phrase it cannot use") {
+  TempDir tmp;
+  const std::string a = espeak(tmp, "a.wav", "en-us", "turn the light on");
+  const std::string b = espeak(tmp, "b.wav", "en-us", "open the window");  // not a phrase of the grammar
+  const std::string lex = "TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nCLOSE K L OW Z\n"
+                          "DOOR D AO R\nWINDOW W IH N D OW\nSTOP S T AA P\n";
+  write_bytes(tmp.file("lex.dict"), std::vector<uint8_t>(lex.begin(), lex.end()));
+  const std::vector<std::string> phrases = {"TURN THE LIGHT ON", "TURN THE LIGHT OFF", "OPEN THE DOOR",
+                                            "CLOSE THE WINDOW", "STOP"};
+  std::string grammar = "# commands\n";
+  for (const std::string& p : phrases) grammar += p + "\n";
+  write_bytes(tmp.file("commands.txt"), std::vector<uint8_t>(grammar.begin(), grammar.end()));
+  const std::string in_tmp = "cd '" + tmp.file("") + "' && env -u LT_WEIGHTS ";
+  CommandResult r = run_tool(tmp, "lt-asr", "--words --lexicon lex.dict --grammar commands.txt a.wav b.wav", in_tmp);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> text = lines(r.out);
+  REQUIRE(text.size() == 2);
+  CHECK(text[0].rfind("a.wav\tTURN THE LIGHT ON\t", 0) == 0);
+  // Whatever is heard is one whole phrase.
+  const std::string heard = text[1].substr(6, text[1].find('\t', 6) - 6);
+  INFO(heard);
+  CHECK(std::find(phrases.begin(), phrases.end(), heard) != phrases.end());
+  // A word the lexicon cannot pronounce, or a phrase too long: one line naming the grammar and its line.
+  write_bytes(tmp.file("bad.txt"), std::vector<uint8_t>{'o', 'n', '\n', 'o', 'n', ' ', 'z', 'x', 'q', '\n'});
+  r = run_tool(tmp, "lt-asr", "--words --lexicon lex.dict --grammar bad.txt a.wav", in_tmp);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("bad.txt:2: 'ZXQ' has no pronunciation in lex.dict") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  std::string longest;
+  for (int i = 0; i < 31; ++i) longest += "stop ";
+  write_bytes(tmp.file("long.txt"), std::vector<uint8_t>(longest.begin(), longest.end()));
+  r = run_tool(tmp, "lt-asr", "--words --lexicon lex.dict --grammar long.txt a.wav", in_tmp);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("long.txt:1: a phrase of 31 words (at most 30)") != std::string::npos);
+  r = run_tool(tmp, "lt-asr", "--words --grammar commands.txt --vocabulary commands.txt a.wav", in_tmp);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("excludes") != std::string::npos);
+}
+
 TEST_CASE("lt-asr --help shows every option with its default") {
   TempDir tmp;
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");

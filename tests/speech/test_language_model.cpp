@@ -3,6 +3,7 @@
 // strings, states as the longest usable history; one line naming file:line
 // for each malformed file.
 #include <algorithm>
+#include <set>
 
 #include "lt/language_model.h"
 #include "speech/arpa_reference.h"
@@ -210,4 +211,56 @@ TEST_CASE("the shipped word model reads as a bigram whose distributions sum to 1
       if (w != lm.sentence_start()) sum += std::exp(lm.score(state, w));
     CHECK(std::abs(sum - 1) < 1e-6);
   }
+}
+
+TEST_CASE("phrase_model: each phrase equally likely, word by word, and any other sequence all but impossible") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const std::vector<std::string> words = {"GO", "STOP", "LEFT", "RIGHT", "UP", "DOWN", "NOW"};
+  for (int trial = 0; trial < 20; ++trial) {
+    std::set<std::vector<std::string>> unique;
+    std::vector<std::vector<std::string>> phrases;
+    for (int64_t n = rng.integer(1, 12); n > 0; --n) {
+      std::vector<std::string> p;
+      for (int64_t k = rng.integer(1, 5); k > 0; --k) p.push_back(words[size_t(rng.integer(0, 6))]);
+      phrases.push_back(p);
+      unique.insert(p);
+      if (rng.uniform(0, 1) < 0.2) phrases.push_back(p);  // a repeat counts once
+    }
+    const LanguageModel lm = phrase_model(phrases, "test");
+    // A phrase's score is ln(1 / phrases); a prefix's words each the share of phrases going on with them.
+    for (const std::vector<std::string>& p : unique) {
+      LmState s = lm.begin();
+      double total = 0;
+      for (size_t i = 0; i < p.size(); ++i) {
+        std::vector<std::string> prefix(p.begin(), p.begin() + std::ptrdiff_t(i));
+        int begin = 0, on = 0;
+        for (const auto& q : unique) {
+          if (q.size() < i || !std::equal(prefix.begin(), prefix.end(), q.begin())) continue;
+          ++begin;
+          on += q.size() > i && q[i] == p[i];
+        }
+        const double lp = lm.score(s, lm.word_id(p[i]), &s);
+        CHECK(lp == doctest::Approx(std::log(double(on) / begin)).epsilon(1e-7));
+        total += lp;
+      }
+      total += lm.end_score(s);
+      CHECK(total == doctest::Approx(-std::log(double(unique.size()))).epsilon(1e-7));
+    }
+    // Random word sequences that are no phrase score below -1e9.
+    for (int k = 0; k < 50; ++k) {
+      std::vector<std::string> q;
+      for (int64_t n = rng.integer(1, 6); n > 0; --n) q.push_back(words[size_t(rng.integer(0, 6))]);
+      if (unique.count(q)) continue;
+      LmState s = lm.begin();
+      double total = 0;
+      for (const std::string& w : q) total += lm.word_id(w) < 0 ? -1e9 : lm.score(s, lm.word_id(w), &s);
+      CHECK(total + lm.end_score(s) <= -1e9);
+    }
+  }
+  CHECK(error_of([] { phrase_model({}, "g.txt"); }) == "g.txt: no phrases");
+  CHECK(error_of([] { phrase_model({{"<s>"}}, "g.txt"); }).find("'<s>' cannot be a word") != std::string::npos);
+  CHECK(error_of([] { phrase_model({std::vector<std::string>(31, "GO")}, "g.txt"); }).find("1 to 30 words") !=
+        std::string::npos);
 }

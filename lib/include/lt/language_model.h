@@ -119,6 +119,16 @@ class LanguageModel {
 // word not among the unigrams, a repeated n-gram, no <s> or </s>, a missing
 // \end\.
 LanguageModel read_arpa(const std::string& path);
+// The same from ARPA text in memory; errors name `name`:line.
+LanguageModel read_arpa_text(const std::string& name, const std::string& text);
+
+// A model that accepts exactly these phrases (words, any case), each as
+// likely as the next: an ARPA model over every phrase prefix after <s>, with
+// P(w | <s> w1..wk) = the phrases that go on with w (or end, for </s>) over
+// those that begin w1..wk, and every back-off weight 10^-1e9, so a word off
+// the phrases costs 2.3e9 nats: never heard while a phrase can be, the
+// arithmetic still finite. Phrases of 1 to 30 words; repeats count once.
+LanguageModel phrase_model(const std::vector<std::vector<std::string>>& phrases, const std::string& name);
 
 // read_arpa through a binary copy of the model in a cache folder
 // ($LT_CACHE_DIR, else $XDG_CACHE_HOME/lt, else ~/.cache/lt), named by a hash

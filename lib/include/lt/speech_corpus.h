@@ -46,6 +46,16 @@ Lexicon read_lexicon(const std::string& path);
 // command-style recognition. A word `from` cannot pronounce, or an empty
 // list, is one line naming path:line.
 Lexicon read_vocabulary(const std::string& path, const Lexicon& from);
+// A grammar for command-style recognition: one phrase a line (words
+// whitespace-separated, "#" to the end of a line a comment), each of which
+// may be said alone and whole (lt::phrase_model scores them). Its lexicon
+// holds the phrases' words, pronounced by `from`; a word `from` cannot
+// pronounce, or a file without phrases, is one line naming path:line.
+struct Grammar {
+  Lexicon lexicon;
+  std::vector<std::vector<std::string>> phrases;  // upper-case words
+};
+Grammar read_grammar(const std::string& path, const Lexicon& from);
 
 struct Utterance {
   std::string audio;      // the file's path as the program can open it
