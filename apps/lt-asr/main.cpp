@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
                  "the next: command-style use; no word model unless --lm names one");
   app.add_option("--grammar", a.grammar,
                  "--words: recognise only these phrases (one a line, pronounced by --lexicon), each said alone and "
-                 "whole, each as likely as the next: command-style use (the word search then cuts no phone unless "
-                 "--prune is given, so that some phrase always fits)")
+                 "whole, each as likely as the next: command-style use (the word search then cuts no phone, so "
+                 "that a whole phrase always fits)")
       ->excludes("--vocabulary")
       ->excludes("--lm");
   app.add_option("--lm-weight", a.word_search.lm_weight, "--words: weight of the word model's log-probability")
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         lt::Grammar g = lt::read_grammar(a.grammar, lexicon);
         lexicon = std::move(g.lexicon);
         lm = std::make_unique<lt::LanguageModel>(lt::phrase_model(g.phrases, a.grammar));
-        if (app.count("--prune") == 0) a.word_search.prune = -1e30f;  // few words: cheap, and a whole phrase fits
+        a.word_search.prune = -1e30f;  // few words: cheap, and a whole phrase always fits
       } else if (a.lm != "none") {
         lm = std::make_unique<lt::LanguageModel>(
             lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));

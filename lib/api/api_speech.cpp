@@ -93,6 +93,9 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     if (o.phone_lm && o.beam == 1) throw lt::Error("lt_recognizer_new: a phone language model needs a beam search (beam > 1)");
     if (o.word_lm && !o.lexicon) throw lt::Error("lt_recognizer_new: a word language model needs a lexicon");
     if (o.word_list && !o.lexicon) throw lt::Error("lt_recognizer_new: a word list needs a lexicon to pronounce it");
+    if (o.grammar && !o.lexicon) throw lt::Error("lt_recognizer_new: a grammar needs a lexicon to pronounce it");
+    if (o.grammar && (o.word_list || o.word_lm))
+      throw lt::Error("lt_recognizer_new: a grammar takes the place of a word list and a word model");
     if (o.max_delay < 0 || o.pause_seconds < 0) throw ArgumentError("lt_recognizer_new: max_delay and pause_seconds must be >= 0");
     auto r = std::make_unique<lt_recognizer>();
     const lt::Device device = lt::parse_device(o.device);
@@ -115,6 +118,13 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
       if (o.word_lm) {
         r->word_lm = std::make_unique<lt::LanguageModel>(lt::load_language_model(o.word_lm));
         ro.lm = r->word_lm.get();
+      }
+      if (o.grammar) {
+        lt::Grammar g = lt::read_grammar(o.grammar, r->lexicon);
+        r->lexicon = std::move(g.lexicon);
+        r->word_lm = std::make_unique<lt::LanguageModel>(lt::phrase_model(g.phrases, o.grammar));
+        ro.lm = r->word_lm.get();
+        ro.words.prune = -1e30f;  // few words: cheap, and a whole phrase always fits
       }
     }
     *recognizer = r.release();

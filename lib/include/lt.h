@@ -154,6 +154,9 @@ typedef struct lt_recognizer_options {
   double pause_seconds;  /* recognition starts afresh after this much silence; 0: never */
   const char* word_list;  /* a file of words (whitespace-separated, '#' comments): only these, pronounced by
                              lexicon, each as likely as the next (lt-asr --vocabulary); NULL: every lexicon word */
+  const char* grammar;    /* a file of phrases, one a line: only these, each said whole, each as likely as the
+                             next, pronounced by lexicon; the word search then cuts no phone (lt-asr --grammar).
+                             Not with word_list or word_lm */
 } lt_recognizer_options;
 
 /* cpu, greedy phones (beam 1), no language models, max_delay 0.5 s, prune

@@ -73,7 +73,7 @@ TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones a
   const std::string wav = espeak(dir, "a.wav", "seven days without rain");
   lt_recognizer_options o = lt_recognizer_default_options();
   const std::string lexicon = dir.file("words.dict");
-  write_text(lexicon, "SEVEN S EH V AH N\nDAYS D EY Z\nWITHOUT W IH TH AW T\nRAIN R EY N\nRAY R EY\nDAY D EY\n");
+  write_text(lexicon, "SEVEN S EH V AH N\nDAYS D EY Z\nWITHOUT W IH TH AW T\nRAIN R EY N\nRAY R EY\nDAY D EY\nA AH\n");
   o.lexicon = lexicon.c_str();
   Recognizer r(kOffline, o);
   Transcript t;
@@ -118,6 +118,26 @@ TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones a
   check_same(words(lt_words.t), from_json(nlohmann::json::parse(v.out)["words"], "word"));
   for (const auto& [word, start, end] : words(lt_words.t))
     CHECK((word == "SEVEN" || word == "DAYS" || word == "WITHOUT" || word == "RAIN"));
+  // A grammar: lt-asr --grammar's words and times.
+  const std::string grammar = dir.file("grammar.txt");
+  write_text(grammar, "seven days without rain\nseven days\nrain without a day\n");
+  o.word_list = nullptr;
+  o.grammar = grammar.c_str();
+  Recognizer phrased(kOffline, o);
+  Transcript g;
+  REQUIRE_MESSAGE(lt_transcribe_file(phrased.r, wav.c_str(), &g.t) == LT_OK, std::string(lt_last_error()));
+  const CommandResult gv = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lexicon '" + lexicon +
+                                                       "' --grammar '" + grammar + "' -f json -q '" + wav + "'");
+  REQUIRE(gv.exit_code == 0);
+  check_same(words(g.t), from_json(nlohmann::json::parse(gv.out)["words"], "word"));
+  std::string heard;
+  for (const auto& [word, start, end] : words(g.t)) heard += (heard.empty() ? "" : " ") + word;
+  CHECK(heard == "SEVEN DAYS WITHOUT RAIN");
+  o.word_list = list.c_str();
+  lt_recognizer* both = nullptr;
+  CHECK(lt_recognizer_new(kOffline.c_str(), &o, &both) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("a grammar takes the place of a word list") != std::string::npos);
+  o.grammar = nullptr;
   // Without a lexicon to pronounce it: one line.
   o.lexicon = nullptr;
   lt_recognizer* none = nullptr;

@@ -57,7 +57,8 @@ class _Info(ctypes.Structure):
 class _RecognizerOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("beam", ctypes.c_int), ("phone_lm", ctypes.c_char_p),
                 ("lexicon", ctypes.c_char_p), ("word_lm", ctypes.c_char_p), ("max_delay", ctypes.c_double),
-                ("prune", ctypes.c_double), ("pause_seconds", ctypes.c_double), ("word_list", ctypes.c_char_p)]
+                ("prune", ctypes.c_double), ("pause_seconds", ctypes.c_double), ("word_list", ctypes.c_char_p),
+                ("grammar", ctypes.c_char_p)]
 
 
 class _Token(ctypes.Structure):
@@ -285,15 +286,16 @@ def _transcript(handle):
 class Recognizer:
     """A speech model (lt-train --task asr) with its decoding: transcribes
     recordings and streams to phones (and words, given a lexicon; only a
-    word list's words, given word_list) with times.
+    word list's words, given word_list; only whole phrases of a grammar,
+    one a line, given grammar) with times.
     The defaults are lt-asr's settings with --beam 1."""
 
     def __init__(self, model, device="cpu", beam=1, phone_lm=None, lexicon=None, word_lm=None, max_delay=0.5,
-                 prune=-12.0, pause_seconds=0.4, word_list=None):
+                 prune=-12.0, pause_seconds=0.4, word_list=None, grammar=None):
         o = _recognizer_default_options()
         self._keep = [os.fsencode(x) if x is not None else None
-                      for x in (device, phone_lm, lexicon, word_lm, word_list)]
-        o.device, o.phone_lm, o.lexicon, o.word_lm, o.word_list = self._keep
+                      for x in (device, phone_lm, lexicon, word_lm, word_list, grammar)]
+        o.device, o.phone_lm, o.lexicon, o.word_lm, o.word_list, o.grammar = self._keep
         o.beam, o.max_delay, o.prune, o.pause_seconds = int(beam), float(max_delay), float(prune), float(pause_seconds)
         handle = _p()
         _check(_recognizer_new(os.fsencode(model), ctypes.byref(o), ctypes.byref(handle)))

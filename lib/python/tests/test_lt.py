@@ -174,3 +174,17 @@ def test_a_word_list_limits_the_words_to_its_own(tmp_path):
     bad.write_text("turn zxq\n")
     with pytest.raises(lt.Error, match="bad.txt:1: 'ZXQ' has no pronunciation"):
         lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), word_list=str(bad))
+
+
+def test_a_grammar_gives_one_of_its_phrases_whole(tmp_path):
+    wav = str(tmp_path / "a.wav")
+    assert subprocess.run(["espeak-ng", "-v", "en-us", "-w", wav, "turn the light on"]).returncode == 0
+    lexicon = tmp_path / "words.dict"
+    lexicon.write_text("TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nDOOR D AO R\n")
+    grammar = tmp_path / "commands.txt"
+    grammar.write_text("turn the light on\nturn the light off\nopen the door\n")
+    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), grammar=str(grammar))
+    assert [w for w, _, _ in asr.transcribe(wav)["words"]] == ["TURN", "THE", "LIGHT", "ON"]
+    with pytest.raises(lt.Error, match="takes the place of a word list"):
+        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), grammar=str(grammar),
+                      word_list=str(grammar))
