@@ -32,7 +32,7 @@ struct Args {
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
   // Tuned on half of the validation set with the shipped models
   // (docs/speech.md, "Words" and "Decoding defaults").
-  lt::WordSearchOptions word_search{64, 1.25, 4.0};
+  lt::WordSearchOptions word_search{64, 1.0, 0.0};
   lt::WordSearchOptions phone_search{64, 1.25, 2.5};
 };
 
