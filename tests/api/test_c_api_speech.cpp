@@ -3,6 +3,7 @@
 // phones equal to the whole recording's, and one-line failures.
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -105,34 +106,29 @@ TEST_CASE("lt.h speech: a file transcribed through the API has lt-asr's phones a
   check_same(phones(again.t), phones(t.t));
   CHECK(lt_transcript_phone(t.t, lt_transcript_phones(t.t)).text == nullptr);
 
-  // A word list: lt-asr --vocabulary's words and times.
+  // A word list and a grammar: lt-asr --vocabulary's and --grammar's words and times.
+  auto as_lt_asr = [&](const std::string& flag) {
+    Recognizer r2(kOffline, o);
+    Transcript t2;
+    REQUIRE_MESSAGE(lt_transcribe_file(r2.r, wav.c_str(), &t2.t) == LT_OK, std::string(lt_last_error()));
+    const CommandResult v = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lexicon '" + lexicon +
+                                                        "' " + flag + " -f json -q '" + wav + "'");
+    REQUIRE(v.exit_code == 0);
+    check_same(words(t2.t), from_json(nlohmann::json::parse(v.out)["words"], "word"));
+    std::string heard;
+    for (const auto& [word, start, end] : words(t2.t)) heard += (heard.empty() ? "" : " ") + word;
+    return heard;
+  };
   const std::string list = dir.file("list.txt");
   write_text(list, "seven days # a comment\nwithout rain\n");
   o.word_list = list.c_str();
-  Recognizer listed(kOffline, o);
-  Transcript lt_words;
-  REQUIRE_MESSAGE(lt_transcribe_file(listed.r, wav.c_str(), &lt_words.t) == LT_OK, std::string(lt_last_error()));
-  const CommandResult v = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lexicon '" + lexicon +
-                                                      "' --vocabulary '" + list + "' -f json -q '" + wav + "'");
-  REQUIRE(v.exit_code == 0);
-  check_same(words(lt_words.t), from_json(nlohmann::json::parse(v.out)["words"], "word"));
-  for (const auto& [word, start, end] : words(lt_words.t))
-    CHECK((word == "SEVEN" || word == "DAYS" || word == "WITHOUT" || word == "RAIN"));
-  // A grammar: lt-asr --grammar's words and times.
+  std::istringstream listed(as_lt_asr("--vocabulary '" + list + "'"));
+  for (std::string word; listed >> word;) CHECK((word == "SEVEN" || word == "DAYS" || word == "WITHOUT" || word == "RAIN"));
   const std::string grammar = dir.file("grammar.txt");
   write_text(grammar, "seven days without rain\nseven days\nrain without a day\n");
   o.word_list = nullptr;
   o.grammar = grammar.c_str();
-  Recognizer phrased(kOffline, o);
-  Transcript g;
-  REQUIRE_MESSAGE(lt_transcribe_file(phrased.r, wav.c_str(), &g.t) == LT_OK, std::string(lt_last_error()));
-  const CommandResult gv = run_tool(dir, "lt-asr", "-m '" + kOffline + "' --beam 1 --words --lexicon '" + lexicon +
-                                                       "' --grammar '" + grammar + "' -f json -q '" + wav + "'");
-  REQUIRE(gv.exit_code == 0);
-  check_same(words(g.t), from_json(nlohmann::json::parse(gv.out)["words"], "word"));
-  std::string heard;
-  for (const auto& [word, start, end] : words(g.t)) heard += (heard.empty() ? "" : " ") + word;
-  CHECK(heard == "SEVEN DAYS WITHOUT RAIN");
+  CHECK(as_lt_asr("--grammar '" + grammar + "'") == "SEVEN DAYS WITHOUT RAIN");
   o.word_list = list.c_str();
   lt_recognizer* both = nullptr;
   CHECK(lt_recognizer_new(kOffline.c_str(), &o, &both) == LT_ERROR);

@@ -5,22 +5,14 @@
 // distribution still sums to 1. Skipped where sphinxbase-utils is not
 // installed.
 #include <cmath>
-#include <cstdlib>
 
 #include "lt/language_model.h"
-#include "speech/arpa_reference.h"
+#include "speech/sphinx_trie.h"
 
 using namespace lt;
 using namespace lt::test;
 
 namespace {
-int run(const TempDir& tmp, const std::string& command, std::string* log) {
-  const std::string err = tmp.file("run.err");
-  const int status = std::system((command + " >/dev/null 2>'" + err + "'").c_str());
-  *log = read_text(err);
-  return status;
-}
-
 // ln P(w | history) of every word of `words` and </s>.
 std::vector<double> distribution(const LanguageModel& lm, const std::vector<std::string>& history,
                                  const std::vector<std::string>& words) {
@@ -35,26 +27,14 @@ std::vector<double> distribution(const LanguageModel& lm, const std::vector<std:
 }  // namespace
 
 TEST_CASE("general_lm.py: a restricted trigram is the original conditioned on its vocabulary, and pruned it sums to 1") {
-  if (std::system("command -v sphinx_lm_convert >/dev/null 2>&1") != 0) {
-    std::printf("LT-SKIP: sphinx_lm_convert (sphinxbase-utils) is not installed\n");
-    return;
-  }
+  if (!have_sphinx_lm_convert()) return;
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
   TempDir tmp;
   const std::vector<std::string> all = {"a",    "big",   "cat",  "dog",  "eats", "fish", "goes", "home",
                                         "it's", "jam",   "kite", "lamp", "moon", "nest", "owl",  "pear"};
-  std::string text;
-  for (int i = 0; i < 400; ++i) {
-    std::string line;
-    for (int64_t k = rng.integer(1, 9); k > 0; --k) {
-      const double r = std::floor(std::exp(rng.uniform(0, 2.8)) - 1);
-      line += (line.empty() ? "" : " ") + all[size_t(std::min<double>(double(all.size()) - 1, r))];
-    }
-    text += line + "\n";
-  }
-  write_text_file(tmp.file("text.txt"), text, false);
+  write_sphinx_trigram(tmp, rng, all, 400);
   // The dictionary pronounces all but two words; --words keeps the 11 likeliest of those.
   std::string dict;
   for (size_t i = 0; i < all.size(); ++i)
@@ -62,12 +42,8 @@ TEST_CASE("general_lm.py: a restricted trigram is the original conditioned on it
   write_text_file(tmp.file("words.dict"), dict, false);
   std::string log;
   const std::string scripts = std::string(LT_SCRIPTS_DIR) + "/speech/";
-  REQUIRE(run(tmp, "python3 '" + scripts + "make_lm.py' '" + tmp.file("text.txt") + "' --order 3 -o '" +
-                       tmp.file("original.arpa") + "'", &log) == 0);
-  REQUIRE_MESSAGE(run(tmp, "sphinx_lm_convert -i '" + tmp.file("original.arpa") + "' -o '" + tmp.file("m.lm.bin") + "'",
-                      &log) == 0, log);
   auto general = [&](const std::string& prune, const std::string& out) {
-    REQUIRE_MESSAGE(run(tmp, "/usr/bin/python3 '" + scripts + "general_lm.py' --model '" + tmp.file("m.lm.bin") +
+    REQUIRE_MESSAGE(run_quietly(tmp, "/usr/bin/python3 '" + scripts + "general_lm.py' --model '" + tmp.file("model.lm.bin") +
                                  "' --dictionary '" + tmp.file("words.dict") + "' --words 11 --prune " + prune +
                                  " -o '" + tmp.file(out) + "'", &log) == 0, log);
     return read_arpa(tmp.file(out));

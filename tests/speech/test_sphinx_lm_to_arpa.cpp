@@ -4,56 +4,26 @@
 // the same scores for random sentences, read by read_arpa; skipped where
 // sphinxbase-utils is not installed.
 #include <cmath>
-#include <cstdlib>
 
 #include "lt/language_model.h"
-#include "speech/arpa_reference.h"
+#include "speech/sphinx_trie.h"
 
 using namespace lt;
 using namespace lt::test;
 
-namespace {
-int run(const TempDir& tmp, const std::string& command, std::string* log) {
-  const std::string err = tmp.file("run.err");
-  const int status = std::system((command + " >/dev/null 2>'" + err + "'").c_str());
-  *log = read_text(err);
-  return status;
-}
-}  // namespace
-
 TEST_CASE("sphinx_lm_to_arpa.py gives back the scores of a model written as a Sphinx trie") {
-  if (std::system("command -v sphinx_lm_convert >/dev/null 2>&1") != 0) {
-    std::printf("LT-SKIP: sphinx_lm_convert (sphinxbase-utils) is not installed\n");
-    return;
-  }
+  if (!have_sphinx_lm_convert()) return;
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
   TempDir tmp;
   const std::vector<std::string> vocabulary = {"a", "big", "cat", "dog", "eats", "fish", "goes", "home", "it's", "jam",
                                                "kites", "lemon"};
-  auto sentence = [&] {
-    std::vector<std::string> s;
-    for (int64_t k = rng.integer(1, 9); k > 0; --k)
-      s.push_back(vocabulary[size_t(std::min<double>(double(vocabulary.size()) - 1,
-                                                     std::floor(std::exp(rng.uniform(0, 2.6)) - 1)))]);
-    return s;
-  };
-  std::string text;
-  for (int i = 0; i < 300; ++i) {
-    std::string line;
-    for (const std::string& w : sentence()) line += (line.empty() ? "" : " ") + w;
-    text += line + "\n";
-  }
-  write_text_file(tmp.file("text.txt"), text, false);
+  write_sphinx_trigram(tmp, rng, vocabulary, 300);
   std::string log;
-  const std::string scripts = std::string(LT_SCRIPTS_DIR) + "/speech/";
-  REQUIRE(run(tmp, "python3 '" + scripts + "make_lm.py' '" + tmp.file("text.txt") + "' --order 3 -o '" +
-                       tmp.file("original.arpa") + "'", &log) == 0);
-  REQUIRE_MESSAGE(run(tmp, "sphinx_lm_convert -i '" + tmp.file("original.arpa") + "' -o '" + tmp.file("model.lm.bin") + "'",
-                      &log) == 0, log);
-  REQUIRE_MESSAGE(run(tmp, "/usr/bin/python3 '" + scripts + "sphinx_lm_to_arpa.py' '" + tmp.file("model.lm.bin") + "' '" +
-                               tmp.file("back.arpa.gz") + "'", &log) == 0, log);
+  REQUIRE_MESSAGE(run_quietly(tmp, "/usr/bin/python3 '" + std::string(LT_SCRIPTS_DIR) + "/speech/sphinx_lm_to_arpa.py' '" +
+                                       tmp.file("model.lm.bin") + "' '" + tmp.file("back.arpa.gz") + "'", &log) == 0,
+                  log);
   const LanguageModel original = read_arpa(tmp.file("original.arpa")), back = read_arpa(tmp.file("back.arpa.gz"));
   CHECK(back.order() == 3);
   CHECK(back.ngrams(1) == original.ngrams(1));
@@ -65,7 +35,7 @@ TEST_CASE("sphinx_lm_to_arpa.py gives back the scores of a model written as a Sp
   double worst = 0;
   for (int i = 0; i < 200; ++i) {
     LmState a = original.begin(), b = back.begin();
-    for (const std::string& w : sentence()) {
+    for (const std::string& w : zipf_sentence(rng, vocabulary)) {
       const double x = original.score(a, original.word_id(w), &a), y = back.score(b, back.word_id(w), &b);
       worst = std::max(worst, std::abs(x - y));
     }

@@ -160,31 +160,34 @@ def _read_wav(path):
     return np.interp(t, np.arange(len(x)) / rate, x).astype(np.float32)
 
 
-def test_a_word_list_limits_the_words_to_its_own(tmp_path):
+def _turn_the_light_on(tmp_path):
+    """A training voice saying a command, and a lexicon of a few command words."""
     wav = str(tmp_path / "a.wav")
     assert subprocess.run(["espeak-ng", "-v", "en-us", "-w", wav, "turn the light on"]).returncode == 0
     lexicon = tmp_path / "words.dict"
     lexicon.write_text("TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nDOOR D AO R\n")
+    return wav, str(lexicon)
+
+
+def test_a_word_list_limits_the_words_to_its_own(tmp_path):
+    wav, lexicon = _turn_the_light_on(tmp_path)
     words = tmp_path / "commands.txt"
     words.write_text("turn the light on off  # the lights\nopen door\n")
-    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), word_list=str(words))
+    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=lexicon, word_list=str(words))
     heard = asr.transcribe(wav)
     assert [w for w, _, _ in heard["words"]] == ["TURN", "THE", "LIGHT", "ON"]
     bad = tmp_path / "bad.txt"
     bad.write_text("turn zxq\n")
     with pytest.raises(lt.Error, match="bad.txt:1: 'ZXQ' has no pronunciation"):
-        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), word_list=str(bad))
+        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=lexicon, word_list=str(bad))
 
 
 def test_a_grammar_gives_one_of_its_phrases_whole(tmp_path):
-    wav = str(tmp_path / "a.wav")
-    assert subprocess.run(["espeak-ng", "-v", "en-us", "-w", wav, "turn the light on"]).returncode == 0
-    lexicon = tmp_path / "words.dict"
-    lexicon.write_text("TURN T ER N\nTHE DH AH\nLIGHT L AY T\nON AA N\nOFF AO F\nOPEN OW P AH N\nDOOR D AO R\n")
+    wav, lexicon = _turn_the_light_on(tmp_path)
     grammar = tmp_path / "commands.txt"
     grammar.write_text("turn the light on\nturn the light off\nopen the door\n")
-    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), grammar=str(grammar))
+    asr = lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=lexicon, grammar=str(grammar))
     assert [w for w, _, _ in asr.transcribe(wav)["words"]] == ["TURN", "THE", "LIGHT", "ON"]
     with pytest.raises(lt.Error, match="takes the place of a word list"):
-        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=str(lexicon), grammar=str(grammar),
+        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), lexicon=lexicon, grammar=str(grammar),
                       word_list=str(grammar))
