@@ -132,9 +132,6 @@ int main(int argc, char** argv) {
     for (const CLI::Option* o : group->get_options([](const CLI::Option* o) { return o->count() > 0; }))
       if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
   try {
-    lt::check(!a.recurrent || eval, "--recurrent is an option of --eval");
-    lt::check((a.score.empty() && a.notes.empty() && a.average.empty()) || export_,
-              "--score, --note and --average are options of --export");
     lt::set_num_threads(threads);
     // Before the device is opened: a flag that cannot apply is the first thing to say.
     const lt::Device device = lt::parse_device(a.device);
@@ -144,12 +141,14 @@ int main(int argc, char** argv) {
       lt::training_precision(a.bf16, a.tf32, device);
     lt::check(!(eval || export_) || lt::World::get().size() == 1,
               "--eval and --export run in one process: start them without mpirun");
-    if (eval) return lt::evaluate_checkpoint(a), 0;
-    if (export_) return lt::export_checkpoint(a), 0;
+    if (eval) return std::fputs(lt::evaluate_checkpoint(a).c_str(), stdout), 0;
+    if (export_) return std::fputs(lt::export_checkpoint(a).c_str(), stdout), 0;
     std::signal(SIGINT, on_sigint);
     std::signal(SIGTERM, on_sigint);
     const lt::TrainResult r = lt::run_training(a, &g_stop);
-    return r.status == lt::TrainStatus::finished ? 0 : report_unfinished(r, a.output);
+    if (r.status != lt::TrainStatus::finished) return report_unfinished(r, a.output);
+    if (lt::World::get().leader()) std::printf("%s\n", r.score.c_str());
+    return 0;
   } catch (const std::exception& e) {
     // A rank that fails alone ends them all: the others wait in a collective.
     lt::World& world = lt::World::get();

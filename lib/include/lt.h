@@ -206,6 +206,63 @@ LT_API lt_status lt_stream_take_settled(lt_stream* stream, lt_transcript** settl
 LT_API lt_status lt_stream_tentative(const lt_stream* stream, lt_transcript** tail);
 LT_API void lt_stream_free(lt_stream* stream); /* NULL is ignored */
 
+/* ---- training: lt-train's runs ---- */
+
+typedef struct lt_recipe lt_recipe;
+
+/* A recipe for task "image", "copy" or "asr", every option at lt-train's
+ * default (docs/training.md). */
+LT_API lt_status lt_recipe_new(const char* task, lt_recipe** recipe);
+/* Sets an option by lt-train's long flag without its dashes ("data",
+ * "steps", "lr", "spec-augment") to its text as lt-train reads it ("true" or
+ * "false" for a flag); a repeatable one ("milestones", "score", "average",
+ * "note") adds a value a call. An unknown option or a value it cannot take
+ * is LT_ERROR. Progress goes to stderr unless "quiet" is "true". */
+LT_API lt_status lt_recipe_set(lt_recipe* recipe, const char* option, const char* value);
+LT_API void lt_recipe_free(lt_recipe* recipe); /* NULL is ignored */
+
+typedef enum lt_train_event_kind {
+  LT_TRAIN_STEP = 0,
+  LT_TRAIN_EVAL = 1,
+  LT_TRAIN_CHECKPOINT = 2,
+  LT_TRAIN_MICRO_BATCH = 3 /* a step did not fit the device's memory: passes of `rows` from here on */
+} lt_train_event_kind;
+
+typedef struct lt_train_event {
+  lt_train_event_kind kind;
+  int64_t step;           /* updates done */
+  double loss;            /* step: the batch's mean nats per counted position; eval: the test's */
+  double accuracy;        /* when the task reports one, else -1 */
+  double error_rate;      /* eval of a speech model: its PER, else -1 */
+  double lr;
+  double examples_per_s;  /* step: since the run started */
+  double epoch;
+  const char* path;       /* checkpoint: the file written (valid during the call), else "" */
+  int64_t rows;           /* micro-batch: the rows of a pass */
+} lt_train_event;
+
+typedef void (*lt_train_progress)(const lt_train_event* event, void* user);
+
+typedef struct lt_train_result {
+  int finished;  /* 1: ran all its steps; 0: stopped, its checkpoint written (set "resume" to go on) */
+  int64_t step;  /* updates done */
+  char* score;   /* finished: the trained model's test score, one line; else NULL. lt_string_free it */
+} lt_train_result;
+
+/* Trains as lt-train does (checkpoints, resume, the same bits). progress
+ * (NULL: none) gets every event on the calling thread; once *stop (NULL:
+ * never) is nonzero, the run stops after the step in progress and writes its
+ * checkpoint. A run that diverges is LT_ERROR. */
+LT_API lt_status lt_train(const lt_recipe* recipe, lt_train_progress progress, void* user, const volatile int* stop,
+                          lt_train_result* result);
+/* lt-train --eval: scores "model" on its test data; *result is lt-train's
+ * output, text or JSON by "format". lt_string_free it. */
+LT_API lt_status lt_evaluate(const lt_recipe* recipe, char** result);
+/* lt-train --export: "model" without its optimizer state to "output", with
+ * its scores; *report has a line per score and file. lt_string_free it. */
+LT_API lt_status lt_export(const lt_recipe* recipe, char** report);
+LT_API void lt_string_free(char* text); /* NULL is ignored */
+
 #ifdef __cplusplus
 }
 #endif

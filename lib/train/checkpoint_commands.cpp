@@ -52,7 +52,13 @@ void average_models(const TrainingRecipe& a, const Checkpoint& ck, Parameters& p
 
 }  // namespace
 
-void evaluate_checkpoint(const TrainingRecipe& a) {
+void refuse_recurrent(const TrainingRecipe& a) { check(!a.recurrent, "--recurrent is an option of --eval"); }
+void refuse_export_options(const TrainingRecipe& a) {
+  check(a.score.empty() && a.notes.empty() && a.average.empty(), "--score, --note and --average are options of --export");
+}
+
+std::string evaluate_checkpoint(const TrainingRecipe& a) {
+  refuse_export_options(a);
   check(!a.model.empty(), "--eval needs -m CHECKPOINT");
   const std::string kind = load_safetensors(a.model).meta("lt.model", "image");
   if (kind == "copy") {
@@ -67,10 +73,11 @@ void evaluate_checkpoint(const TrainingRecipe& a) {
   require_device(device);
   std::unique_ptr<TaskFamily> family = checkpoint_family(kind);
   family->load(a.model, device);
-  family->evaluate(a, device);
+  return family->evaluate(a, device);
 }
 
-void export_checkpoint(const TrainingRecipe& a) {
+std::string export_checkpoint(const TrainingRecipe& a) {
+  refuse_recurrent(a);
   check(!a.model.empty(), "--export needs -m CHECKPOINT");
   check(a.output != a.model, "--export: -o must differ from -m");
   const Checkpoint ck = load_safetensors(a.model);
@@ -85,9 +92,10 @@ void export_checkpoint(const TrainingRecipe& a) {
   for (const auto& [k, v] : ck.metadata)
     if (!own.count(k)) meta[k] = v;
   average_models(a, ck, model.params(), family->architecture(), meta);
-  family->score(a, meta);
+  std::string report;
+  family->score(a, meta, report);
   for (const auto& [k, v] : notes) meta[k] = v;
-  family->save(a.output, meta);
+  return report + family->save(a.output, meta);
 }
 
 }  // namespace lt

@@ -74,25 +74,29 @@ class CopyFamily final : public TaskFamily {
     return *model_;
   }
   std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
-  void save(const std::string& path, const std::map<std::string, std::string>& meta) override {
+  std::string save(const std::string& path, const std::map<std::string, std::string>& meta) override {
     model_->save(path, meta);
+    return "";
   }
-  void evaluate(const TrainingRecipe& a, Device d) override {
+  std::string evaluate(const TrainingRecipe& a, Device d) override {
     const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a), training_precision(a.bf16, a.tf32, d));
     if (a.format == "json")
-      std::cout << nlohmann::json{{"loss", e.loss}, {"accuracy", e.accuracy}, {"sequences", e.examples}, {"model", a.model}}
-                       .dump()
-                << "\n";
-    else
-      std::printf("copy task: loss %.4f, accuracy %.4f on %lld test sequences\n", e.loss, e.accuracy,
-                  (long long)e.examples);
+      return nlohmann::json{{"loss", e.loss}, {"accuracy", e.accuracy}, {"sequences", e.examples}, {"model", a.model}}
+                 .dump() +
+             "\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "copy task: loss %.4f, accuracy %.4f on %lld test sequences\n", e.loss,
+                  e.accuracy, (long long)e.examples);
+    return line;
   }
-  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta) override {
+  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta, std::string& report) override {
     const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a));
     meta["test_accuracy"] = std::to_string(e.accuracy);
     meta["test_loss"] = std::to_string(e.loss);
-    std::printf("%s: test loss %.4f, accuracy %.4f on %lld test sequences\n", a.output.c_str(), e.loss, e.accuracy,
-                (long long)e.examples);
+    char line[160];
+    std::snprintf(line, sizeof line, ": test loss %.4f, accuracy %.4f on %lld test sequences\n", e.loss, e.accuracy,
+                  (long long)e.examples);
+    report += a.output + line;
   }
 
  private:

@@ -105,10 +105,11 @@ class ImageFamily final : public TaskFamily {
     return model_->core();
   }
   std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
-  void save(const std::string& path, const std::map<std::string, std::string>& meta) override {
+  std::string save(const std::string& path, const std::map<std::string, std::string>& meta) override {
     model_->save(path, meta);
+    return "";
   }
-  void evaluate(const TrainingRecipe& a, Device d) override {
+  std::string evaluate(const TrainingRecipe& a, Device d) override {
     data_ = load_data(a.data);
     const auto t0 = std::chrono::steady_clock::now();
     const ImageEvaluation ev =
@@ -124,20 +125,25 @@ class ImageFamily final : public TaskFamily {
                           {"attention", attention_name(model_->config().transformer)},
                           {"form", form}, {"precision", a.bf16 ? "bf16" : "fp32"},
                           {"device", a.device}, {"seconds", secs}};
-      std::cout << j.dump() << "\n";
-    } else {
-      std::printf("%.4f bits/dim (%.4f nats/dim) on %lld test images of %s (%s%s, %.1f s)\n", ev.bits_per_dim,
-                  ev.nats_per_dim, (long long)ev.images, a.data.c_str(), form, a.bf16 ? " bf16" : "", secs);
+      return j.dump() + "\n";
     }
+    char line[160];
+    std::snprintf(line, sizeof line, "%.4f bits/dim (%.4f nats/dim) on %lld test images of ", ev.bits_per_dim,
+                  ev.nats_per_dim, (long long)ev.images);
+    char tail[64];
+    std::snprintf(tail, sizeof tail, " (%s%s, %.1f s)\n", form, a.bf16 ? " bf16" : "", secs);
+    return line + a.data + tail;
   }
   // Without --data, the export has no scores.
-  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta) override {
+  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta, std::string& report) override {
     if (a.data.empty()) return;
     data_ = load_data(a.data);
     const ImageEvaluation ev = evaluate_images(*model_, data_.test, a.batch > 0 ? a.batch : 16, a.eval_images);
     meta["test_bits_per_dim"] = std::to_string(ev.bits_per_dim);
     meta["test_images"] = std::to_string(ev.images);
-    std::printf("%s: %.4f bits/dim on %lld test images\n", a.output.c_str(), ev.bits_per_dim, (long long)ev.images);
+    char line[128];
+    std::snprintf(line, sizeof line, ": %.4f bits/dim on %lld test images\n", ev.bits_per_dim, (long long)ev.images);
+    report += a.output + line;
   }
 
  private:

@@ -246,11 +246,11 @@ class SpeechFamily final : public TaskFamily {
     for (const auto& [k, v] : frontend_.metadata()) a[k] = v;
     return a;
   }
-  void save(const std::string& path, const std::map<std::string, std::string>& meta) override {
+  std::string save(const std::string& path, const std::map<std::string, std::string>& meta) override {
     model_->save(path, meta, frontend_.tensors());
-    std::printf("%s: speech model written without optimizer state\n", path.c_str());
+    return path + ": speech model written without optimizer state\n";
   }
-  void evaluate(const TrainingRecipe& a, Device) override {
+  std::string evaluate(const TrainingRecipe& a, Device) override {
     const auto t0 = std::chrono::steady_clock::now();
     int64_t left_out = 0;
     const SpeechScore s = score_manifest(a, *model_, frontend_, a.data, left_out);
@@ -262,23 +262,30 @@ class SpeechFamily final : public TaskFamily {
       j.update({{"loss", s.loss}, {"utterances", s.utterances}, {"left_out", left_out}, {"model", a.model},
                 {"data", a.data}, {"decoder", a.beam > 1 ? "beam" : "greedy"}, {"seconds", secs},
                 {"speakers", speakers}});
-      std::cout << j.dump() << "\n";
-      return;
+      return j.dump() + "\n";
     }
-    std::printf("PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld utterances of %s, "
-                "loss %.4f, %s decoding, %.1f s\n",
-                100 * s.overall.rate(), (long long)s.overall.errors, (long long)s.overall.substitutions,
-                (long long)s.overall.deletions, (long long)s.overall.insertions, (long long)s.overall.reference,
-                (long long)s.utterances, a.data.c_str(), s.loss, a.beam > 1 ? "beam" : "greedy", secs);
-    if (s.by_speaker.size() > 1)
-      for (const auto& [name, c] : s.by_speaker)
-        std::printf("  %-28s PER %6.2f%% over %lld phones\n", name.c_str(), 100 * c.rate(), (long long)c.reference);
     if (left_out > 0)
       std::fprintf(stderr, "%s: %lld utterances left out (too short for their phones, too long, or without phones)\n",
                    a.name.c_str(), (long long)left_out);
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones) on %lld utterances of ",
+                  100 * s.overall.rate(), (long long)s.overall.errors, (long long)s.overall.substitutions,
+                  (long long)s.overall.deletions, (long long)s.overall.insertions, (long long)s.overall.reference,
+                  (long long)s.utterances);
+    char tail[128];
+    std::snprintf(tail, sizeof tail, ", loss %.4f, %s decoding, %.1f s\n", s.loss, a.beam > 1 ? "beam" : "greedy", secs);
+    std::string out = line + a.data + tail;
+    if (s.by_speaker.size() > 1)
+      for (const auto& [name, c] : s.by_speaker) {
+        std::snprintf(line, sizeof line, "  %-28s PER %6.2f%% over %lld phones\n", name.c_str(), 100 * c.rate(),
+                      (long long)c.reference);
+        out += line;
+      }
+    return out;
   }
   // The PER of each --score manifest, as speech.per.NAME (NAME its file name without .tsv).
-  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta) override {
+  void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta, std::string& report) override {
     for (const std::string& manifest : a.score) {
       std::string name = std::filesystem::path(manifest).filename().string();
       if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tsv") == 0) name.resize(name.size() - 4);
@@ -290,7 +297,7 @@ class SpeechFamily final : public TaskFamily {
                     a.beam > 1 ? (", width " + std::to_string(a.beam)).c_str() : "", (long long)s.utterances,
                     (long long)s.overall.reference, manifest.c_str());
       meta["speech.per." + name] = line;
-      std::printf("%s: PER %s\n", a.output.c_str(), line);
+      report += a.output + ": PER " + line + "\n";
       if (left_out > 0)
         std::fprintf(stderr, "%s: %s: %lld utterances left out\n", a.name.c_str(), manifest.c_str(), (long long)left_out);
     }

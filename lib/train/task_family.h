@@ -49,12 +49,18 @@ class TaskFamily {
   virtual std::map<std::string, std::string> architecture() const { return model_metadata(); }
   // Its tensors beside the model's (a speech front end's statistics).
   virtual std::map<std::string, Tensor> tensors() const { return {}; }
-  virtual void save(const std::string& path, const std::map<std::string, std::string>& meta) = 0;
-  // --eval: scores the loaded model and prints the result (text or json).
-  virtual void evaluate(const TrainingRecipe& r, Device d) = 0;
-  // --export: test scores into meta, each with a line on stdout.
-  virtual void score(const TrainingRecipe& r, std::map<std::string, std::string>& meta) = 0;
+  // Writes the model; a line for the export's report, or none.
+  virtual std::string save(const std::string& path, const std::map<std::string, std::string>& meta) = 0;
+  // --eval: scores the loaded model; the result (text or json), newline-ended.
+  virtual std::string evaluate(const TrainingRecipe& r, Device d) = 0;
+  // --export: test scores into meta, a line each added to report.
+  virtual void score(const TrainingRecipe& r, std::map<std::string, std::string>& meta, std::string& report) = 0;
 };
+
+// Options of one mode given to another: --recurrent belongs to --eval;
+// --score, --note and --average to --export.
+void refuse_recurrent(const TrainingRecipe& r);
+void refuse_export_options(const TrainingRecipe& r);
 
 std::unique_ptr<TaskFamily> copy_family();
 std::unique_ptr<TaskFamily> image_family();  // for a checkpoint

@@ -42,7 +42,10 @@ std::unique_ptr<TaskFamily> training_family(const TrainingRecipe& a) {
 }
 }  // namespace
 
-TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop) {
+TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop,
+                         const std::function<void(const TrainEvent&)>& on_event) {
+  refuse_recurrent(recipe);
+  refuse_export_options(recipe);
   refuse_foreign_options(recipe);
   std::unique_ptr<TaskFamily> family = training_family(recipe);
   TaskFamily& run = *family;
@@ -105,12 +108,17 @@ TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* 
 
   MetricsLog log(a.log);
   Progress progress(steps, a.quiet, 10.0, trainer.step());
-  const TrainResult r = train_model(model, trainer, run.task(a, batch), s,
-                                    report_events(log, progress, run.reports_bits(), a.quiet), stop);
+  const std::function<void(const TrainEvent&)> report = report_events(log, progress, run.reports_bits(), a.quiet);
+  TrainResult r = train_model(model, trainer, run.task(a, batch), s,
+                              [&](const TrainEvent& e) {
+                                report(e);
+                                if (on_event) on_event(e);
+                              },
+                              stop);
   progress.finish();
   if (r.status == TrainStatus::finished) {
     const TaskFamily::FinalScore score = run.finish(a, r.step, batch, s.eval_precision);
-    if (world.leader()) std::printf("%s\n", score.line.c_str());
+    r.score = score.line;
     log.write(score.event);
   }
   return r;

@@ -135,6 +135,7 @@ struct TrainResult {
   TrainStatus status = TrainStatus::finished;
   int64_t step = 0;
   std::string message;  // diverged: which step and what was kept
+  std::string score;    // run_training, finished: the trained model's test score, one line
 };
 
 // Trains from trainer.step() to settings.steps, on every rank of the World

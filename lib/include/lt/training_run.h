@@ -8,15 +8,19 @@
 //   r.task = "copy";
 //   r.steps = 200;
 //   r.output = "copy.safetensors";
-//   lt::TrainResult result = lt::run_training(r, &stop);  // progress on stderr, the score on stdout
+//   lt::TrainResult result = lt::run_training(r, &stop);  // progress on stderr
+//   std::puts(result.score.c_str());                      // the trained model's test score
 //   r.model = r.output, r.output = "copy-export.safetensors";
-//   lt::export_checkpoint(r);                             // without the optimizer state
+//   std::fputs(lt::export_checkpoint(r).c_str(), stdout); // without the optimizer state
+//
+// Results come back as text; only progress (unless quiet) goes to stderr.
 //
 // Fields are named after lt-train's flags (docs/training.md has what each
 // means); 0, empty or negative is the task's preset. Errors throw lt::Error
 // with one line naming the option and the file.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -93,19 +97,30 @@ struct TrainingRecipe {
   void adopt(const Checkpoint& ck);
 };
 
+// Sets the field of lt-train's long flag `option` (without its dashes:
+// "steps", "spec-augment") from its text as lt-train reads it ("true" or
+// "false" for a flag; a repeatable option, such as "milestones" or "score",
+// adds a value a call) and marks it given, as lt-train does. An unknown
+// option or a value it cannot take is an lt::Error naming it.
+void set_recipe_option(TrainingRecipe& recipe, const std::string& option, const std::string& value);
+
 // Trains recipe.task until recipe.steps (or epochs), resuming recipe.output
 // when recipe.resume finds it; a checkpoint every checkpoint_every steps, at
 // the end and when *stop becomes true. Under mpirun or srun every rank runs
 // it and the ranks share each step (lt/world.h); rank 0 prints the run's
-// first line and progress on stderr and the final score on stdout.
-TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop = nullptr);
+// first line and progress on stderr, and passes every event (steps,
+// evaluations, checkpoints) to on_event, on the calling thread. A finished
+// run's result holds its test score line.
+TrainResult run_training(const TrainingRecipe& recipe, const std::atomic<bool>* stop = nullptr,
+                         const std::function<void(const TrainEvent&)>& on_event = {});
 
 // Scores recipe.model (image, copy or speech, from its lt.model) on its test
-// data and prints the result on stdout (recipe.format).
-void evaluate_checkpoint(const TrainingRecipe& recipe);
+// data: the result as text or JSON (recipe.format), newline-ended.
+std::string evaluate_checkpoint(const TrainingRecipe& recipe);
 
 // Writes recipe.model without its optimizer state to recipe.output, averaged
-// with recipe.average, with its test scores and recipe.notes in the metadata.
-void export_checkpoint(const TrainingRecipe& recipe);
+// with recipe.average, with its test scores and recipe.notes in the
+// metadata; returns a line per score and per file written.
+std::string export_checkpoint(const TrainingRecipe& recipe);
 
 }  // namespace lt

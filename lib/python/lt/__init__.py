@@ -14,6 +14,8 @@ needed, only the installed library. Arrays go in and out as NumPy arrays.
     asr = lt.Recognizer("asr.safetensors")
     asr.transcribe("utt.wav")["phones"]              # [("HH", 0.12, 0.18), ...]
 
+    lt.train("copy", steps=1000, output="copy.safetensors")   # lt-train's run (lt.training)
+
 The library is found through $LT_LIBRARY, then beside the package in an
 installed prefix (PREFIX/lib/liblt.so.0), then the system's library path.
 """
@@ -23,7 +25,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version"]
+__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version", "train", "evaluate", "export"]
 
 
 class Error(RuntimeError):
@@ -355,3 +357,6 @@ class Stream:
         out = _p()
         _check(_stream_tentative(self._handle, ctypes.byref(out)))
         return _transcript(out)
+
+
+from .training import evaluate, export, train  # noqa: E402  (it uses the declarations above)

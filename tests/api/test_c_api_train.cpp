@@ -1,0 +1,160 @@
+// lt.h's training: a recipe of lt-train's options trains, stops on its flag
+// with a checkpoint, resumes to the bits of lt-train's straight run, and
+// evaluates and exports as lt-train --eval and --export print; every lt-train
+// option is a recipe option; bad options and values are one line.
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "lt.h"
+#include "lt/backend.h"
+#include "test_util.h"
+
+using namespace lt;
+using namespace lt::test;
+
+namespace {
+
+struct Recipe {
+  lt_recipe* r = nullptr;
+  explicit Recipe(const char* task) { REQUIRE(lt_recipe_new(task, &r) == LT_OK); }
+  ~Recipe() { lt_recipe_free(r); }
+  Recipe& set(const char* option, const std::string& value) {
+    REQUIRE_MESSAGE(lt_recipe_set(r, option, value.c_str()) == LT_OK, std::string(lt_last_error()));
+    return *this;
+  }
+};
+
+// lt-train's tiny copy model of the CLI tests.
+const char* const kTinyCopy = "--task copy --layers 1 --d-model 16 --heads 2 -b 4 --schedule step -q -t 1 ";
+void tiny_copy(Recipe& r, const std::string& output, int64_t steps) {
+  r.set("layers", "1").set("d-model", "16").set("heads", "2").set("batch", "4").set("schedule", "step");
+  r.set("quiet", "true").set("output", output).set("steps", std::to_string(steps));
+}
+
+struct Events {
+  std::vector<int64_t> steps;
+  int checkpoints = 0;
+  int stop_after = -1;
+  int stop = 0;
+};
+
+void on_event(const lt_train_event* e, void* user) {
+  auto* ev = static_cast<Events*>(user);
+  if (e->kind == LT_TRAIN_STEP) ev->steps.push_back(e->step);
+  if (e->kind == LT_TRAIN_CHECKPOINT) {
+    ++ev->checkpoints;
+    CHECK(std::string(e->path).size() > 0);
+  }
+  if (e->kind == LT_TRAIN_STEP && e->step == ev->stop_after) ev->stop = 1;
+}
+
+struct OneThread {
+  int before = num_threads();
+  OneThread() { set_num_threads(1); }
+  ~OneThread() { set_num_threads(before); }
+};
+
+}  // namespace
+
+TEST_CASE("lt.h training: stopped by its flag, resumed, it has lt-train's bits, score, evaluation and export") {
+  TempDir dir;
+  OneThread one;
+  const std::string api = dir.file("api.safetensors"), cli = dir.file("cli.safetensors");
+  Events events;
+  events.stop_after = 3;
+  {
+    Recipe r("copy");
+    tiny_copy(r, api, 6);
+    lt_train_result result;
+    REQUIRE_MESSAGE(lt_train(r.r, on_event, &events, &events.stop, &result) == LT_OK, std::string(lt_last_error()));
+    CHECK(result.finished == 0);
+    CHECK(result.step == 3);
+    CHECK(result.score == nullptr);
+    CHECK(events.steps == std::vector<int64_t>{1, 2, 3});
+    CHECK(events.checkpoints == 1);  // the one the stop wrote
+  }
+  {
+    Recipe r("copy");
+    r.set("output", api).set("resume", "true").set("quiet", "true");
+    lt_train_result result;
+    REQUIRE_MESSAGE(lt_train(r.r, nullptr, nullptr, nullptr, &result) == LT_OK, std::string(lt_last_error()));
+    CHECK(result.finished == 1);
+    CHECK(result.step == 6);
+    REQUIRE(result.score != nullptr);
+    const CommandResult c = run_tool(dir, "lt-train", std::string(kTinyCopy) + "--steps 6 -o '" + cli + "'");
+    REQUIRE(c.exit_code == 0);
+    // The score names the checkpoint: the same line but for its path.
+    CHECK(std::regex_replace(std::string(result.score), std::regex(api), "X") + "\n" ==
+          std::regex_replace(c.out, std::regex(cli), "X"));
+    lt_string_free(result.score);
+  }
+  CHECK(tensor_values(api) == tensor_values(cli));
+
+  Recipe eval("copy");
+  eval.set("model", api).set("format", "json").set("batch", "4");
+  char* text = nullptr;
+  REQUIRE_MESSAGE(lt_evaluate(eval.r, &text) == LT_OK, std::string(lt_last_error()));
+  const CommandResult c = run_tool(dir, "lt-train", "--eval -m '" + api + "' -f json -b 4 -t 1");
+  REQUIRE(c.exit_code == 0);
+  CHECK(std::string(text) == c.out);
+  CHECK(nlohmann::json::parse(text)["accuracy"].get<double>() >= 0);
+  lt_string_free(text);
+
+  Recipe out("copy");
+  out.set("model", api).set("output", dir.file("export.safetensors")).set("batch", "4").set("note", "source=api");
+  char* report = nullptr;
+  REQUIRE_MESSAGE(lt_export(out.r, &report) == LT_OK, std::string(lt_last_error()));
+  CHECK(std::string(report).find("test loss") != std::string::npos);
+  lt_string_free(report);
+  const Checkpoint ck = load_safetensors(dir.file("export.safetensors"));
+  CHECK_FALSE(ck.has("optimizer.exp_avg"));
+  CHECK(ck.meta("note.source") == "api");
+}
+
+TEST_CASE("lt.h training: every lt-train option is a recipe option, and bad ones are one line") {
+  TempDir dir;
+  const CommandResult help = run_tool(dir, "lt-train", "--help");
+  REQUIRE(help.exit_code == 0);
+  std::istringstream in(help.out);
+  int options = 0;
+  for (std::string line; std::getline(in, line);) {
+    // An option's line: "  -o,--output TEXT=..." or "  --steps INT=0 ...".
+    std::smatch m;
+    if (!std::regex_search(line, m, std::regex("^ +(?:-[a-z],)?--([a-z0-9-]+)"))) continue;
+    const std::string name = m[1];
+    if (name == "help" || name == "eval" || name == "export" || name == "threads") continue;  // modes and the process's
+    Recipe r("image");
+    if (lt_recipe_set(r.r, name.c_str(), "1") != LT_OK) {
+      INFO(name);
+      CHECK(std::string(lt_last_error()).find("is not an option") == std::string::npos);
+    }
+    ++options;
+  }
+  CHECK(options > 50);
+
+  Recipe r("image");
+  CHECK(lt_recipe_set(r.r, "bogus", "1") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "'bogus' is not an option of lt-train (its long flags, without the dashes)");
+  CHECK(lt_recipe_set(r.r, "steps", "ten") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--steps: 'ten' is not a whole number");
+  CHECK(lt_recipe_set(r.r, "beam", "0") == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("--beam: 0 is outside 1..1024") == 0);
+  CHECK(lt_recipe_set(r.r, "spec-augment", "yes") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--spec-augment: 'yes' is not true or false");
+  lt_recipe* none = nullptr;
+  CHECK(lt_recipe_new("poetry", &none) == LT_ERROR);
+  CHECK(none == nullptr);
+  CHECK(std::string(lt_last_error()) == "--task: 'poetry' is not one of image, copy, asr");
+  // An option of another mode: refused before any work.
+  Recipe copy("copy");
+  tiny_copy(copy, dir.file("x.safetensors"), 2);
+  copy.set("score", "a.tsv");
+  lt_train_result result;
+  CHECK(lt_train(copy.r, nullptr, nullptr, nullptr, &result) == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--score, --note and --average are options of --export");
+  CHECK(result.score == nullptr);
+}
