@@ -3,7 +3,8 @@
  * CMake's find_package(lt) and target lt::lt).
  *
  * Speech: a recognizer transcribes recordings and streams to phones and
- * words with their times (below the state API).
+ * words with their times (below the state API). Training: a recipe of
+ * lt-train's options trains, evaluates and exports as lt-train does (last).
  *
  * A model is loaded once; its recurrent state is a value the caller owns:
  * made for a batch of sequences, stepped one position at a time or continued
