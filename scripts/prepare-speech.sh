@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the offline speech corpus under data/speech (docs/speech.md,
-# "Corpus"): installs the voices and text packages it needs, then runs
-# scripts/speech/make_corpus.py, which resumes where an earlier run stopped.
+# "Corpus") and the real recordings' manifests beside it (real*.tsv,
+# scripts/speech/real_speech.py): installs the voices, text and recordings
+# it needs, then runs scripts/speech/make_corpus.py, which resumes where an
+# earlier run stopped.
 #   scripts/prepare-speech.sh [--hours 20] [--valid-hours 0.5] [-j N] [--out data/speech]
 set -euo pipefail
 cd "$(dirname "$0")/.."
