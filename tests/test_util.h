@@ -26,6 +26,14 @@ inline ForwardOptions pass(bool train, uint64_t seed) {
   return o;
 }
 
+// The CPU on one thread while in scope (lt-train's -t 1: runs compare bit
+// for bit), and back to what it was.
+struct OneThread {
+  int before = num_threads();
+  OneThread() { set_num_threads(1); }
+  ~OneThread() { set_num_threads(before); }
+};
+
 inline uint64_t fresh_seed() {
   if (const char* replay = std::getenv("LT_TEST_SEED")) return std::strtoull(replay, nullptr, 10);
   static std::random_device rd;

@@ -52,12 +52,6 @@ void on_event(const lt_train_event* e, void* user) {
   if (e->kind == LT_TRAIN_STEP && e->step == ev->stop_after) ev->stop = 1;
 }
 
-struct OneThread {
-  int before = num_threads();
-  OneThread() { set_num_threads(1); }
-  ~OneThread() { set_num_threads(before); }
-};
-
 }  // namespace
 
 TEST_CASE("lt.h training: stopped by its flag, resumed, it has lt-train's bits, score, evaluation and export") {

@@ -262,11 +262,7 @@ TEST_CASE("a tiny copy model learns to copy with causal-linear and softmax atten
   // machine with a training job beside it.
   // One thread: at these sizes OpenMP's fork and join cost more than they
   // save, and far more when ctest runs tests side by side on few cores.
-  struct OneThread {
-    int before = num_threads();
-    OneThread() { set_num_threads(1); }
-    ~OneThread() { set_num_threads(before); }
-  } one_thread;
+  OneThread one_thread;
   for (AttentionKind kind : {AttentionKind::linear, AttentionKind::softmax}) {
     const uint64_t seed = 11;  // fixed: the thresholds were measured with it
     INFO("attention " << std::string(attention_name(kind)));

@@ -25,12 +25,6 @@ TrainingRecipe tiny_copy_run(const std::string& output, int64_t steps) {
   return r;
 }
 
-struct OneThread {
-  int before = num_threads();
-  OneThread() { set_num_threads(1); }
-  ~OneThread() { set_num_threads(before); }
-};
-
 }  // namespace
 
 TEST_CASE("run_training: a copy-task run through the library equals lt-train's") {
