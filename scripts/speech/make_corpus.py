@@ -422,6 +422,23 @@ def write_phone_text(sentences, seed, jobs, path):
     log(f"{path}: the phones of {len(sentences)} sentences no utterance reads")
 
 
+def write_valid_parts(out_dir, read):
+    """OUT/valid.tsv apart: valid-sentences.tsv, the sentences (`read`, those
+    the corpus without short utterances reads too, by the same voices), and
+    valid-short.tsv, the short utterances between them."""
+    with open(os.path.join(out_dir, "valid.tsv")) as f:
+        header, *rows = f.read().splitlines()
+    words = header.split("\t").index("words")
+    for name, sentence in (("valid-sentences", True), ("valid-short", False)):
+        path = os.path.join(out_dir, f"{name}.tsv")
+        kept = [r for r in rows if (r.split("\t")[words] in read) == sentence]
+        with open(path + ".part", "w") as out:
+            out.write(header + "\n")
+            out.writelines(r + "\n" for r in kept)
+        os.replace(path + ".part", path)
+        log(f"{path}: {len(kept)} utterances")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hours", type=float, default=21.0, help="training audio to make (estimated from phone counts)")
@@ -487,6 +504,8 @@ def main():
                         n += 1
         os.replace(path + ".part", path)
         log(f"{path}: {n} utterances, {hours:.2f} h")
+    if a.short_share > 0:
+        write_valid_parts(a.out, set(sentences[:next_i]))
     from real_speech import write_real_manifests  # imported here: it imports this module
     write_real_manifests(a.out)
     log(f"done in {time.time() - t0:.0f} s")
