@@ -166,10 +166,7 @@ int main(int argc, char** argv) {
         if (a.lm.empty()) a.lm = "none";  // a word list's words are equally likely
       }
       if (!a.grammar.empty()) {
-        lt::Grammar g = lt::read_grammar(a.grammar, lexicon);
-        lexicon = std::move(g.lexicon);
-        lm = std::make_unique<lt::LanguageModel>(lt::phrase_model(g.phrases, a.grammar));
-        a.word_search.prune = -1e30f;  // few words: cheap, and a whole phrase always fits
+        lm = std::make_unique<lt::LanguageModel>(lt::use_grammar(a.grammar, lexicon, a.word_search));
       } else if (a.lm != "none") {
         lm = std::make_unique<lt::LanguageModel>(
             lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));

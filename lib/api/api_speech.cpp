@@ -120,11 +120,8 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
         ro.lm = r->word_lm.get();
       }
       if (o.grammar) {
-        lt::Grammar g = lt::read_grammar(o.grammar, r->lexicon);
-        r->lexicon = std::move(g.lexicon);
-        r->word_lm = std::make_unique<lt::LanguageModel>(lt::phrase_model(g.phrases, o.grammar));
+        r->word_lm = std::make_unique<lt::LanguageModel>(lt::use_grammar(o.grammar, r->lexicon, ro.words));
         ro.lm = r->word_lm.get();
-        ro.words.prune = -1e30f;  // few words: cheap, and a whole phrase always fits
       }
     }
     *recognizer = r.release();

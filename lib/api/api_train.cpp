@@ -1,7 +1,6 @@
 // lt.h: training, evaluation and export through a recipe of lt-train's
 // options; the run is the library's (lt/training_run.h), as lt-train's is.
 #include <atomic>
-#include <cstring>
 #include <string>
 
 #include "api_internal.h"

@@ -343,6 +343,13 @@ std::vector<RecognizedWord> WordSearch::pending() const {
 WordSearchResult WordSearch::finish() { return impl_->finish(); }
 void WordSearch::reset() { impl_->reset(); }
 int64_t WordSearch::frames() const { return impl_->frame; }
+LanguageModel use_grammar(const std::string& path, Lexicon& lexicon, WordSearchOptions& options) {
+  Grammar g = read_grammar(path, lexicon);
+  lexicon = std::move(g.lexicon);
+  options.prune = -1e30f;
+  return phrase_model(g.phrases, path);
+}
+
 int64_t WordSearch::vocabulary() const {
   int64_t n = 0;
   for (size_t i = 0; i < impl_->words.size(); ++i) n += impl_->words[i].spelling == int32_t(i);

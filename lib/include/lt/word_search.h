@@ -94,6 +94,12 @@ class WordSearch {
   std::unique_ptr<Impl> impl_;
 };
 
+// Command-style words from a grammar file (lt::read_grammar): `lexicon`
+// becomes the phrases' words (pronounced by it), `options` cuts no phone
+// (few words: cheap, and a whole phrase always fits), and the phrase model
+// (lt::phrase_model) comes back, for the search to score with.
+LanguageModel use_grammar(const std::string& path, Lexicon& lexicon, WordSearchOptions& options);
+
 // Phones decoded with a phone n-gram model (an ARPA model over the 39 phone
 // names): the search above over a lexicon whose words are the phones, each
 // spelt by itself. It finds the phones P with the largest ln P_CTC(P | x) +
