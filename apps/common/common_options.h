@@ -34,6 +34,11 @@ inline void add_precision_flags(CLI::App& app, bool& bf16, bool& tf32, Precision
   app.add_flag("--tf32", tf32, "cuda: the linear layers' products in TF32 on the tensor cores (~3e-4 relative error)");
 }
 
+// The flags as lt.h names a precision (lt_model_options, lt_recognizer_options).
+inline const char* precision_name(bool bf16, bool tf32) {
+  return bf16 && tf32 ? "bf16+tf32" : bf16 ? "bf16" : tf32 ? "tf32" : "fp32";
+}
+
 // The sampling seed of lt-sample-image and lt-complete.
 inline CLI::Option* add_sampling_seed_option(CLI::App& app, uint64_t& seed) {
   return app.add_option("-s,--seed", seed, "random seed (default: a fresh one, printed)");

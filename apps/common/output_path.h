@@ -18,4 +18,11 @@ inline void check_output_file(const std::string& path) {
   check(access(parent.c_str(), W_OK) == 0, path + ": folder " + parent.string() + " is not writable");
 }
 
+// Creates folder (and its parents) unless it exists; throws naming it.
+inline void create_output_folder(const std::string& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  check(!ec && std::filesystem::is_directory(folder), folder + ": cannot create the output folder");
+}
+
 }  // namespace lt::app

@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 
+#include "lt.hpp"
 #include "lt/error.h"
 
 namespace lt::app {
@@ -44,7 +45,7 @@ bool finished_other_format(const Input& input, const InputOptions& options) {
 }
 }  // namespace
 
-AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer, const InputOptions& options) {
+AsrResult transcribe_input(const std::string& path, lt_recognizer* recognizer, const InputOptions& options) {
   const auto t0 = Clock::now();
   std::vector<float> samples;
   if (path == "-") {
@@ -55,18 +56,18 @@ AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer
   } else {
     samples = read_audio(path, options.raw);
   }
-  const Transcript t = recognizer.transcribe(samples);
+  const api::Transcript t = api::transcribe(recognizer, samples.data(), int64_t(samples.size()));
   AsrResult r;
   r.path = path;
-  r.phones = t.phones;
-  r.words = t.words;
-  r.duration = t.duration;
-  r.times = t.times;
+  r.phones = tokens_of(t.get(), false);
+  r.words = tokens_of(t.get(), true);
+  r.duration = lt_transcript_seconds(t.get());
+  r.times = lt_transcript_timings(t.get());
   r.wall = seconds(Clock::now() - t0);
   return r;
 }
 
-AsrResult stream_input(const std::string& path, SpeechModel& model, const InputOptions& options, AsrOutput& out) {
+AsrResult stream_input(const std::string& path, lt_recognizer* recognizer, const InputOptions& options, AsrOutput& out) {
   const auto t0 = Clock::now();
   Input input(path);
   std::vector<float> whole;  // a finished file of another format, fed 0.1 s at a time
@@ -83,58 +84,57 @@ AsrResult stream_input(const std::string& path, SpeechModel& model, const InputO
     fed += n;
     return n > 0;
   };
-  SpeechStream stream(model, options.recognizer);
+  const api::Stream stream = api::new_stream(recognizer);
   AsrResult r;
   r.path = path;
   out.begin(path);
-  // When the audio completing each position arrived: (positions after a read, its time).
-  std::deque<std::pair<int64_t, Clock::time_point>> arrivals;
+  int64_t pushed = 0;  // samples
+  // When audio arrived: (seconds of audio after a read, its time).
+  std::deque<std::pair<double, Clock::time_point>> arrivals;
   std::vector<float> chunk;
-  std::vector<CtcToken> fresh;
-  std::vector<RecognizedWord> fresh_words;
   auto hand_out = [&] {
-    fresh.clear();
-    fresh_words.clear();
-    stream.take_settled(fresh, out.words() ? &fresh_words : nullptr);
+    const api::Transcript settled = api::take_settled(stream.get());
+    const std::vector<Token> fresh = tokens_of(settled.get(), false), fresh_words = tokens_of(settled.get(), true);
     const auto now = Clock::now();
-    for (const CtcToken& t : fresh) {
-      // The read that completed the token's last position.
-      while (arrivals.size() > 1 && arrivals.front().first <= t.end) arrivals.pop_front();
+    for (const Token& t : fresh) {
+      // The read that brought the token's end.
+      while (arrivals.size() > 1 && arrivals.front().first < t.end) arrivals.pop_front();
       const double latency = seconds(now - arrivals.front().second);
       r.latency_mean += latency;
       r.latency_max = std::max(r.latency_max, latency);
       ++r.latency_count;
     }
-    // Reads before the best hypothesis's first unsettled position are dropped,
+    // Reads before the best hypothesis's first unsettled phone are dropped,
     // so a long silence, which settles nothing, does not grow the queue (a
     // rival that wins later may end a phone earlier: its latency then counts
     // from a later read).
-    const std::vector<CtcToken> pending = stream.tentative();
-    const int64_t unsettled = pending.empty() ? stream.positions() : pending.front().start;
-    while (arrivals.size() > 1 && arrivals.front().first <= unsettled) arrivals.pop_front();
+    const api::Transcript pending = api::tentative(stream.get());
+    const std::vector<Token> tentative = tokens_of(pending.get(), false);
+    const double unsettled = tentative.empty() ? double(pushed) / kSpeechSampleRate : tentative.front().start;
+    while (arrivals.size() > 1 && arrivals.front().first < unsettled) arrivals.pop_front();
     if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
     r.words.insert(r.words.end(), fresh_words.begin(), fresh_words.end());
+    r.times = lt_transcript_timings(settled.get());
     // The line shows words with --words, else phones.
     if (out.words())
-      out.update(word_strings(fresh_words), word_strings(stream.tentative_words()));
+      out.update(texts(fresh_words), texts(tokens_of(pending.get(), true)));
     else
-      out.update(phone_strings(fresh), phone_strings(pending));
+      out.update(texts(fresh), texts(tentative));
   };
   while (read(chunk)) {
     if (chunk.empty()) continue;
     const auto arrived = Clock::now();
-    stream.push(chunk.data(), int64_t(chunk.size()));
-    arrivals.emplace_back(stream.positions(), arrived);
+    api::ok(lt_stream_push(stream.get(), chunk.data(), int64_t(chunk.size())));
+    pushed += int64_t(chunk.size());
+    arrivals.emplace_back(double(pushed) / kSpeechSampleRate, arrived);
     hand_out();
   }
-  check(stream.samples() >= kMinSpeechSamples,
-        (in ? in->name() : path) + ": shorter than one 25 ms analysis frame");
-  arrivals.emplace_back(INT64_MAX, Clock::now());  // the end of the input completes the last position
-  stream.finish();
+  check(pushed >= kMinSpeechSamples, (in ? in->name() : path) + ": shorter than one 25 ms analysis frame");
+  arrivals.emplace_back(1e300, Clock::now());  // the end of the input completes the last phone
+  api::ok(lt_stream_finish(stream.get()));
   hand_out();
   if (r.latency_count > 0) r.latency_mean /= double(r.latency_count);
-  r.duration = double(stream.samples()) / kSpeechSampleRate;
-  r.times = stream.times();
+  r.duration = double(pushed) / kSpeechSampleRate;
   r.wall = seconds(Clock::now() - t0);
   return r;
 }

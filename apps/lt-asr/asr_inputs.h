@@ -4,22 +4,21 @@
 #include <string>
 
 #include "asr_output.h"
+#include "lt.h"
 #include "lt/audio.h"
-#include "lt/recognizer.h"
 
 namespace lt::app {
 
 struct InputOptions {
   RawAudio raw;          // raw PCM layout, when the input has no header
   double follow = 0;     // --stream: seconds a file may stop growing before it has ended
-  RecognizerOptions recognizer;
 };
 
 // Reads path ("-": stdin) whole and transcribes it.
-AsrResult transcribe_input(const std::string& path, SpeechRecognizer& recognizer, const InputOptions& options);
+AsrResult transcribe_input(const std::string& path, lt_recognizer* recognizer, const InputOptions& options);
 
 // Decodes path ("-": stdin) as its bytes arrive, printing phones through out
 // as they settle; the result holds every phone when out keeps them.
-AsrResult stream_input(const std::string& path, SpeechModel& model, const InputOptions& options, AsrOutput& out);
+AsrResult stream_input(const std::string& path, lt_recognizer* recognizer, const InputOptions& options, AsrOutput& out);
 
 }  // namespace lt::app

@@ -36,15 +36,19 @@ nlohmann::json counts_json(const ErrorCounts& c, const char* rate, const char* r
 }
 }  // namespace
 
-std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens) {
-  std::vector<std::string> out;
-  for (const CtcToken& t : tokens) out.push_back(phone_names()[size_t(t.label)]);
+std::vector<Token> tokens_of(const lt_transcript* t, bool words) {
+  std::vector<Token> out;
+  const int64_t n = words ? lt_transcript_words(t) : lt_transcript_phones(t);
+  for (int64_t i = 0; i < n; ++i) {
+    const lt_token k = words ? lt_transcript_word(t, i) : lt_transcript_phone(t, i);
+    out.push_back({k.text, k.start, k.end});
+  }
   return out;
 }
 
-std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words) {
+std::vector<std::string> texts(const std::vector<Token>& tokens) {
   std::vector<std::string> out;
-  for (const RecognizedWord& w : words) out.push_back(w.word);
+  for (const Token& t : tokens) out.push_back(t.text);
   return out;
 }
 
@@ -63,10 +67,8 @@ const Reference* References::find(const std::string& input) const {
   return it != by_stem_.end() ? &it->second : nullptr;
 }
 
-AsrOutput::AsrOutput(bool json, bool words, const std::string& model, const SpeechFrontEnd& frontend,
-                     const References& refs)
-    : json_(json), words_(words), terminal_(!json && isatty(STDOUT_FILENO)), model_(model), frontend_(frontend),
-      refs_(refs) {}
+AsrOutput::AsrOutput(bool json, bool words, const std::string& model, const References& refs)
+    : json_(json), words_(words), terminal_(!json && isatty(STDOUT_FILENO)), model_(model), refs_(refs) {}
 
 void AsrOutput::begin(const std::string& path) {
   if (json_) return;
@@ -125,15 +127,17 @@ void AsrOutput::score(const AsrResult& r, nlohmann::json* j) {
   }
   ++scored_;
   ErrorCounts phones, words;
-  phones.add(ref->phones, labels_of(r.phones));
-  total_.add(ref->phones, labels_of(r.phones));
+  std::vector<int32_t> heard;
+  for (const Token& p : r.phones) heard.push_back(phone_id(p.text));
+  phones.add(ref->phones, heard);
+  total_.add(ref->phones, heard);
   if (words_) {
     auto ids = [&](const std::vector<std::string>& ws) {
       std::vector<int32_t> out;
       for (const std::string& w : ws) out.push_back(word_ids_.try_emplace(w, int32_t(word_ids_.size())).first->second);
       return out;
     };
-    const std::vector<int32_t> want = ids(ref->words), got = ids(word_strings(r.words));
+    const std::vector<int32_t> want = ids(ref->words), got = ids(texts(r.words));
     words.add(want, got);
     total_words_.add(want, got);
   }
@@ -152,7 +156,7 @@ void AsrOutput::score(const AsrResult& r, nlohmann::json* j) {
 
 void AsrOutput::write(const AsrResult& r) {
   if (!json_) {
-    const std::string phones = joined(phone_strings(r.phones)), words = joined(word_strings(r.words));
+    const std::string phones = joined(texts(r.phones)), words = joined(texts(r.words));
     if (!line_open_) {
       std::cout << r.path << "\t" << (words_ ? words + "\t" : "") << phones << "\n" << std::flush;
     } else {
@@ -164,12 +168,8 @@ void AsrOutput::write(const AsrResult& r) {
     score(r, nullptr);
     return;
   }
-  auto end_of = [&](int64_t position) { return std::min(r.duration, position_start_seconds(frontend_, position + 1)); };
   nlohmann::json phones = nlohmann::json::array();
-  for (const CtcToken& t : r.phones)
-    phones.push_back({{"phone", phone_names()[size_t(t.label)]},
-                      {"start", position_start_seconds(frontend_, t.start)},
-                      {"end", end_of(t.end)}});
+  for (const Token& t : r.phones) phones.push_back({{"phone", t.text}, {"start", t.start}, {"end", t.end}});
   nlohmann::json j = {{"path", r.path},
                       {"phones", phones},
                       {"duration", r.duration},
@@ -181,12 +181,9 @@ void AsrOutput::write(const AsrResult& r) {
                       {"model", model_}};
   if (words_) {
     nlohmann::json words = nlohmann::json::array();
-    for (const RecognizedWord& w : r.words)
-      words.push_back({{"word", w.word},
-                       {"start", position_start_seconds(frontend_, w.first_frame)},
-                       {"end", end_of(w.last_frame)}});
+    for (const Token& w : r.words) words.push_back({{"word", w.text}, {"start", w.start}, {"end", w.end}});
     j["words"] = words;
-    j["text"] = joined(word_strings(r.words));
+    j["text"] = joined(texts(r.words));
   }
   if (r.latency_count > 0) j.update({{"latency_mean_ms", 1e3 * r.latency_mean}, {"latency_max_ms", 1e3 * r.latency_max}});
   score(r, &j);

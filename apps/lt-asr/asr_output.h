@@ -11,26 +11,31 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lt.h"
 #include "lt/edit_distance.h"
-#include "lt/recognizer.h"
 
 namespace lt::app {
 
+// A phone or word with its times in seconds, as lt.h hands it out.
+struct Token {
+  std::string text;
+  double start = 0, end = 0;
+};
+// A transcript's phones or words.
+std::vector<Token> tokens_of(const lt_transcript* t, bool words);
+std::vector<std::string> texts(const std::vector<Token>& tokens);
+
 struct AsrResult {
   std::string path;
-  std::vector<CtcToken> phones;  // encoder positions
-  std::vector<RecognizedWord> words;  // --words
-  double duration = 0;           // seconds of audio
-  double wall = 0;               // seconds from the first byte read to the last phone
-  RecognitionTimes times;
+  std::vector<Token> phones;
+  std::vector<Token> words;  // --words
+  double duration = 0;       // seconds of audio
+  double wall = 0;           // seconds from the first byte read to the last phone
+  lt_timings times{};
   // --stream: from the arrival of the audio that completed a phone to its printing.
   int64_t latency_count = 0;
   double latency_mean = 0, latency_max = 0;
 };
-
-// The names of phones and words as the outputs print them.
-std::vector<std::string> phone_strings(const std::vector<CtcToken>& tokens);
-std::vector<std::string> word_strings(const std::vector<RecognizedWord>& words);
 
 // References by audio file (--ref: a manifest or a LibriSpeech folder).
 struct Reference {
@@ -53,7 +58,7 @@ class References {
 class AsrOutput {
  public:
   // words: the text line is path TAB words TAB phones (else path TAB phones).
-  AsrOutput(bool json, bool words, const std::string& model, const SpeechFrontEnd& frontend, const References& refs);
+  AsrOutput(bool json, bool words, const std::string& model, const References& refs);
   // --stream text: the input's line as it grows: the words (--words) or
   // phones settled since the last call, printed at once, and on a terminal
   // the tentative ones after them, redrawn. Nothing is kept but a terminal
@@ -76,7 +81,6 @@ class AsrOutput {
   void start_line();
   bool json_, words_, terminal_;
   std::string model_;
-  const SpeechFrontEnd& frontend_;
   const References& refs_;
   bool line_open_ = false, started_ = false, printed_any_ = false;
   std::string path_, shown_;  // the open line's input, and its settled phones' visible tail (terminal)

@@ -3,7 +3,8 @@
 // object per input; --stream decodes as the audio arrives with the causal
 // model run as an RNN, printing phones as they settle. Errors on one input
 // are one line on stderr; the others are still transcribed, and the exit
-// code says something failed.
+// code says something failed. A short main over lt.h: lt_transcribe per
+// input, or an lt_stream fed as the audio arrives.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -13,11 +14,9 @@
 #include "asr_output.h"
 #include "command_line.h"
 #include "common_options.h"
-#include "lt/backend.h"
+#include "lt.hpp"
 #include "lt/error.h"
-#include "lt/language_model.h"
 #include "lt/speech_corpus.h"
-#include "lt/precision_flags.h"
 #include "process_setup.h"
 #include "shipped_model.h"
 
@@ -27,13 +26,12 @@ struct Args {
   std::vector<std::string> inputs;
   std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm, vocabulary, grammar;
   std::string raw_format = "s16le";
+  std::string word_lexicon;  // --lexicon or the default one, with --words
   int raw_rate = 0, raw_channels = 1, threads = 0, beam = 64;
-  double follow = 0, max_delay = 0.5, prune = -12, pause = lt::RecognizerOptions{}.pause_seconds;
+  double follow = 0;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
-  // Tuned on half of the validation set with the shipped models
-  // (docs/speech.md, "Words" and "Decoding defaults").
-  lt::WordSearchOptions word_search{64, 1.0, 0.0};
-  lt::WordSearchOptions phone_search{64, 1.25, 2.5};
+  // The library's defaults (lt_recognizer_default_options) but for the beam.
+  lt_recognizer_options recognizer = lt_recognizer_default_options();
 };
 
 constexpr const char* kOfflineModel = "asr.safetensors";
@@ -62,16 +60,16 @@ int main(int argc, char** argv) {
                  "points better)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.add_option("--max-delay", a.max_delay,
+  app.add_option("--max-delay", a.recognizer.max_delay,
                  "a beam's hypotheses that still disagree about a phone (or word) this many seconds old give way to "
                  "the best one, so a stream prints each phone at most this long after its audio")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 3600.0));
-  app.add_option("--prune", a.prune,
+  app.add_option("--prune", a.recognizer.prune,
                  "a beam search does not extend a phone whose log-probability at a position is below this (cost "
                  "falls with it; -1e30: exact)")
       ->capture_default_str();
-  app.add_option("--pause", a.pause,
+  app.add_option("--pause", a.recognizer.pause_seconds,
                  "recognition starts afresh after this many seconds of blank, so long recordings and streams do not "
                  "decay (0: never)")
       ->capture_default_str()
@@ -80,9 +78,9 @@ int main(int argc, char** argv) {
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
                      kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)");
-  app.add_option("--phone-lm-weight", a.phone_search.lm_weight, "weight of the phone model's log-probability")
+  app.add_option("--phone-lm-weight", a.recognizer.phone_lm_weight, "weight of the phone model's log-probability")
       ->capture_default_str();
-  app.add_option("--phone-bonus", a.phone_search.word_bonus, "log-score added per phone with a phone model")
+  app.add_option("--phone-bonus", a.recognizer.phone_bonus, "log-score added per phone with a phone model")
       ->capture_default_str();
   app.add_flag("--stream", a.stream,
                "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "
@@ -105,10 +103,10 @@ int main(int argc, char** argv) {
                  "that a whole phrase always fits)")
       ->excludes("--vocabulary")
       ->excludes("--lm");
-  app.add_option("--lm-weight", a.word_search.lm_weight, "--words: weight of the word model's log-probability")
+  app.add_option("--lm-weight", a.recognizer.lm_weight, "--words: weight of the word model's log-probability")
       ->capture_default_str();
-  app.add_option("--word-bonus", a.word_search.word_bonus, "--words: log-score added per word")->capture_default_str();
-  app.add_option("--word-beam", a.word_search.beam, "--words: hypotheses kept per frame")
+  app.add_option("--word-bonus", a.recognizer.word_bonus, "--words: log-score added per word")->capture_default_str();
+  app.add_option("--word-beam", a.recognizer.word_beam, "--words: hypotheses kept per frame")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--ref", a.ref, "score against references: a manifest TSV or a LibriSpeech folder (PER on stderr, or in the JSON)");
@@ -126,18 +124,16 @@ int main(int argc, char** argv) {
 
   lt::app::InputOptions in;
   std::unique_ptr<lt::app::References> refs;
-  lt::SpeechModel model;
-  lt::Lexicon lexicon;
-  std::unique_ptr<lt::LanguageModel> lm, phone_lm;
-  std::unique_ptr<lt::SpeechRecognizer> recognizer;
+  lt::api::Recognizer recognizer;
   try {
     lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
     for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam", "--vocabulary", "--grammar"})
       lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
-    lt::set_num_threads(a.threads);
-    const lt::Device device = lt::parse_device(a.device);
-    in.recognizer.precision = lt::training_precision(a.bf16, a.tf32, device);
-    in.recognizer.decoding.beam = a.phone_search.beam = a.beam;
+    lt_set_threads(a.threads);
+    lt_recognizer_options& ro = a.recognizer;
+    ro.device = a.device.c_str();
+    ro.precision = lt::app::precision_name(a.bf16, a.tf32);
+    ro.beam = a.beam;
     const bool use_phone_lm = a.beam > 1 && a.phone_lm != "none";
     for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
       lt::check(app.count(o) == 0 || a.phone_lm == "none" || a.beam > 1,
@@ -145,40 +141,28 @@ int main(int argc, char** argv) {
     lt::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
               "--max-delay needs a search to settle (--beam > 1 or --words)");
     in.follow = a.follow;
-    in.recognizer.pause_seconds = a.pause;
     if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, lt::parse_pcm_format(a.raw_format)};
-    lt::require_device(device);
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
-    model = lt::load_speech_model(a.model, device);
-    const int delay = int(lt::positions_in(model.frontend, a.max_delay));
-    in.recognizer.decoding.max_delay = a.phone_search.max_delay = a.word_search.max_delay = delay;
-    in.recognizer.decoding.prune = a.phone_search.prune = a.word_search.prune = float(a.prune);
-    if (use_phone_lm) {
-      phone_lm = std::make_unique<lt::LanguageModel>(
-          lt::load_language_model(a.phone_lm.empty() ? lt::app::find_shipped_model(kPhoneModel) : a.phone_lm));
-      in.recognizer.phone_lm = phone_lm.get();
-      in.recognizer.phone_search = a.phone_search;
-    }
+    if (use_phone_lm && a.phone_lm.empty()) a.phone_lm = lt::app::find_shipped_model(kPhoneModel);
+    if (use_phone_lm) ro.phone_lm = a.phone_lm.c_str();
     if (a.words) {
-      lexicon = lt::read_lexicon(a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon);
+      a.word_lexicon = a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon;
+      ro.lexicon = a.word_lexicon.c_str();
       if (!a.vocabulary.empty()) {
-        lexicon = lt::read_vocabulary(a.vocabulary, lexicon);
+        ro.word_list = a.vocabulary.c_str();
         if (a.lm.empty()) a.lm = "none";  // a word list's words are equally likely
       }
       if (!a.grammar.empty()) {
-        lm = std::make_unique<lt::LanguageModel>(lt::use_grammar(a.grammar, lexicon, a.word_search));
+        ro.grammar = a.grammar.c_str();
       } else if (a.lm != "none") {
-        lm = std::make_unique<lt::LanguageModel>(
-            lt::load_language_model(a.lm.empty() ? lt::app::find_shipped_model(kWordModel) : a.lm));
+        if (a.lm.empty()) a.lm = lt::app::find_shipped_model(kWordModel);
+        ro.word_lm = a.lm.c_str();
       }
-      in.recognizer.lexicon = &lexicon;
-      in.recognizer.lm = lm.get();
-      in.recognizer.words = a.word_search;
     }
     // Made now, so that a model, lexicon or language model it cannot use is
     // one line before any input, not one per input.
-    if (a.stream) lt::SpeechStream trial(model, in.recognizer);
-    else recognizer = std::make_unique<lt::SpeechRecognizer>(model, in.recognizer);
+    recognizer = lt::api::new_recognizer(a.model, ro);
+    if (a.stream) lt::api::new_stream(recognizer.get());
     refs = a.ref.empty() ? std::make_unique<lt::app::References>()
                          : std::make_unique<lt::app::References>(a.ref, a.lexicon);
   } catch (const std::exception& e) {
@@ -186,16 +170,16 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  lt::app::AsrOutput out(a.format == "json", a.words, a.model, model.frontend, *refs);
+  lt::app::AsrOutput out(a.format == "json", a.words, a.model, *refs);
   int failed = 0;
   double audio = 0, wall = 0;
   for (const std::string& path : a.inputs) {
     try {
       lt::app::AsrResult r;
       if (a.stream) {
-        r = lt::app::stream_input(path, model, in, out);
+        r = lt::app::stream_input(path, recognizer.get(), in, out);
       } else {
-        r = lt::app::transcribe_input(path, *recognizer, in);
+        r = lt::app::transcribe_input(path, recognizer.get(), in);
       }
       out.write(r);
       audio += r.duration;

@@ -2,7 +2,8 @@
 // The known part comes from the alpha channel (transparent = unknown) or from
 // --keep-rows / --keep-pixels; the known prefix is consumed in one parallel
 // pass and its recurrent state forked into -n completions (an LSH model,
-// which has no recurrent form, recomputes the prefix at every subpixel).
+// which has no recurrent form, recomputes the prefix at every subpixel). A
+// short main over lt.h: lt_image_complete per input.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -10,20 +11,16 @@
 #include <filesystem>
 #include <random>
 
-#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
+#include "image_progress.h"
 #include "image_sheet.h"
-#include "lt/precision_flags.h"
-#include "lt/backend.h"
+#include "lt.hpp"
 #include "lt/error.h"
-#include "lt/heads.h"
-#include "lt/image_generation.h"
 #include "lt/png.h"
 #include "output_path.h"
-#include "lt/progress.h"
+#include "process_setup.h"
 #include "shipped_model.h"
-#include "terminal_grid.h"
 
 namespace {
 
@@ -36,10 +33,15 @@ struct Args {
   bool seed_given = false, quiet = false, tf32 = false, bf16 = false;
 };
 
+// What is known of an image to complete, per subpixel (raster order, RGB
+// interleaved): values[i] is kept wherever known[i] is nonzero.
+struct Known {
+  std::vector<uint8_t> values, known;
+};
+
 // The known subpixels of one input. `original` is true when the whole image
 // is known and flags mask it (so the sheet can show it).
-lt::ImageConstraint read_input(const Args& a, const std::string& path, const lt::ImageModelConfig& c,
-                               bool& original) {
+Known read_input(const Args& a, const std::string& path, const lt_model_info& c, bool& original) {
   lt::Image img = lt::read_png(path);
   const bool alpha = img.channels == 2 || img.channels == 4;
   const int64_t colour = alpha ? img.channels - 1 : img.channels;
@@ -49,8 +51,8 @@ lt::ImageConstraint read_input(const Args& a, const std::string& path, const lt:
             path + ": image is " + std::to_string(img.width) + "x" + std::to_string(img.height) + " " +
                 (colour == 1 ? "grey-scale" : "RGB") + ", the model expects " + expect +
                 " (optionally with alpha)");
-  const int64_t P = int64_t(c.height) * c.width, S = c.subpixels();
-  lt::ImageConstraint k;
+  const int64_t P = int64_t(c.height) * c.width, S = P * c.channels;
+  Known k;
   k.values.resize(S);
   k.known.resize(S);
   for (int64_t p = 0; p < P; ++p)
@@ -71,7 +73,7 @@ lt::ImageConstraint read_input(const Args& a, const std::string& path, const lt:
 }
 
 // Unknown pixels painted in a muted red, in an RGB copy.
-std::vector<uint8_t> occluded_rgb(const lt::ImageConstraint& k, int64_t channels) {
+std::vector<uint8_t> occluded_rgb(const Known& k, int64_t channels) {
   const int64_t P = int64_t(k.values.size()) / channels;
   std::vector<uint8_t> rgb(P * 3);
   for (int64_t p = 0; p < P; ++p)
@@ -90,59 +92,43 @@ std::vector<uint8_t> to_rgb(const uint8_t* px, int64_t pixels, int64_t channels)
 }
 
 int run(const Args& a) {
-  lt::set_num_threads(a.threads);
+  lt_set_threads(a.threads);
   lt::check(!(a.keep_rows >= 0 && a.keep_pixels >= 0), "give --keep-rows or --keep-pixels, not both");
   lt::check(!a.output.empty() || !a.out_dir.empty(), "nothing to write: give -o OUT.png or --out-dir DIR");
   lt::check(a.output.empty() || (a.inputs.size() == 1 && a.completions == 1),
             "-o writes one completion of one input; use --out-dir DIR for several inputs or -n > 1");
   if (!a.output.empty()) lt::app::check_output_file(a.output);
-  const lt::Device device = lt::parse_device(a.device);
-  lt::require_device(device);
-  const lt::Precision precision = lt::generation_precision(a.bf16, a.tf32, device);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
-  auto model = lt::ImageModel::load(model_path, device);
-  const lt::ImageModelConfig& c = model->config();
-  const int64_t S = c.subpixels(), P = c.height * c.width, K = a.completions;
+  const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
+  const lt_model_info c = lt::api::model_info(model.get());
+  lt::check(c.height > 0, model_path + ": a " + c.family + " model, not an image model");
+  const int64_t P = c.height * c.width, S = P * c.channels, K = a.completions;
 
   // Read and check every input before any work, so bad input leaves no output.
-  std::vector<lt::ImageConstraint> constraints;
+  std::vector<Known> inputs;
   std::vector<bool> originals;
   for (const std::string& in : a.inputs) {
     bool original = false;
-    constraints.push_back(read_input(a, in, c, original));
+    inputs.push_back(read_input(a, in, c, original));
     originals.push_back(original);
   }
-  if (!a.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.out_dir, ec);
-    lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
-  }
+  if (!a.out_dir.empty()) lt::app::create_output_folder(a.out_dir);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-  const bool draw = !a.quiet && lt::stderr_is_terminal();
   if (!a.quiet)
     std::fprintf(stderr, "lt-complete: %s (%lldx%lldx%lld, %s), %zu input(s) x %lld completion(s), seed %llu\n",
-                 model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
-                 lt::attention_name(c.transformer.attention), a.inputs.size(), (long long)K,
-                 (unsigned long long)seed);
+                 model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels, c.attention,
+                 a.inputs.size(), (long long)K, (unsigned long long)seed);
 
-  lt::ImageGenerator generator(*model, K, precision);
-  lt::Progress progress(int64_t(a.inputs.size()) * S, a.quiet || draw);
-  std::vector<uint8_t> pixels;
+  lt::app::ImageProgress progress(int64_t(a.inputs.size()) * S, a.quiet, c.height, c.width, c.channels);
+  std::vector<uint8_t> pixels(K * S);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t n = 0; n < a.inputs.size(); ++n) {
-    const lt::ImageConstraint& k = constraints[n];
-    std::unique_ptr<lt::app::TerminalGrid> grid;
-    if (draw) {
-      grid = std::make_unique<lt::app::TerminalGrid>(K, c.height, c.width, c.channels, lt::app::detect_color_mode());
-      std::vector<uint8_t> known;
-      for (int64_t i = 0; i < K; ++i) known.insert(known.end(), k.known.begin(), k.known.end());
-      grid->set_known(std::move(known));
-    }
-    generator.generate(lt::splitmix64(seed + n), pixels, &k, [&](int64_t t, const std::vector<uint8_t>& px) {
-      if (grid) grid->draw(px, t + 1);
-      progress.update(int64_t(n) * S + t + 1, a.inputs[n]);
-    });
-    if (grid) grid->finish(pixels);
+    const Known& k = inputs[n];
+    std::vector<uint8_t> known;
+    for (int64_t i = 0; i < K; ++i) known.insert(known.end(), k.known.begin(), k.known.end());
+    const lt_image_options o = progress.options(seed + n, K, int64_t(n) * S, 1, a.inputs[n], std::move(known));
+    lt::api::ok(lt_image_complete(model.get(), k.values.data(), k.known.data(), K, &o, pixels.data()));
+    progress.finish_call(pixels.data());
 
     const std::string stem = std::filesystem::path(a.inputs[n]).stem().string();
     if (!a.output.empty()) {

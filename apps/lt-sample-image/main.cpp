@@ -1,28 +1,24 @@
 // lt-sample-image: samples images from an image-model checkpoint with the
 // recurrent form (an LSH model, which has none, by recomputing the prefix at
 // every subpixel: O(L^2), slow), streams them to the terminal pixel by pixel
-// (stderr) and writes PNGs. Per-image log-likelihoods go to stdout.
+// (stderr) and writes PNGs. Per-image log-likelihoods go to stdout. A short
+// main over lt.h: lt_image_sample per batch.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
 #include <random>
 
-#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
+#include "image_progress.h"
 #include "image_sheet.h"
-#include "lt/precision_flags.h"
-#include "lt/backend.h"
+#include "lt.hpp"
 #include "lt/error.h"
-#include "lt/heads.h"
-#include "lt/image_generation.h"
 #include "output_path.h"
-#include "lt/progress.h"
+#include "process_setup.h"
 #include "shipped_model.h"
-#include "terminal_grid.h"
 
 namespace {
 
@@ -35,59 +31,42 @@ struct Args {
 };
 
 int run(const Args& a) {
-  lt::set_num_threads(a.threads);
-  const lt::Device device = lt::parse_device(a.device);
-  lt::require_device(device);
-  const lt::Precision precision = lt::generation_precision(a.bf16, a.tf32, device);
+  lt_set_threads(a.threads);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   if (!a.output.empty()) lt::app::check_output_file(a.output);
-  if (!a.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.out_dir, ec);
-    lt::check(!ec && std::filesystem::is_directory(a.out_dir), a.out_dir + ": cannot create the output folder");
-  }
-  auto model = lt::ImageModel::load(model_path, device);
-  const lt::ImageModelConfig& c = model->config();
-  const int64_t S = c.subpixels(), batch = std::min(a.batch, a.count);
+  if (!a.out_dir.empty()) lt::app::create_output_folder(a.out_dir);
+  const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
+  const lt_model_info info = lt::api::model_info(model.get());
+  lt::check(info.height > 0, model_path + ": a " + info.family + " model, not an image model");
+  const int64_t S = info.height * info.width * info.channels, batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-  const bool draw = !a.quiet && lt::stderr_is_terminal();
+  const std::string precision = a.bf16 || a.tf32 ? std::string(", ") + info.precision : "";
   if (!a.quiet)
     std::fprintf(stderr, "lt-sample-image: %s (%lldx%lldx%lld, %lld layers, %s), %lld images in batches of %lld, seed %llu, %s%s\n",
-                 model_path.c_str(), (long long)c.height, (long long)c.width, (long long)c.channels,
-                 (long long)c.transformer.layers, lt::attention_name(c.transformer.attention), (long long)a.count,
-                 (long long)batch, (unsigned long long)seed, lt::device_description(device).c_str(),
-                 precision == lt::Precision{} ? "" : (", " + precision.describe()).c_str());
+                 model_path.c_str(), (long long)info.height, (long long)info.width, (long long)info.channels,
+                 (long long)info.layers, info.attention, (long long)a.count, (long long)batch,
+                 (unsigned long long)seed, info.device, precision.c_str());
 
   std::vector<uint8_t> all(a.count * S);
-  lt::ImageGenerator generator(*model, batch, precision);
-  lt::Progress progress(a.count * S, a.quiet || draw);
-  std::vector<uint8_t> pixels;
-  std::vector<double> nll;
+  std::vector<double> bits(a.count);
+  lt::app::ImageProgress progress(a.count * S, a.quiet, info.height, info.width, info.channels);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t first = 0; first < a.count; first += batch) {
-    const int64_t index = first / batch;
-    std::unique_ptr<lt::app::TerminalGrid> grid;
-    if (draw) grid = std::make_unique<lt::app::TerminalGrid>(batch, c.height, c.width, c.channels, lt::app::detect_color_mode());
-    // Each batch draws from its own stream: the images depend on (seed, batch size) only.
-    const uint64_t batch_seed = lt::splitmix64(seed + uint64_t(index));
-    generator.generate(batch_seed, pixels, nullptr, [&](int64_t t, const std::vector<uint8_t>& px) {
-      if (grid) grid->draw(px, t + 1);
-      progress.update(first * S + (t + 1) * std::min(batch, a.count - first), "subpixels");
-    }, &nll);
-    if (grid) grid->finish(pixels);
-    const int64_t keep = std::min(batch, a.count - first);
-    std::copy(pixels.begin(), pixels.begin() + keep * S, all.begin() + first * S);
-    for (int64_t i = 0; i < keep; ++i) {
+    // Batch j draws from seed + j: the images depend on (seed, batch size) only.
+    const int64_t rows = std::min(batch, a.count - first);
+    lt_image_options o = progress.options(seed + uint64_t(first / batch), rows, first * S, rows, "subpixels");
+    o.batch = batch;
+    lt::api::ok(lt_image_sample(model.get(), rows, &o, all.data() + first * S, bits.data() + first));
+    progress.finish_call(all.data() + first * S);
+    for (int64_t i = first; i < first + rows; ++i) {
       std::string file;
       if (!a.out_dir.empty()) {
         char name[32];
-        std::snprintf(name, sizeof name, "sample_%04lld.png", (long long)(first + i));
+        std::snprintf(name, sizeof name, "sample_%04lld.png", (long long)i);
         file = (std::filesystem::path(a.out_dir) / name).string();
-        lt::write_png(file, lt::app::image_at(all, first + i, c.height, c.width, c.channels, a.scale));
+        lt::write_png(file, lt::app::image_at(all, i, info.height, info.width, info.channels, a.scale));
       }
-      const double nats = std::accumulate(nll.begin() + i * (S - 1), nll.begin() + (i + 1) * (S - 1), 0.0);
-      std::printf("sample %lld: %.4f bits/dim%s%s\n", (long long)(first + i), nats / double(S - 1) / std::log(2.0),
-                  file.empty() ? "" : " -> ", file.c_str());
+      std::printf("sample %lld: %.4f bits/dim%s%s\n", (long long)i, bits[i], file.empty() ? "" : " -> ", file.c_str());
       std::fflush(stdout);
     }
   }
@@ -95,7 +74,7 @@ int run(const Args& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.output.empty()) {
     const int64_t cols = a.columns > 0 ? a.columns : int64_t(std::ceil(std::sqrt(double(a.count))));
-    lt::write_png(a.output, lt::app::make_sheet(all, a.count, c.height, c.width, c.channels, cols, 2, a.scale));
+    lt::write_png(a.output, lt::app::make_sheet(all, a.count, info.height, info.width, info.channels, cols, 2, a.scale));
   }
   if (!a.quiet)
     std::fprintf(stderr, "lt-sample-image: %lld images in %.2f s, %.2f images/s, seed %llu%s%s\n", (long long)a.count,

@@ -1,5 +1,8 @@
 // lt.h: drawing subpixels from an image model's heads, whole images and completions.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "api_internal.h"
@@ -31,35 +34,67 @@ lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint6
   });
 }
 
-lt_status lt_image_sample(lt_model* model, int64_t count, uint64_t seed, uint8_t* pixels) {
+lt_image_options lt_image_default_options(void) { return lt_image_options{}; }
+
+namespace {
+// The model's generator for `batch` images, made again only when the batch changes.
+lt::ImageGenerator& generator(lt_model* m, int64_t batch) {
+  if (!m->generator || m->generator->batch() != batch)
+    m->generator = std::make_unique<lt::ImageGenerator>(*m->image, batch, m->precision);
+  return *m->generator;
+}
+
+// Calls the caller's progress with rows first..first+rows-1 of a batch's pixels.
+lt::SubpixelCallback progress_of(const lt_image_options& o, int64_t first, int64_t rows) {
+  if (!o.progress) return nullptr;
+  return [&o, first, rows](int64_t t, const std::vector<uint8_t>& pixels) {
+    o.progress(first, rows, t, pixels.data(), o.user);
+  };
+}
+}  // namespace
+
+lt_status lt_image_sample(lt_model* model, int64_t count, const lt_image_options* options, uint8_t* pixels,
+                          double* bits_per_dim) {
   return lt::api::guarded([&] {
     lt::ImageModel& m = image_model(model, "lt_image_sample");
     lt::api::require(pixels, "pixels");
     if (count < 1) throw lt::api::ArgumentError("lt_image_sample: count must be >= 1, got " + std::to_string(count));
-    lt::ImageGenerator generator(m, count);
+    const lt_image_options o = options ? *options : lt_image_default_options();
+    if (o.batch < 0) throw lt::api::ArgumentError("lt_image_sample: batch must be >= 0, got " + std::to_string(o.batch));
+    const int64_t S = m.config().subpixels(), batch = o.batch > 0 ? o.batch : count;
+    lt::ImageGenerator& g = generator(model, batch);
     std::vector<uint8_t> out;
-    // lt-sample-image's first batch draws from this seed.
-    generator.generate(lt::splitmix64(seed), out);
-    std::memcpy(pixels, out.data(), out.size());
+    std::vector<double> nll;
+    for (int64_t first = 0; first < count; first += batch) {
+      const int64_t rows = std::min(batch, count - first);
+      // Batch j draws from its own stream, as lt-sample-image's batch j.
+      g.generate(lt::splitmix64(o.seed + uint64_t(first / batch)), out, nullptr, progress_of(o, first, rows),
+                 bits_per_dim ? &nll : nullptr);
+      std::memcpy(pixels + first * S, out.data(), size_t(rows * S));
+      for (int64_t i = 0; bits_per_dim && i < rows; ++i) {
+        const double nats = std::accumulate(nll.begin() + i * (S - 1), nll.begin() + (i + 1) * (S - 1), 0.0);
+        bits_per_dim[first + i] = nats / double(S - 1) / std::log(2.0);
+      }
+    }
   });
 }
 
-lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count, uint64_t seed,
-                            uint8_t* pixels) {
+lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count,
+                            const lt_image_options* options, uint8_t* pixels) {
   return lt::api::guarded([&] {
     lt::ImageModel& m = image_model(model, "lt_image_complete");
     lt::api::require(values, "values");
     lt::api::require(known, "known");
     lt::api::require(pixels, "pixels");
     if (count < 1) throw lt::api::ArgumentError("lt_image_complete: count must be >= 1, got " + std::to_string(count));
+    const lt_image_options o = options ? *options : lt_image_default_options();
     const int64_t S = m.config().subpixels();
     lt::ImageConstraint constraint;
     constraint.values.assign(values, values + S);
     constraint.known.assign(known, known + S);
-    lt::ImageGenerator generator(m, count);
     std::vector<uint8_t> out;
     // lt-complete's first input draws from this seed.
-    generator.generate(lt::splitmix64(seed), out, &constraint);
+    generator(model, count).generate(lt::splitmix64(o.seed), out, &constraint, progress_of(o, 0, count));
     std::memcpy(pixels, out.data(), out.size());
   });
 }

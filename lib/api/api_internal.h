@@ -9,12 +9,17 @@
 
 #include "lt.h"
 #include "lt/error.h"
+#include "lt/image_generation.h"
 #include "lt/image_model.h"
 #include "lt/sequence_model.h"
 
 struct lt_model {
   std::string path, family;
   lt::Device device = lt::Device::cpu;
+  bool bf16 = false, tf32 = false;  // lt_model_options::precision, as the tools' --bf16 and --tf32
+  lt::Precision precision;          // of generation: the state API and images
+  // lt_image_sample's and lt_image_complete's, kept while the batch size stays.
+  std::unique_ptr<lt::ImageGenerator> generator;
   std::unique_ptr<lt::ImageModel> image;        // the image family
   std::unique_ptr<lt::SequenceModel> sequence;  // any other
   std::string weights_checksum;  // hex, computed on first use: the API never changes the weights
@@ -32,6 +37,9 @@ struct lt_state {
 namespace lt::api {
 
 void set_error(const std::string& message);
+
+// "fp32", "bf16", "tf32" or "bf16+tf32" (what `what` names) as the tools' --bf16 and --tf32 flags.
+void parse_precision(const char* text, const char* what, bool& bf16, bool& tf32);
 
 // A NULL pointer or an out-of-range size given to the API.
 struct ArgumentError : Error {

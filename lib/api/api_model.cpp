@@ -5,7 +5,10 @@
 #include "api_internal.h"
 #include "lt/backend.h"
 #include "lt/copy_task.h"
+#include "lt/precision_flags.h"
 #include "lt/safetensors.h"
+
+using lt::api::ArgumentError;
 
 namespace {
 thread_local std::string g_last_error;
@@ -20,16 +23,29 @@ const char* lt_version(void) {
 
 const char* lt_last_error(void) { return g_last_error.c_str(); }
 
-lt_status lt_model_load(const char* path, const char* device, lt_model** model) {
+void lt::api::parse_precision(const char* text, const char* what, bool& bf16, bool& tf32) {
+  const std::string p = text ? text : "fp32";
+  bf16 = p == "bf16" || p == "bf16+tf32";
+  tf32 = p == "tf32" || p == "bf16+tf32";
+  if (!bf16 && !tf32 && p != "fp32")
+    throw ArgumentError(std::string(what) + ": \"" + p + "\" is not a precision (fp32, bf16, tf32 or bf16+tf32)");
+}
+
+lt_model_options lt_model_default_options(void) { return {"cpu", "fp32"}; }
+
+lt_status lt_model_load(const char* path, const lt_model_options* options, lt_model** model) {
   if (model) *model = nullptr;
   return lt::api::guarded([&] {
     lt::api::require(path, "path");
-    lt::api::require(device, "device");
     lt::api::require(model, "model");
+    const lt_model_options o = options ? *options : lt_model_default_options();
+    lt::api::require(o.device, "options->device");
     auto m = std::make_unique<lt_model>();
     m->path = path;
-    m->device = lt::parse_device(device);
+    m->device = lt::parse_device(o.device);
     lt::require_device(m->device);
+    lt::api::parse_precision(o.precision, "options->precision", m->bf16, m->tf32);
+    m->precision = lt::generation_precision(m->bf16, m->tf32, m->device);
     // A checkpoint without lt.model is the reference's image model.
     m->family = lt::load_safetensors(path).meta("lt.model", "image");
     if (m->family == "image")
@@ -37,7 +53,8 @@ lt_status lt_model_load(const char* path, const char* device, lt_model** model) 
     else if (m->family == "copy")
       m->sequence = lt::load_copy_model(path, m->device);
     else
-      throw lt::Error(std::string(path) + ": a " + m->family + " model; lt_model_load takes image and copy models");
+      throw lt::Error(std::string(path) + ": a " + m->family +
+                      " model, not an image or copy model (speech models: lt_recognizer_new)");
     *model = m.release();
   });
 }
@@ -53,6 +70,10 @@ lt_status lt_model_get_info(const lt_model* model, lt_model_info* info) {
     info->positions = c.max_positions;
     info->head_width = c.head.width();
     info->parameters = model->core().params().numel();
+    info->layers = c.transformer.layers;
+    std::snprintf(info->attention, sizeof info->attention, "%s", c.encoder_name().c_str());
+    std::snprintf(info->device, sizeof info->device, "%s", lt::device_description(model->device).c_str());
+    std::snprintf(info->precision, sizeof info->precision, "%s", model->precision.describe().c_str());
     if (model->image) {
       info->height = model->image->config().height;
       info->width = model->image->config().width;
@@ -62,3 +83,5 @@ lt_status lt_model_get_info(const lt_model* model, lt_model_info* info) {
 }
 
 void lt_model_free(lt_model* model) { delete model; }
+
+void lt_set_threads(int threads) { lt::set_num_threads(threads); }

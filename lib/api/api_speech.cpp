@@ -9,6 +9,7 @@
 #include "api_internal.h"
 #include "lt/audio.h"
 #include "lt/backend.h"
+#include "lt/precision_flags.h"
 #include "lt/recognizer.h"
 
 using lt::api::ArgumentError;
@@ -27,6 +28,7 @@ struct lt_transcript {
   std::vector<std::string> phone_text, word_text;
   std::vector<double> phone_start, phone_end, word_start, word_end;
   double seconds = 0;
+  lt::RecognitionTimes times;
 };
 
 struct lt_stream {
@@ -40,9 +42,11 @@ namespace {
 // start of the first position to the end of the last, cut at the audio's end.
 std::unique_ptr<lt_transcript> transcript_of(const lt::SpeechFrontEnd& frontend,
                                              const std::vector<lt::CtcToken>& phones,
-                                             const std::vector<lt::RecognizedWord>& words, double seconds) {
+                                             const std::vector<lt::RecognizedWord>& words, double seconds,
+                                             const lt::RecognitionTimes& times) {
   auto t = std::make_unique<lt_transcript>();
   t->seconds = seconds;
+  t->times = times;
   auto end_of = [&](int64_t position) { return std::min(seconds, lt::position_start_seconds(frontend, position + 1)); };
   for (const lt::CtcToken& p : phones) {
     t->phone_text.push_back(lt::phone_names()[size_t(p.label)]);
@@ -66,19 +70,25 @@ lt_token token(const std::vector<std::string>& text, const std::vector<double>& 
 void transcribe(lt_recognizer* r, const std::vector<float>& samples, lt_transcript** out) {
   if (!r->offline) r->offline = std::make_unique<lt::SpeechRecognizer>(r->model, r->options);
   const lt::Transcript t = r->offline->transcribe(samples);
-  *out = transcript_of(r->model.frontend, t.phones, t.words, t.duration).release();
-
+  *out = transcript_of(r->model.frontend, t.phones, t.words, t.duration, t.times).release();
 }
 
 }  // namespace
 
 lt_recognizer_options lt_recognizer_default_options(void) {
+  const lt::RecognizerOptions d;
   lt_recognizer_options o{};
   o.device = "cpu";
+  o.precision = "fp32";
   o.beam = 1;
   o.max_delay = 0.5;
   o.prune = -12;
-  o.pause_seconds = lt::RecognizerOptions{}.pause_seconds;
+  o.pause_seconds = d.pause_seconds;
+  o.phone_lm_weight = d.phone_search.lm_weight;
+  o.phone_bonus = d.phone_search.word_bonus;
+  o.lm_weight = d.words.lm_weight;
+  o.word_bonus = d.words.word_bonus;
+  o.word_beam = d.words.beam;
   return o;
 }
 
@@ -97,12 +107,19 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     if (o.grammar && (o.word_list || o.word_lm))
       throw lt::Error("lt_recognizer_new: a grammar takes the place of a word list and a word model");
     if (o.max_delay < 0 || o.pause_seconds < 0) throw ArgumentError("lt_recognizer_new: max_delay and pause_seconds must be >= 0");
+    if (o.word_beam < 1) throw ArgumentError("lt_recognizer_new: word_beam must be >= 1, got " + std::to_string(o.word_beam));
     auto r = std::make_unique<lt_recognizer>();
     const lt::Device device = lt::parse_device(o.device);
     lt::require_device(device);
     r->model = lt::load_speech_model(model_path, device);
     lt::RecognizerOptions& ro = r->options;
+    bool bf16 = false, tf32 = false;
+    lt::api::parse_precision(o.precision, "options->precision", bf16, tf32);
+    ro.precision = lt::training_precision(bf16, tf32, device);
     ro.decoding.beam = ro.phone_search.beam = o.beam;
+    ro.phone_search.lm_weight = o.phone_lm_weight;
+    ro.phone_search.word_bonus = o.phone_bonus;
+    ro.words = {o.word_beam, o.lm_weight, o.word_bonus};
     const int delay = int(lt::positions_in(r->model.frontend, o.max_delay));
     ro.decoding.max_delay = ro.phone_search.max_delay = ro.words.max_delay = delay;
     ro.decoding.prune = ro.phone_search.prune = ro.words.prune = float(o.prune);
@@ -175,6 +192,9 @@ lt_token lt_transcript_word(const lt_transcript* t, int64_t i) {
   return t ? token(t->word_text, t->word_start, t->word_end, i) : lt_token{nullptr, 0, 0};
 }
 double lt_transcript_seconds(const lt_transcript* t) { return t ? t->seconds : 0; }
+lt_timings lt_transcript_timings(const lt_transcript* t) {
+  return t ? lt_timings{t->times.frontend, t->times.encoder, t->times.decoder} : lt_timings{0, 0, 0};
+}
 void lt_transcript_free(lt_transcript* transcript) { delete transcript; }
 
 lt_status lt_stream_new(lt_recognizer* recognizer, lt_stream** stream) {
@@ -214,7 +234,7 @@ lt_status lt_stream_take_settled(lt_stream* stream, lt_transcript** settled) {
     std::vector<lt::RecognizedWord> words;
     stream->stream->take_settled(phones, &words);
     const double seconds = double(stream->stream->samples()) / lt::kSpeechSampleRate;
-    *settled = transcript_of(stream->recognizer->model.frontend, phones, words, seconds).release();
+    *settled = transcript_of(stream->recognizer->model.frontend, phones, words, seconds, stream->stream->times()).release();
   });
 }
 
@@ -225,7 +245,7 @@ lt_status lt_stream_tentative(const lt_stream* stream, lt_transcript** tail) {
     require(tail, "tail");
     const double seconds = double(stream->stream->samples()) / lt::kSpeechSampleRate;
     *tail = transcript_of(stream->recognizer->model.frontend, stream->stream->tentative(),
-                          stream->stream->tentative_words(), seconds)
+                          stream->stream->tentative_words(), seconds, stream->stream->times())
                 .release();
   });
 }

@@ -14,7 +14,7 @@
  *   #include <lt.h>
  *
  *   lt_model* model;
- *   if (lt_model_load("mnist.safetensors", "cpu", &model) != LT_OK) {
+ *   if (lt_model_load("mnist.safetensors", NULL, &model) != LT_OK) {  // cpu, fp32
  *     fprintf(stderr, "%s\n", lt_last_error());
  *     return 1;
  *   }
@@ -72,6 +72,16 @@ LT_API const char* lt_last_error(void);
 
 typedef struct lt_model lt_model;
 
+typedef struct lt_model_options {
+  const char* device;     /* "cpu" or "cuda" */
+  const char* precision;  /* "fp32"; "bf16": the recurrent state in bf16 and, on the CPU, bf16 products
+                             (AVX512_BF16); "tf32": products on CUDA's tensor cores; "bf16+tf32" (CUDA).
+                             The output head stays fp32 (docs/precision.md) */
+} lt_model_options;
+
+/* "cpu", "fp32". */
+LT_API lt_model_options lt_model_default_options(void);
+
 typedef struct lt_model_info {
   char family[16];       /* "image" or "copy": what the checkpoint's lt.model says */
   int64_t vocabulary;    /* inputs are tokens 0..vocabulary-1 */
@@ -79,13 +89,21 @@ typedef struct lt_model_info {
   int64_t head_width;    /* floats of a position's output (lt_state_step's head) */
   int64_t height, width, channels; /* images: positions + 1 subpixels; 0 for other models */
   int64_t parameters;
+  int64_t layers;
+  char attention[16];    /* "linear", "causal-linear", "softmax", "lsh-4", ... */
+  char device[96];       /* the CPU's or the GPU's name, e.g. "AMD EPYC 9B14" */
+  char precision[64];    /* e.g. "products fp32, state bf16, head fp32" */
 } lt_model_info;
 
 /* Loads a safetensors checkpoint written by lt-train (or the reference's
- * image models) on device "cpu" or "cuda". */
-LT_API lt_status lt_model_load(const char* path, const char* device, lt_model** model);
+ * image models). NULL options: lt_model_default_options(). A precision the
+ * device cannot run is LT_ERROR. */
+LT_API lt_status lt_model_load(const char* path, const lt_model_options* options, lt_model** model);
 LT_API lt_status lt_model_get_info(const lt_model* model, lt_model_info* info);
 LT_API void lt_model_free(lt_model* model); /* NULL is ignored */
+
+/* Threads of the CPU backend for the whole process; 0: every core. */
+LT_API void lt_set_threads(int threads);
 
 /* ---- recurrent state ---- */
 
@@ -126,17 +144,33 @@ LT_API void lt_state_free(lt_state* state); /* NULL is ignored */
  * every device. */
 LT_API lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint64_t seed, int64_t position,
                                int32_t* bytes);
+typedef struct lt_image_options {
+  uint64_t seed;   /* batch j draws from seed + j: the same seed and batch give the same images */
+  int64_t batch;   /* images sampled together (0: all at once); a last, smaller batch is computed at this
+                      size, so that an image does not depend on how many are asked for */
+  /* Called once subpixel `subpixel` of images first..first+rows-1 is decided; pixels holds those images'
+   * [rows x height x width x channels] bytes so far (later subpixels 0), valid during the call. NULL: none */
+  void (*progress)(int64_t first, int64_t rows, int64_t subpixel, const uint8_t* pixels, void* user);
+  void* user;
+} lt_image_options;
+
+/* seed 0, batch 0, no progress. */
+LT_API lt_image_options lt_image_default_options(void);
 /* Samples `count` images into pixels[count x height x width x channels]
- * (raster order, RGB interleaved), as lt-sample-image -n count -b count
- * -s seed does: the same seed gives the same images. */
-LT_API lt_status lt_image_sample(lt_model* model, int64_t count, uint64_t seed, uint8_t* pixels);
+ * (raster order, RGB interleaved), as lt-sample-image -n count -b batch -s
+ * seed does, at the model's precision. bits_per_dim (NULL: not wanted)
+ * receives count values: each image's bits per subpixel under the
+ * distributions it was drawn from (lt-sample-image's stdout). */
+LT_API lt_status lt_image_sample(lt_model* model, int64_t count, const lt_image_options* options, uint8_t* pixels,
+                                 double* bits_per_dim);
 /* `count` completions of one partly known image into pixels[count x height
  * x width x channels]: values[i] is kept wherever known[i] is nonzero (both
  * height x width x channels), the rest is drawn; the known prefix is read in
  * one parallel pass and its state forked into every completion. As
- * lt-complete -n count -s seed does for its first input. */
+ * lt-complete -n count -s seed does for its first input (options->batch is
+ * not used: the completions are one batch). */
 LT_API lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count,
-                                   uint64_t seed, uint8_t* pixels);
+                                   const lt_image_options* options, uint8_t* pixels);
 
 /* ---- speech: phones and words with times ---- */
 
@@ -158,10 +192,17 @@ typedef struct lt_recognizer_options {
   const char* grammar;    /* a file of phrases, one a line: only these, each said whole, each as likely as the
                              next, pronounced by lexicon; the word search then cuts no phone (lt-asr --grammar).
                              Not with word_list or word_lm */
+  const char* precision;  /* the encoder's products: "fp32", "bf16" (CPU), "tf32" (CUDA); the head stays fp32 */
+  double phone_lm_weight; /* weight of the phone model's log-probability */
+  double phone_bonus;     /* log-score added per phone with a phone model */
+  double lm_weight;       /* weight of the word model's log-probability */
+  double word_bonus;      /* log-score added per word */
+  int word_beam;          /* word hypotheses kept per frame */
 } lt_recognizer_options;
 
-/* cpu, greedy phones (beam 1), no language models, max_delay 0.5 s, prune
- * -12, pause 0.4 s: lt-asr's settings with --beam 1. */
+/* cpu, fp32, greedy phones (beam 1), no language models, max_delay 0.5 s,
+ * prune -12, pause 0.4 s, and lt-asr's tuned weights, bonuses and word beam:
+ * lt-asr's settings with --beam 1. */
 LT_API lt_recognizer_options lt_recognizer_default_options(void);
 /* A speech model written by lt-train --task asr (asr.safetensors), with the
  * language models and lexicon the options name (NULL options: defaults). */
@@ -191,6 +232,12 @@ LT_API int64_t lt_transcript_words(const lt_transcript* transcript);
 LT_API lt_token lt_transcript_phone(const lt_transcript* transcript, int64_t i);
 LT_API lt_token lt_transcript_word(const lt_transcript* transcript, int64_t i);
 LT_API double lt_transcript_seconds(const lt_transcript* transcript); /* of audio */
+
+typedef struct lt_timings {
+  double frontend, encoder, decoder; /* seconds spent computing features, encoding and decoding */
+} lt_timings;
+/* A recording's, or a stream's from its start to this transcript. */
+LT_API lt_timings lt_transcript_timings(const lt_transcript* transcript);
 LT_API void lt_transcript_free(lt_transcript* transcript);            /* NULL is ignored */
 
 /* Audio that arrives in pieces, decoded as it comes by a causal linear model

@@ -10,8 +10,9 @@ namespace lt::test {
 
 struct Model {
   lt_model* m = nullptr;
-  explicit Model(const std::string& path, const char* device = "cpu") {
-    REQUIRE_MESSAGE(lt_model_load(path.c_str(), device, &m) == LT_OK, std::string(lt_last_error()));
+  explicit Model(const std::string& path, const char* device = "cpu", const char* precision = "fp32") {
+    const lt_model_options options{device, precision};
+    REQUIRE_MESSAGE(lt_model_load(path.c_str(), &options, &m) == LT_OK, std::string(lt_last_error()));
   }
   ~Model() { lt_model_free(m); }
 };

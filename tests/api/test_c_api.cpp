@@ -13,6 +13,7 @@
 #include "apps/cli.h"
 #include "lt.h"
 #include "lt/backend.h"
+#include "lt/image_model.h"
 #include "lt/png.h"
 #include "test_util.h"
 
@@ -46,6 +47,10 @@ TEST_CASE("lt.h: a state stepped position by position gives the parallel pass's 
   CHECK(std::string(info.family) == "image");
   CHECK(info.height == 4);
   CHECK(info.positions == 4 * 3 - 1);
+  CHECK(info.layers >= 1);
+  CHECK(std::string(info.attention) == "linear");
+  CHECK(std::string(info.device).size() > 0);  // the CPU's model name
+  CHECK(std::string(info.precision) == "products fp32, state fp32, head fp32");
   const int64_t B = 3, L = info.positions, W = info.head_width;
   const std::vector<int32_t> tokens = random_tokens(rng, B * L);
 
@@ -171,7 +176,9 @@ TEST_CASE("lt.h: images drawn through the state and lt_image_sample are lt-sampl
   const lt_model_info info = info_of(model.m);
   const int64_t n = 3, S = info.height * info.width * info.channels;
   std::vector<uint8_t> sampled(static_cast<size_t>(n * S));
-  REQUIRE(lt_image_sample(model.m, n, seed, sampled.data()) == LT_OK);
+  lt_image_options options = lt_image_default_options();
+  options.seed = seed;
+  REQUIRE(lt_image_sample(model.m, n, &options, sampled.data(), nullptr) == LT_OK);
 
   const CommandResult r = run_tool(dir, "lt-sample-image", "-m '" + path + "' -n 3 -b 3 -s " + std::to_string(seed) +
                                                                 " -q --out-dir '" + dir.file("png") + "'");
@@ -201,6 +208,74 @@ TEST_CASE("lt.h: images drawn through the state and lt_image_sample are lt-sampl
   CHECK(by_hand == sampled);
 }
 
+namespace {
+struct Call {
+  int64_t first, rows, subpixel;
+  std::vector<uint8_t> pixels;
+};
+void record(int64_t first, int64_t rows, int64_t subpixel, const uint8_t* pixels, void* user) {
+  auto& calls = *static_cast<std::vector<Call>*>(user);
+  calls.push_back({first, rows, subpixel, {}});
+  calls.back().pixels.assign(pixels, pixels + rows * 4 * 4);  // the test model's 4x4x1 images
+}
+}  // namespace
+
+TEST_CASE("lt.h: batches draw from seed + j, progress sees each subpixel, bits/dim is each image's likelihood") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed() % 100000;
+  INFO("seed " << seed);
+  const std::string path = tiny_image_checkpoint(dir, "m.safetensors", 4, 4, 1, AttentionKind::linear, seed);
+  Model model(path);
+  const int64_t n = 5, batch = 2, S = 16;
+  std::vector<Call> calls;
+  lt_image_options o = lt_image_default_options();
+  o.seed = seed, o.batch = batch, o.progress = record, o.user = &calls;
+  std::vector<uint8_t> images(size_t(n * S));
+  std::vector<double> bits(size_t(n));
+  REQUIRE(lt_image_sample(model.m, n, &o, images.data(), bits.data()) == LT_OK);
+
+  // Batch j is a call of its own from seed + j; the last, of one image, is computed at the batch's size.
+  for (int64_t j = 0; j * batch < n; ++j) {
+    lt_image_options alone = lt_image_default_options();
+    alone.seed = seed + uint64_t(j);
+    std::vector<uint8_t> two(size_t(batch * S));
+    REQUIRE(lt_image_sample(model.m, batch, &alone, two.data(), nullptr) == LT_OK);
+    const int64_t rows = std::min(batch, n - j * batch);
+    CHECK(std::equal(two.begin(), two.begin() + rows * S, images.begin() + j * batch * S));
+  }
+  // Progress: per batch, subpixels in order up to the last, whose pixels are the batch's images.
+  REQUIRE(!calls.empty());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call& c = calls[i];
+    CHECK(c.rows == std::min(batch, n - c.first));
+    if (i + 1 < calls.size() && calls[i + 1].first == c.first) CHECK(calls[i + 1].subpixel > c.subpixel);
+    if (i + 1 == calls.size() || calls[i + 1].first != c.first) {
+      CHECK(c.subpixel == S - 1);
+      CHECK(std::equal(c.pixels.begin(), c.pixels.end(), images.begin() + c.first * S));
+    }
+  }
+  CHECK(calls.back().first == 4);
+
+  // bits/dim against the parallel pass over the finished images, and as lt-sample-image prints it.
+  auto image_model = ImageModel::load(path, Device::cpu);
+  Tensor nll;
+  image_model->forward(Tensor::from_vector(std::vector<int32_t>(images.begin(), images.end()), {n, S}), {}, &nll);
+  const std::vector<float> per_subpixel = nll.to_vector();
+  const CommandResult r = run_tool(dir, "lt-sample-image", "-m '" + path + "' -n 5 -b 2 -q -s " + std::to_string(seed));
+  REQUIRE(r.exit_code == 0);
+  std::istringstream printed(r.out);
+  for (int64_t i = 0; i < n; ++i) {
+    double nats = 0;
+    for (int64_t t = 0; t < S - 1; ++t) nats += per_subpixel[size_t(i * (S - 1) + t)];
+    CHECK(bits[size_t(i)] == doctest::Approx(nats / double(S - 1) / std::log(2.0)).epsilon(1e-5));
+    std::string line;
+    std::getline(printed, line);
+    char want[64];
+    std::snprintf(want, sizeof want, "sample %lld: %.4f bits/dim", (long long)i, bits[size_t(i)]);
+    CHECK(line == want);
+  }
+}
+
 TEST_CASE("lt.h: completions keep the known pixels and are lt-complete's") {
   TempDir dir;
   const uint64_t seed = fresh_seed() % 100000;
@@ -217,7 +292,9 @@ TEST_CASE("lt.h: completions keep the known pixels and are lt-complete's") {
   std::vector<uint8_t> known(static_cast<size_t>(S), 0);
   for (int64_t i = 0; i < rows * 4; ++i) known[size_t(i)] = 1;
   std::vector<uint8_t> out(static_cast<size_t>(count * S));
-  REQUIRE(lt_image_complete(model.m, image.pixels.data(), known.data(), count, seed, out.data()) == LT_OK);
+  lt_image_options options = lt_image_default_options();
+  options.seed = seed;
+  REQUIRE(lt_image_complete(model.m, image.pixels.data(), known.data(), count, &options, out.data()) == LT_OK);
   for (int64_t k = 0; k < count; ++k)
     for (int64_t i = 0; i < rows * 4; ++i) CHECK(out[size_t(k * S + i)] == image.pixels[size_t(i)]);
 
@@ -235,21 +312,29 @@ TEST_CASE("lt.h: completions keep the known pixels and are lt-complete's") {
 TEST_CASE("lt.h: every failure is a status and one line, and no exception crosses it") {
   TempDir dir;
   lt_model* m = reinterpret_cast<lt_model*>(1);
-  CHECK(lt_model_load(dir.file("missing.safetensors").c_str(), "cpu", &m) == LT_ERROR);
+  CHECK(lt_model_load(dir.file("missing.safetensors").c_str(), nullptr, &m) == LT_ERROR);
   CHECK(m == nullptr);
   CHECK(std::string(lt_last_error()).find("missing.safetensors") != std::string::npos);
   m = reinterpret_cast<lt_model*>(1);
-  CHECK(lt_model_load(nullptr, "cpu", &m) == LT_ERROR_ARGUMENT);
+  CHECK(lt_model_load(nullptr, nullptr, &m) == LT_ERROR_ARGUMENT);
   CHECK(m == nullptr);
   CHECK(std::string(lt_last_error()) == "path is NULL");
   const std::string path = tiny_image_checkpoint(dir, "m.safetensors");
-  CHECK(lt_model_load(path.c_str(), "tpu", &m) == LT_ERROR);
+  auto load = [&](const char* device, const char* precision) {
+    const lt_model_options o{device, precision};
+    return lt_model_load(path.c_str(), &o, &m);
+  };
+  CHECK(load("tpu", "fp32") == LT_ERROR);
   CHECK(std::string(lt_last_error()).find("tpu") != std::string::npos);
+  CHECK(load("cpu", "tf32") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--tf32 is a CUDA option (the CPU has --bf16)");
+  CHECK(load("cpu", "fp8") == LT_ERROR_ARGUMENT);
+  CHECK(std::string(lt_last_error()).find("\"fp8\" is not a precision") != std::string::npos);
   write_bytes(dir.file("junk.safetensors"), std::vector<uint8_t>(100, 7));
-  CHECK(lt_model_load(dir.file("junk.safetensors").c_str(), "cpu", &m) == LT_ERROR);
+  CHECK(lt_model_load(dir.file("junk.safetensors").c_str(), nullptr, &m) == LT_ERROR);
   CHECK(std::string(lt_last_error()).find("junk.safetensors") != std::string::npos);
   if (!built_with_cuda() || !cuda_available()) {
-    CHECK(lt_model_load(path.c_str(), "cuda", &m) == LT_ERROR);
+    CHECK(load("cuda", "fp32") == LT_ERROR);
     CHECK(!std::string(lt_last_error()).empty());
   }
   Model model(path);
@@ -257,7 +342,7 @@ TEST_CASE("lt.h: every failure is a status and one line, and no exception crosse
   CHECK(lt_state_new(model.m, 0, &s) == LT_ERROR_ARGUMENT);
   CHECK(std::string(lt_last_error()).find("batch must be >= 1") != std::string::npos);
   CHECK(lt_state_step(nullptr, nullptr, nullptr) == LT_ERROR_ARGUMENT);
-  CHECK(lt_image_sample(model.m, 1, 1, nullptr) == LT_ERROR_ARGUMENT);
+  CHECK(lt_image_sample(model.m, 1, nullptr, nullptr, nullptr) == LT_ERROR_ARGUMENT);
   lt_state_free(nullptr);
   lt_model_free(nullptr);
   CHECK(std::string(lt_version()).find(build_version()) == 0);

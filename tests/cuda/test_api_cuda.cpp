@@ -123,13 +123,15 @@ TEST_CASE("lt.h on cuda: sampled images and completions are whole, and completio
   const int64_t S = 6 * 5, n = rng.integer(2, 6);
   // Poisoned outputs: 0xAB is not a value left by chance after every draw.
   std::vector<uint8_t> sampled(static_cast<size_t>(n * S), 0xAB), again(sampled.size(), 0xCD);
-  REQUIRE_MESSAGE(lt_image_sample(gpu.m, n, seed, sampled.data()) == LT_OK, std::string(lt_last_error()));
-  REQUIRE(lt_image_sample(gpu.m, n, seed, again.data()) == LT_OK);
+  lt_image_options options = lt_image_default_options();
+  options.seed = seed;
+  REQUIRE_MESSAGE(lt_image_sample(gpu.m, n, &options, sampled.data(), nullptr) == LT_OK, std::string(lt_last_error()));
+  REQUIRE(lt_image_sample(gpu.m, n, &options, again.data(), nullptr) == LT_OK);
   CHECK(sampled == again);  // one seed, one set of images
   std::vector<uint8_t> values(static_cast<size_t>(S)), known(static_cast<size_t>(S), 0), out(static_cast<size_t>(n * S), 0xAB);
   for (auto& v : values) v = uint8_t(rng.integer(0, 255));
   for (int64_t i = 0; i < 2 * 5; ++i) known[size_t(i)] = 1;
-  REQUIRE_MESSAGE(lt_image_complete(gpu.m, values.data(), known.data(), n, seed, out.data()) == LT_OK,
+  REQUIRE_MESSAGE(lt_image_complete(gpu.m, values.data(), known.data(), n, &options, out.data()) == LT_OK,
                   std::string(lt_last_error()));
   for (int64_t k = 0; k < n; ++k)
     for (int64_t i = 0; i < 2 * 5; ++i) CHECK(out[size_t(k * S + i)] == values[size_t(i)]);

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   }
   const uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
   lt_model* model = NULL;
-  if (lt_model_load(argv[1], "cpu", &model) != LT_OK) return fail("lt_model_load");
+  if (lt_model_load(argv[1], NULL, &model) != LT_OK) return fail("lt_model_load"); /* cpu, fp32 */
   lt_model_info info;
   if (lt_model_get_info(model, &info) != LT_OK) return fail("lt_model_get_info");
   fprintf(stderr, "lt %s: %s model, %lldx%lldx%lld\n", lt_version(), info.family, (long long)info.height,

@@ -37,12 +37,15 @@ struct RecognizerOptions {
   // the language model lm (nullptr: none). Both must outlive the recognizer.
   const Lexicon* lexicon = nullptr;
   const LanguageModel* lm = nullptr;
-  WordSearchOptions words;
+  // The word and phone searches' beam, weight and bonus: tuned on half of
+  // the validation set with the shipped models (docs/speech.md, "Words" and
+  // "Decoding defaults").
+  WordSearchOptions words{64, 1.0, 0.0};
   // Phones decoded with this phone n-gram model (make_phone_lm_decoder, with
   // phone_search's beam, weight and bonus) instead of by `decoding` alone;
   // nullptr: none. It must outlive the recognizer.
   const LanguageModel* phone_lm = nullptr;
-  WordSearchOptions phone_search;
+  WordSearchOptions phone_search{64, 1.25, 2.5};
   // Recognition starts afresh after this many seconds whose likeliest class
   // is the blank, so that long recordings and streams do not decay: a causal
   // model restarts its state (lib/speech/causal_encoder.h), a model that sees

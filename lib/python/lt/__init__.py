@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version", "train", "evaluate", "export"]
+__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version", "set_threads", "train", "evaluate", "export"]
 
 
 class Error(RuntimeError):
@@ -51,16 +51,27 @@ _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 
 
+class _ModelOptions(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_char_p), ("precision", ctypes.c_char_p)]
+
+
 class _Info(ctypes.Structure):
     _fields_ = [("family", ctypes.c_char * 16), ("vocabulary", _i64), ("positions", _i64), ("head_width", _i64),
-                ("height", _i64), ("width", _i64), ("channels", _i64), ("parameters", _i64)]
+                ("height", _i64), ("width", _i64), ("channels", _i64), ("parameters", _i64), ("layers", _i64),
+                ("attention", ctypes.c_char * 16), ("device", ctypes.c_char * 96), ("precision", ctypes.c_char * 64)]
+
+
+class _ImageOptions(ctypes.Structure):
+    _fields_ = [("seed", ctypes.c_uint64), ("batch", _i64), ("progress", _p), ("user", _p)]
 
 
 class _RecognizerOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_char_p), ("beam", ctypes.c_int), ("phone_lm", ctypes.c_char_p),
                 ("lexicon", ctypes.c_char_p), ("word_lm", ctypes.c_char_p), ("max_delay", ctypes.c_double),
                 ("prune", ctypes.c_double), ("pause_seconds", ctypes.c_double), ("word_list", ctypes.c_char_p),
-                ("grammar", ctypes.c_char_p)]
+                ("grammar", ctypes.c_char_p), ("precision", ctypes.c_char_p), ("phone_lm_weight", ctypes.c_double),
+                ("phone_bonus", ctypes.c_double), ("lm_weight", ctypes.c_double), ("word_bonus", ctypes.c_double),
+                ("word_beam", ctypes.c_int)]
 
 
 class _Token(ctypes.Structure):
@@ -76,7 +87,7 @@ def _declare(name, restype, *argtypes):
 
 _version = _declare("lt_version", ctypes.c_char_p)
 _last_error = _declare("lt_last_error", ctypes.c_char_p)
-_model_load = _declare("lt_model_load", _status, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p))
+_model_load = _declare("lt_model_load", _status, ctypes.c_char_p, ctypes.POINTER(_ModelOptions), ctypes.POINTER(_p))
 _model_get_info = _declare("lt_model_get_info", _status, _p, ctypes.POINTER(_Info))
 _model_free = _declare("lt_model_free", None, _p)
 _state_new = _declare("lt_state_new", _status, _p, _i64, ctypes.POINTER(_p))
@@ -94,8 +105,9 @@ _state_to_bytes = _declare("lt_state_to_bytes", _status, _p, ctypes.POINTER(ctyp
 _state_from_bytes = _declare("lt_state_from_bytes", _status, _p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_p))
 _bytes_free = _declare("lt_bytes_free", None, ctypes.POINTER(ctypes.c_uint8))
 _image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, _i64, _p)
-_image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.c_uint64, _p)
-_image_complete = _declare("lt_image_complete", _status, _p, _p, _p, _i64, ctypes.c_uint64, _p)
+_image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.POINTER(_ImageOptions), _p, _p)
+_image_complete = _declare("lt_image_complete", _status, _p, _p, _p, _i64, ctypes.POINTER(_ImageOptions), _p)
+_set_threads = _declare("lt_set_threads", None, ctypes.c_int)
 
 
 _recognizer_default_options = _declare("lt_recognizer_default_options", _RecognizerOptions)
@@ -136,12 +148,19 @@ def version():
     return _version().decode()
 
 
-class Model:
-    """A checkpoint of an image or copy-task model on 'cpu' or 'cuda'."""
+def set_threads(threads):
+    """Threads of the CPU backend for the whole process (0: every core)."""
+    _set_threads(int(threads))
 
-    def __init__(self, path, device="cpu"):
+
+class Model:
+    """A checkpoint of an image or copy-task model on 'cpu' or 'cuda', at
+    precision 'fp32', 'bf16', 'tf32' or 'bf16+tf32' (lt-sample-image's --bf16 and --tf32)."""
+
+    def __init__(self, path, device="cpu", precision="fp32"):
         handle = _p()
-        _check(_model_load(os.fsencode(path), device.encode(), ctypes.byref(handle)))
+        options = _ModelOptions(device.encode(), precision.encode())
+        _check(_model_load(os.fsencode(path), ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
         info = _Info()
         _check(_model_get_info(self._handle, ctypes.byref(info)))
@@ -151,6 +170,10 @@ class Model:
         self.head_width = info.head_width    # floats of one position's output
         self.shape = (info.height, info.width, info.channels) if info.height else None
         self.parameters = info.parameters
+        self.layers = info.layers
+        self.attention = info.attention.decode()
+        self.device = info.device.decode()          # the CPU's or GPU's name
+        self.precision = info.precision.decode()    # e.g. 'products fp32, state bf16, head fp32'
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -185,14 +208,18 @@ class Model:
         _check(_image_draw(self._handle, heads.ctypes.data, rows, int(seed), int(position), out.ctypes.data))
         return out
 
-    def sample_images(self, count, seed):
-        """`count` images, uint8 [count, height, width, channels], as lt-sample-image -n count -b count -s seed."""
+    def sample_images(self, count, seed, batch=None, bits_per_dim=False):
+        """`count` images, uint8 [count, height, width, channels], as lt-sample-image
+        -n count -b batch -s seed (batch None: all at once). With bits_per_dim,
+        (images, float64 [count]): each image's bits per subpixel, as lt-sample-image prints."""
         if self.shape is None:
             raise Error("a %s model has no images" % self.family)
         out = np.empty((int(count),) + self.shape, dtype=np.uint8)
-        _check(_image_sample(self._handle, int(count), int(seed), out.ctypes.data))
-        return out
-
+        bits = np.empty(int(count), dtype=np.float64) if bits_per_dim else None
+        options = _ImageOptions(int(seed), int(batch or 0), None, None)
+        _check(_image_sample(self._handle, int(count), ctypes.byref(options), out.ctypes.data,
+                             bits.ctypes.data if bits_per_dim else None))
+        return (out, bits) if bits_per_dim else out
 
     def complete(self, image, known, count, seed):
         """`count` completions (uint8 [count, height, width, channels]) of image
@@ -203,7 +230,8 @@ class Model:
         image = _array(image, np.uint8, self.shape)
         known = _array(np.asarray(known) != 0, np.uint8, self.shape)
         out = np.empty((int(count),) + self.shape, dtype=np.uint8)
-        _check(_image_complete(self._handle, image.ctypes.data, known.ctypes.data, int(count), int(seed),
+        options = _ImageOptions(int(seed), 0, None, None)
+        _check(_image_complete(self._handle, image.ctypes.data, known.ctypes.data, int(count), ctypes.byref(options),
                                out.ctypes.data))
         return out
 
@@ -292,13 +320,24 @@ class Recognizer:
     one a line, given grammar) with times.
     The defaults are lt-asr's settings with --beam 1."""
 
-    def __init__(self, model, device="cpu", beam=1, phone_lm=None, lexicon=None, word_lm=None, max_delay=0.5,
-                 prune=-12.0, pause_seconds=0.4, word_list=None, grammar=None):
+    def __init__(self, model, **options):
+        """options: any field of lt_recognizer_options (lt.h), e.g. beam=64,
+        phone_lm='speech-phones.arpa.gz', lexicon=..., word_lm=..., lm_weight=1.0,
+        precision='bf16'; the rest keep the library's defaults."""
         o = _recognizer_default_options()
-        self._keep = [os.fsencode(x) if x is not None else None
-                      for x in (device, phone_lm, lexicon, word_lm, word_list, grammar)]
-        o.device, o.phone_lm, o.lexicon, o.word_lm, o.word_list, o.grammar = self._keep
-        o.beam, o.max_delay, o.prune, o.pause_seconds = int(beam), float(max_delay), float(prune), float(pause_seconds)
+        fields = dict((name, kind) for name, kind in _RecognizerOptions._fields_)
+        self._keep = []
+        for name, value in options.items():
+            if name not in fields:
+                raise Error("Recognizer: no option %r (lt_recognizer_options has %s)" % (name, ", ".join(fields)))
+            if fields[name] is ctypes.c_char_p:
+                value = os.fsencode(value) if value is not None else None
+                self._keep.append(value)
+            elif fields[name] is ctypes.c_int:
+                value = int(value)
+            else:
+                value = float(value)
+            setattr(o, name, value)
         handle = _p()
         _check(_recognizer_new(os.fsencode(model), ctypes.byref(o), ctypes.byref(handle)))
         self._handle = handle

@@ -55,6 +55,48 @@ def test_images_by_hand_through_the_state_equal_sample_images(model, rng):
     assert state.position == model.positions
 
 
+def test_batches_draw_from_their_own_seeds_and_bits_per_dim_is_each_image_s_likelihood(model, rng):
+    seed = int(rng.integers(1 << 30))
+    images, bits = model.sample_images(3, seed, batch=2, bits_per_dim=True)
+    # lt-sample-image -b 2: batch j from seed + j, a last smaller batch computed at full size.
+    assert np.array_equal(images[:2], model.sample_images(2, seed))
+    assert np.array_equal(images[2:], model.sample_images(2, seed + 1)[:1])
+    # Each image's bits/dim against a float64 mixture of logistics over the heads it was drawn from.
+    flat = images.reshape(3, -1).astype(np.int32)
+    state = model.state(batch=3)
+    nats = np.zeros(3)
+    for t in range(model.positions):
+        nats -= _mol_log_prob(state.step(flat[:, t]).astype(np.float64), flat[:, t + 1])
+    expected = nats / model.positions / np.log(2)
+    assert np.allclose(bits, expected, rtol=1e-4), (bits, expected)
+
+
+def _mol_log_prob(heads, byte):
+    """log P(byte) under PixelCNN++'s discretized mixture of logistics [logits|means|log-scales]."""
+    k = heads.shape[1] // 3
+    logits, means, log_s = heads[:, :k], heads[:, k:2 * k], np.maximum(heads[:, 2 * k:], -7.0)
+    y = (byte / 255.0 * 2 - 1)[:, None]
+    inv = np.exp(-log_s)
+    plus, minus, mid = inv * (y - means + 1 / 255), inv * (y - means - 1 / 255), inv * (y - means)
+    softplus = lambda x: np.logaddexp(0, x)  # noqa: E731
+    delta = 1 / (1 + np.exp(-plus)) - 1 / (1 + np.exp(-minus))
+    with np.errstate(divide="ignore"):
+        inner = np.where(delta > 1e-5, np.log(np.maximum(delta, 1e-300)), mid - log_s - 2 * softplus(mid) - np.log(127.5))
+    log_p = np.where(y < -0.999, plus - softplus(plus), np.where(y > 0.999, -softplus(minus), inner))
+    log_pi = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    return np.logaddexp.reduce(log_pi + log_p, axis=1)
+
+
+def test_precision_is_chosen_at_load_and_one_the_device_cannot_run_is_an_error(model):
+    assert model.precision == "products fp32, state fp32, head fp32"
+    with pytest.raises(lt.Error, match="--tf32 is a CUDA option"):
+        lt.Model(MODEL, precision="tf32")
+    with pytest.raises(lt.Error, match="not a precision"):
+        lt.Model(MODEL, precision="fp8")
+    with pytest.raises(lt.Error, match="no option 'beem'"):
+        lt.Recognizer(os.path.join(WEIGHTS, "asr.safetensors"), beem=4)
+
+
 def test_completions_keep_what_is_known(model, rng):
     image = model.sample_images(1, int(rng.integers(1 << 30)))[0]
     known = np.zeros(model.shape, dtype=bool)

@@ -1,0 +1,97 @@
+// lt.hpp: lt.h for C++. Each handle is a std::unique_ptr that frees it, and
+// a failing call, wrapped in ok(), throws lt::api::Failure with the call's
+// one-line message. Nothing here is compiled into liblt: the C API stays the
+// contract.
+//
+//   #include <lt.hpp>
+//
+//   lt::api::Model model = lt::api::load_model("mnist.safetensors");
+//   lt::api::State state = lt::api::new_state(model.get(), 1);
+//   lt::api::ok(lt_state_step(state.get(), &pixel, head.data()));
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "lt.h"
+
+namespace lt::api {
+
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws Failure with lt_last_error() unless status is LT_OK.
+inline void ok(lt_status status) {
+  if (status != LT_OK) throw Failure(lt_last_error());
+}
+
+struct Free {
+  void operator()(lt_model* p) const { lt_model_free(p); }
+  void operator()(lt_state* p) const { lt_state_free(p); }
+  void operator()(lt_recognizer* p) const { lt_recognizer_free(p); }
+  void operator()(lt_transcript* p) const { lt_transcript_free(p); }
+  void operator()(lt_stream* p) const { lt_stream_free(p); }
+  void operator()(lt_recipe* p) const { lt_recipe_free(p); }
+  void operator()(float* p) const { lt_audio_free(p); }
+  void operator()(uint8_t* p) const { lt_bytes_free(p); }
+  void operator()(char* p) const { lt_string_free(p); }
+};
+using Model = std::unique_ptr<lt_model, Free>;
+using State = std::unique_ptr<lt_state, Free>;
+using Recognizer = std::unique_ptr<lt_recognizer, Free>;
+using Transcript = std::unique_ptr<lt_transcript, Free>;
+using Stream = std::unique_ptr<lt_stream, Free>;
+using Recipe = std::unique_ptr<lt_recipe, Free>;
+using Audio = std::unique_ptr<float, Free>;    // lt_audio_read's samples
+using String = std::unique_ptr<char, Free>;    // lt_evaluate's and lt_export's text
+
+inline Model load_model(const std::string& path, const lt_model_options& options = lt_model_default_options()) {
+  lt_model* m = nullptr;
+  ok(lt_model_load(path.c_str(), &options, &m));
+  return Model(m);
+}
+
+inline lt_model_info model_info(const lt_model* model) {
+  lt_model_info info;
+  ok(lt_model_get_info(model, &info));
+  return info;
+}
+
+inline State new_state(lt_model* model, int64_t batch) {
+  lt_state* s = nullptr;
+  ok(lt_state_new(model, batch, &s));
+  return State(s);
+}
+
+inline Recognizer new_recognizer(const std::string& model_path, const lt_recognizer_options& options) {
+  lt_recognizer* r = nullptr;
+  ok(lt_recognizer_new(model_path.c_str(), &options, &r));
+  return Recognizer(r);
+}
+
+inline Transcript transcribe(lt_recognizer* recognizer, const float* samples, int64_t count) {
+  lt_transcript* t = nullptr;
+  ok(lt_transcribe(recognizer, samples, count, &t));
+  return Transcript(t);
+}
+
+inline Stream new_stream(lt_recognizer* recognizer) {
+  lt_stream* s = nullptr;
+  ok(lt_stream_new(recognizer, &s));
+  return Stream(s);
+}
+
+// The phones (and words) settled since the last call, and the tentative tail.
+inline Transcript take_settled(lt_stream* stream) {
+  lt_transcript* t = nullptr;
+  ok(lt_stream_take_settled(stream, &t));
+  return Transcript(t);
+}
+inline Transcript tentative(const lt_stream* stream) {
+  lt_transcript* t = nullptr;
+  ok(lt_stream_tentative(stream, &t));
+  return Transcript(t);
+}
+
+}  // namespace lt::api
