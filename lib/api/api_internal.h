@@ -18,6 +18,7 @@ struct lt_model {
   lt::Device device = lt::Device::cpu;
   bool bf16 = false, tf32 = false;  // lt_model_options::precision, as the tools' --bf16 and --tf32
   lt::Precision precision;          // of generation: the state API and images
+  bool step_prepared = false;       // the model's step packed at `precision` (lt_state_new)
   // lt_image_sample's and lt_image_complete's, kept while the batch size stays.
   std::unique_ptr<lt::ImageGenerator> generator;
   std::unique_ptr<lt::ImageModel> image;        // the image family

@@ -32,6 +32,15 @@ const std::string& weights_checksum(lt_model& m) {
   return m.weights_checksum;
 }
 
+// A state of the model's precision (S in bf16 with "bf16"), its step prepared for it.
+lt::RecurrentState new_state(lt_model& m, int64_t batch) {
+  if (!m.step_prepared) m.core().prepare_step(m.precision);
+  m.step_prepared = true;
+  return m.core().new_state(batch, m.precision.state);
+}
+
+const char* dtype_name(lt::DType d) { return d == lt::DType::bf16 ? "bf16" : "fp32"; }
+
 // Runs pass(in, out) on the caller's tokens [B, count] and heads
 // [B, count, W]: wrapped in place on the CPU; on a GPU, through the state's
 // device buffers (reallocated only when the shape changes).
@@ -66,7 +75,7 @@ lt_status lt_state_new(lt_model* model, int64_t batch, lt_state** state) {
     if (batch < 1) throw ArgumentError("lt_state_new: batch must be >= 1, got " + std::to_string(batch));
     auto s = std::make_unique<lt_state>();
     s->model = model;
-    s->state = model->core().new_state(batch);
+    s->state = new_state(*model, batch);
     *state = s.release();
   });
 }
@@ -136,6 +145,7 @@ std::map<std::string, std::string> state_metadata(const lt_state& s) {
   meta["lt.state.weights"] = weights_checksum(*s.model);
   meta["lt.state.position"] = std::to_string(s.position);
   meta["lt.state.batch"] = std::to_string(s.state.batch);
+  meta["lt.state.dtype"] = dtype_name(s.state.dtype);
   return meta;
 }
 
@@ -155,9 +165,13 @@ std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
   const int64_t batch = ck.meta_int("lt.state.batch"), position = ck.meta_int("lt.state.position");
   lt::check(batch >= 1 && position >= 0 && position <= model->core().config().max_positions,
             name + ": lt.state.batch or lt.state.position out of range");
+  const std::string dtype = ck.meta("lt.state.dtype", "fp32"), mine_dtype = dtype_name(model->precision.state);
+  if (dtype != mine_dtype)
+    throw lt::Error(name + ": a state whose S is " + dtype + "; this model was loaded to step it in " + mine_dtype +
+                    " (lt_model_options.precision)");
   auto s = std::make_unique<lt_state>();
   s->model = model;
-  s->state = model->core().new_state(batch);
+  s->state = new_state(*model, batch);
   s->state.buffer.copy_from(ck.get("state", {s->state.buffer.numel()}));
   s->position = position;
   return s;

@@ -309,6 +309,43 @@ TEST_CASE("lt.h: completions keep the known pixels and are lt-complete's") {
   }
 }
 
+TEST_CASE("lt.h: a model loaded at bf16 steps a bf16 state that tracks fp32, and a saved state keeps its precision") {
+  if (!cpu_has_bf16()) {
+    std::printf("LT-SKIP: this CPU lacks AVX512_BF16\n");
+    return;
+  }
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const std::string path = tiny_image_checkpoint(dir, "m.safetensors", 4, 4, 1, AttentionKind::linear, seed);
+  Model fp32(path), bf16(path, "cpu", "bf16");
+  const lt_model_info info = info_of(bf16.m);
+  CHECK(std::string(info.precision) == "products bf16, state bf16, head fp32");
+  const int64_t B = 2, T = 9, W = info.head_width;
+  State a, b;
+  REQUIRE(lt_state_new(fp32.m, B, &a.s) == LT_OK);
+  REQUIRE(lt_state_new(bf16.m, B, &b.s) == LT_OK);
+  std::vector<float> ha(size_t(B * W)), hb(ha.size()), all_a, all_b;
+  for (int64_t t = 0; t < T; ++t) {
+    const std::vector<int32_t> tokens = random_tokens(rng, B);
+    REQUIRE(lt_state_step(a.s, tokens.data(), ha.data()) == LT_OK);
+    REQUIRE(lt_state_step(b.s, tokens.data(), hb.data()) == LT_OK);
+    all_a.insert(all_a.end(), ha.begin(), ha.end());
+    all_b.insert(all_b.end(), hb.begin(), hb.end());
+  }
+  CHECK(all_a != all_b);                          // bf16 really ran
+  CHECK(max_abs_diff(all_a, all_b) < 0.1);        // and tracks fp32
+  // The bf16 state's file continues in a bf16 model only.
+  const std::string saved = dir.file("bf16-state.safetensors");
+  REQUIRE(lt_state_save(b.s, saved.c_str()) == LT_OK);
+  State again, wrong;
+  REQUIRE_MESSAGE(lt_state_load(bf16.m, saved.c_str(), &again.s) == LT_OK, std::string(lt_last_error()));
+  CHECK(lt_state_position(again.s) == T);
+  CHECK(lt_state_load(fp32.m, saved.c_str(), &wrong.s) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("bf16-state.safetensors: a state whose S is bf16") != std::string::npos);
+}
+
 TEST_CASE("lt.h: every failure is a status and one line, and no exception crosses it") {
   TempDir dir;
   lt_model* m = reinterpret_cast<lt_model*>(1);
