@@ -39,7 +39,7 @@ lt::RecurrentState new_state(lt_model& m, int64_t batch) {
   return m.core().new_state(batch, m.precision.state);
 }
 
-const char* dtype_name(lt::DType d) { return d == lt::DType::bf16 ? "bf16" : "fp32"; }
+const char* state_dtype(lt::DType d) { return d == lt::DType::bf16 ? "bf16" : "fp32"; }
 
 // Runs pass(in, out) on the caller's tokens [B, count] and heads
 // [B, count, W]: wrapped in place on the CPU; on a GPU, through the state's
@@ -145,7 +145,7 @@ std::map<std::string, std::string> state_metadata(const lt_state& s) {
   meta["lt.state.weights"] = weights_checksum(*s.model);
   meta["lt.state.position"] = std::to_string(s.position);
   meta["lt.state.batch"] = std::to_string(s.state.batch);
-  meta["lt.state.dtype"] = dtype_name(s.state.dtype);
+  meta["lt.state.dtype"] = state_dtype(s.state.dtype);
   return meta;
 }
 
@@ -165,7 +165,7 @@ std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
   const int64_t batch = ck.meta_int("lt.state.batch"), position = ck.meta_int("lt.state.position");
   lt::check(batch >= 1 && position >= 0 && position <= model->core().config().max_positions,
             name + ": lt.state.batch or lt.state.position out of range");
-  const std::string dtype = ck.meta("lt.state.dtype", "fp32"), mine_dtype = dtype_name(model->precision.state);
+  const std::string dtype = ck.meta("lt.state.dtype", "fp32"), mine_dtype = state_dtype(model->precision.state);
   if (dtype != mine_dtype)
     throw lt::Error(name + ": a state whose S is " + dtype + "; this model was loaded to step it in " + mine_dtype +
                     " (lt_model_options.precision)");
