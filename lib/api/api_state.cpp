@@ -145,7 +145,7 @@ std::map<std::string, std::string> state_metadata(const lt_state& s) {
   meta["lt.state.weights"] = weights_checksum(*s.model);
   meta["lt.state.position"] = std::to_string(s.position);
   meta["lt.state.batch"] = std::to_string(s.state.batch);
-  meta["lt.state.dtype"] = state_dtype(s.state.dtype);
+  meta["lt.state.dtype"] = state_dtype(s.model->precision.state);
   return meta;
 }
 
