@@ -121,7 +121,11 @@ void ImageModel::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor&
 }
 
 void ImageModel::log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const {
-  core_->config().head.loss_forward(head, bytes, nll);
+  check_shape(head, {bytes.numel(), config_.head_width()}, "log_loss head");
+  HeadTargets targets;
+  targets.positions = bytes;
+  LossBuffers buffers;  // bytes and nll on the head's device need none
+  core_->config().head.loss_forward(head.reshape({head.dim(0), 1, head.dim(1)}), targets, buffers, &nll);
 }
 
 std::map<std::string, std::string> ImageModel::metadata() const {

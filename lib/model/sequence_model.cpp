@@ -4,7 +4,6 @@
 // Save and load are in sequence_model_io.cpp.
 #include "lt/sequence_model.h"
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -94,15 +93,12 @@ bool SequenceModelConfig::runs_as_rnn() const {
 // shorter sequence takes views of it, so variable shapes allocate nothing
 // after the largest.
 struct SequenceModel::Buffers {
-  Tensor ids, targets, x, y, head, dhead, dy, dx;  // storage (ids: token ids or feature frames)
-  Tensor picked, dpicked, nll;                                // the counted rows of head, compacted
-  // The views of the last forward.
+  Tensor ids, x, y, head, dhead, dy, dx;  // storage (ids: token ids or feature frames)
+  // The views of the last forward, and what its loss scored.
   int64_t rows = 0, length = 0, counted = 0;
-  bool compact = false;
-  std::vector<int64_t> first, last;
-  std::vector<int32_t> frames;  // CTC: each row's real length
-  CtcTargets labels;            // CTC: the last forward's labels
-  Tensor v_ids, v_targets, v_x, v_y, v_head, v_dhead, v_dy, v_dx, v_picked, v_dpicked, v_nll;
+  Tensor v_ids, v_x, v_y, v_head, v_dhead, v_dy, v_dx;
+  HeadTargets targets;
+  LossBuffers loss;
   int64_t step_B = 0;
   Tensor step_x, step_y;    // [B, 1, d], [B, d]
   Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
@@ -165,53 +161,46 @@ void SequenceModel::init_parameters(uint64_t seed) {
   fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
 }
 
-void SequenceModel::plan(int64_t B, int64_t L, int64_t counted) {
+void SequenceModel::plan(int64_t B, int64_t L) {
   Buffers& b = *buf_;
   const int64_t d = config_.width(), P = config_.head.width(), in = input_->width();
   const Device dev = device_;
-  b.rows = B, b.length = L, b.counted = counted;
+  b.rows = B, b.length = L;
   b.v_ids = config_.input_features > 0 ? grown_view(b.ids, {B, L, config_.input_features}, dev)
                                        : grown_view(b.ids, {B, L}, dev, DType::i32);
-  b.v_targets = grown_view(b.targets, {counted}, dev, DType::i32);
   b.v_x = grown_view(b.x, {B, L, in}, dev);
   b.v_y = grown_view(b.y, {B, L, d}, dev);
   b.v_dy = grown_view(b.dy, {B, L, d}, dev);
   b.v_dx = grown_view(b.dx, {B, L, in}, dev);
   b.v_head = grown_view(b.head, {B * L, P}, dev);
   b.v_dhead = grown_view(b.dhead, {B * L, P}, dev);
-  b.v_nll = grown_view(b.nll, {counted}, dev);
-  if (b.compact) {
-    b.v_picked = grown_view(b.picked, {counted, P}, dev);
-    b.v_dpicked = grown_view(b.dpicked, {counted, P}, dev);
-  }
 }
 
 namespace {
-// The positions a per-position head scores: every one, or per row
-// first..last-1 (spans, or a padded row's real positions), compacted.
-bool gather_targets(const SequenceBatch& batch, std::vector<int64_t>& first, std::vector<int64_t>& last,
-                    std::vector<int32_t>& targets) {
+// The batch's targets as the head reads them, over each row's scored
+// positions: a span, or a padded row's real ones.
+HeadTargets head_targets(const SequenceBatch& batch) {
   const int64_t B = batch.rows, L = batch.length;
   const bool padded = !batch.lengths.empty();
-  check(int64_t(batch.targets.size()) == B * L,
-        "batch targets: " + std::to_string(batch.targets.size()) + " for " + std::to_string(B) + " x " + std::to_string(L));
-  if (batch.first.empty() && !padded) return false;
-  first = batch.first.empty() ? std::vector<int64_t>(B, 0) : batch.first;
-  last = batch.last.empty() ? std::vector<int64_t>(batch.lengths.begin(), batch.lengths.end()) : batch.last;
-  check(int64_t(first.size()) == B && int64_t(last.size()) == B, "batch counts need a range per row");
+  HeadTargets t;
+  if (!batch.targets.empty()) t.positions = Tensor::from_vector(batch.targets, {int64_t(batch.targets.size())});
+  t.labels = batch.labels;
+  if (batch.first.empty() && !padded) return t;
+  t.first = batch.first.empty() ? std::vector<int64_t>(B, 0) : batch.first;
+  t.last = batch.last.empty() ? std::vector<int64_t>(batch.lengths.begin(), batch.lengths.end()) : batch.last;
+  check(int64_t(t.first.size()) == B && int64_t(t.last.size()) == B, "batch counts need a range per row");
   for (int64_t r = 0; r < B; ++r) {
     const int64_t end = padded ? batch.lengths[r] : L;
-    check(0 <= first[r] && first[r] <= last[r] && last[r] <= end && end <= L,
+    check(0 <= t.first[r] && t.first[r] <= t.last[r] && t.last[r] <= end && end <= L,
           "batch row " + std::to_string(r) + " counts positions outside its 0.." + std::to_string(end));
-    targets.insert(targets.end(), batch.targets.begin() + r * L + first[r], batch.targets.begin() + r * L + last[r]);
   }
-  return true;
+  return t;
 }
 }  // namespace
 
 // The batch's inputs through input part, stack and predictor: the head
 // outputs [B, L, P] in the planned buffers.
-Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& options, int64_t counted) {
+Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& options) {
   const int64_t B = batch.rows, L = batch.length, P = config_.head.width(), F = config_.input_features;
   const bool padded = !batch.lengths.empty();
   if (F > 0) {
@@ -225,7 +214,7 @@ Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& opti
       check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
                                                     std::to_string(config_.vocabulary - 1));
   }
-  plan(B, L, counted);
+  plan(B, L);
   Buffers& b = *buf_;
   if (F > 0)
     b.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
@@ -252,60 +241,24 @@ Tensor SequenceModel::predict(const SequenceBatch& batch, const ForwardOptions& 
   check_batch_shape(config_, batch);
   ForwardOptions eval = options;
   eval.train = false;
-  buf_->compact = false;
-  return run(batch, eval, 1);
+  buf_->counted = 0;  // no loss to differentiate
+  return run(batch, eval);
 }
 
 double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
                               double* accuracy) {
   check_batch_shape(config_, batch);
-  const int64_t B = batch.rows, L = batch.length, P = config_.head.width();
   Buffers& b = *buf_;
-  const bool padded = !batch.lengths.empty();
-  const bool ctc = !config_.head.per_position();
-  std::vector<int32_t> targets;
-  int64_t counted = B * L;
-  if (ctc) {
-    check(batch.labels.rows() == B && batch.labels.offsets[0] == 0 &&
-              batch.labels.offsets[B] == int64_t(batch.labels.labels.size()),
-          "a CTC batch needs one label sequence per row");
-    b.frames = padded ? batch.lengths : std::vector<int32_t>(B, int32_t(L));
-    b.labels = batch.labels;
-    counted = int64_t(batch.labels.labels.size());
-    b.compact = false;
-  } else {
-    b.compact = gather_targets(batch, b.first, b.last, targets);
-    if (b.compact) counted = int64_t(targets.size());
-  }
-  check(counted > 0, "a batch that counts no positions");
-  Tensor head3 = run(batch, options, counted);
-  if (!ctc) b.v_targets.copy_from(Tensor::from_vector(b.compact ? targets : batch.targets, {counted}));
-  if (ctc) {
-    Tensor row_nll = grown_view(b.nll, {B}, device_);
-    const double sum = ctc_loss_forward(head3, b.frames, b.labels, row_nll);
-    if (nll) nll->copy_from(row_nll);
-    if (accuracy) *accuracy = -1;
-    return sum / double(counted);
-  }
-  Tensor scored = b.v_head;
-  if (b.compact) {
-    for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
-      b.v_picked.rows(o, o + b.last[r] - b.first[r]).copy_from(b.v_head.rows(r * L + b.first[r], r * L + b.last[r]));
-    scored = b.v_picked;
-  }
-  const double loss = config_.head.loss_forward(scored, b.v_targets, b.v_nll);
-  if (nll) nll->copy_from(b.v_nll);
-  if (accuracy) {
-    const std::vector<float> logits = scored.to_vector();
-    const std::vector<int32_t> want = b.v_targets.to_vector_i32();
-    int64_t right = 0;
-    for (int64_t i = 0; i < counted; ++i) {
-      const float* row = &logits[i * P];
-      right += int64_t(std::max_element(row, row + P) - row) == want[i];
-    }
-    *accuracy = double(right) / double(counted);
-  }
-  return loss;
+  b.targets = head_targets(batch);
+  b.counted = config_.head.counted(b.targets, batch.rows, batch.length);
+  check(b.counted > 0, "a batch that counts no positions");
+  const Tensor head3 = run(batch, options);
+  return config_.head.loss_forward(head3, b.targets, b.loss, nll, accuracy);
+}
+
+int64_t SequenceModel::counted(const SequenceBatch& batch) const {
+  check_batch_shape(config_, batch);
+  return config_.head.counted(head_targets(batch), batch.rows, batch.length);
 }
 
 int64_t SequenceModel::counted() const { return buf_->counted; }
@@ -317,22 +270,12 @@ Tensor SequenceModel::heads() const {
 
 void SequenceModel::backward(int64_t normalizer) {
   Buffers& b = *buf_;
-  check(b.rows > 0, "backward before forward");
+  check(b.counted > 0, "backward before forward");
   check(normalizer == 0 || normalizer >= b.counted, "backward: a batch's count cannot be below its part's");
-  const int64_t B = b.rows, L = b.length, d = config_.width();
+  const int64_t B = b.rows, L = b.length, d = config_.width(), P = config_.head.width();
   const float scale = 1.f / float(normalizer > 0 ? normalizer : b.counted);
-  if (!config_.head.per_position()) {
-    Tensor dhead3 = b.v_dhead.reshape({B, L, config_.head.width()});
-    ctc_loss_backward(b.v_head.reshape({B, L, config_.head.width()}), b.frames, b.labels,
-                      std::vector<float>(B, scale), dhead3);
-  } else if (b.compact) {
-    config_.head.loss_backward(b.v_picked, b.v_targets, scale, b.v_dpicked);
-    b.v_dhead.zero();
-    for (int64_t r = 0, o = 0; r < B; o += b.last[r] - b.first[r], ++r)
-      b.v_dhead.rows(r * L + b.first[r], r * L + b.last[r]).copy_from(b.v_dpicked.rows(o, o + b.last[r] - b.first[r]));
-  } else {
-    config_.head.loss_backward(b.v_head, b.v_targets, scale, b.v_dhead);
-  }
+  Tensor dhead3 = b.v_dhead.reshape({B, L, P});
+  config_.head.loss_backward(b.v_head.reshape({B, L, P}), b.targets, scale, b.loss, dhead3);
   Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
   Tensor dy2 = b.v_dy.reshape({B * L, d});
   linear_backward(b.v_y.reshape({B * L, d}), params_.value(predictor_w_), b.v_dhead, dy2, dW, db, head_products_);

@@ -14,16 +14,6 @@
 namespace lt {
 
 namespace {
-// The positions the loss counts in rows begin..end-1 (SequenceModel::forward's
-// rule): a CTC batch counts its labels.
-int64_t counted(const SequenceBatch& b, int64_t begin, int64_t end) {
-  if (b.labels.rows() > 0) return b.labels.offsets[end] - b.labels.offsets[begin];
-  int64_t n = 0;
-  for (int64_t r = begin; r < end; ++r)
-    n += !b.first.empty() ? b.last[r] - b.first[r] : !b.lengths.empty() ? b.lengths[r] : b.length;
-  return n;
-}
-
 // Part r's first row of B rows split n ways.
 int64_t split(int64_t B, int64_t r, int64_t n) { return B * r / n; }
 
@@ -66,7 +56,7 @@ BatchScore ReplicaSet::run(const SequenceBatch& batch, int64_t begin, int64_t en
     double acc = 0;
     const double loss = m.forward(b, o, nullptr, accuracy ? &acc : nullptr);
     if (backward && std::isfinite(loss)) m.backward(normalizer);
-    const double w = double(counted(batch, first, last)) / double(normalizer);
+    const double w = double(m.counted()) / double(normalizer);
     score[size_t(r)] = {loss * w, acc * w};
   };
   if (n == 1) {
@@ -130,7 +120,7 @@ BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const Forwar
   check(batch.rows >= world.size(), "a training batch of " + std::to_string(batch.rows) +
                                         " rows needs at least one row per rank (" + std::to_string(world.size()) +
                                         " ranks)");
-  const int64_t normalizer = counted(batch, 0, batch.rows);
+  const int64_t normalizer = model_.counted(batch);
   check(normalizer > 0, "a batch that counts no positions");
   const int64_t begin = split(batch.rows, world.rank(), world.size());
   const int64_t end = split(batch.rows, world.rank() + 1, world.size());
@@ -146,7 +136,7 @@ BatchScore ReplicaSet::forward_backward(const SequenceBatch& batch, const Forwar
 
 BatchScore ReplicaSet::forward(const SequenceBatch& batch, const ForwardOptions& options, bool accuracy) {
   World& world = World::get();
-  const int64_t normalizer = counted(batch, 0, batch.rows);
+  const int64_t normalizer = model_.counted(batch);
   check(normalizer > 0, "a batch that counts no positions");
   const int64_t begin = split(batch.rows, world.rank(), world.size());
   const int64_t end = split(batch.rows, world.rank() + 1, world.size());

@@ -13,7 +13,9 @@
 // (it is an input gradient, as in ops.h). All tensors share one device.
 #pragma once
 #include <cstdint>
+#include <vector>
 
+#include "lt/ctc.h"
 #include "lt/random.h"
 #include "lt/tensor.h"
 
@@ -47,9 +49,24 @@ void categorical_loss_backward(const Tensor& logits, const Tensor& targets, floa
 void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tensor& out);
 
 // ---- A model's output head: one of the distributions above, as a value ----
-// The first two score each position against its own target; CTC (lt/ctc.h)
-// scores a whole row against a label sequence of another length, so the
-// model calls it with the rows' frames and labels instead of these functions.
+// What head outputs [rows, length, width] are scored against: a target per
+// position (mixture, categorical) or a label sequence per row (CTC, lt/ctc.h),
+// over each row's scored positions.
+struct HeadTargets {
+  Tensor positions;  // per-position heads: int32 [rows * length] (any device), row-major
+  CtcTargets labels;  // CTC: each row's labels
+  // Per row, the scored positions first[r]..last[r]-1 (CTC: from 0, last[r]
+  // the row's real frames); empty: all of them.
+  std::vector<int64_t> first, last;
+};
+
+// Device storage a loss reuses from batch to batch (grown, never shrunk),
+// and the views of its last forward that backward reads.
+struct LossBuffers {
+  Tensor targets, picked, dpicked, nll;  // storage: a per-position head's scored positions, compacted
+  Tensor scored_targets, scored;         // the last forward's targets and head rows [n], [n, width]
+};
+
 enum class HeadKind { mixture_of_logistics, categorical, ctc };
 struct OutputHead {
   HeadKind kind = HeadKind::mixture_of_logistics;
@@ -59,10 +76,22 @@ struct OutputHead {
   const char* name() const {
     return kind == HeadKind::categorical ? "categorical" : kind == HeadKind::ctc ? "ctc" : "mol";
   }
+  // Whether it draws one position at a time (sample); CTC scores whole rows.
   bool per_position() const { return kind != HeadKind::ctc; }
-  // The functions above for this head (per-position heads only).
-  double loss_forward(const Tensor& head, const Tensor& targets, Tensor& nll) const;
-  void loss_backward(const Tensor& head, const Tensor& targets, float scale, Tensor& dhead) const;
+  // What its loss is the mean over: the scored positions, or the labels (CTC).
+  // Throws lt::Error when the targets do not fit rows x length or this head.
+  int64_t counted(const HeadTargets& targets, int64_t rows, int64_t length) const;
+  // The mean nats over counted() of head [rows, length, width]. nll, if given,
+  // receives one value per scored position (row-major), or per row (CTC: its
+  // summed nats); accuracy, if given, the fraction of scored positions whose
+  // most likely class is the target (CTC: -1).
+  double loss_forward(const Tensor& head, const HeadTargets& targets, LossBuffers& buffers, Tensor* nll = nullptr,
+                      double* accuracy = nullptr) const;
+  // dhead = scale * d(summed nats) / d head, zero at positions not scored;
+  // after loss_forward with the same head, targets and buffers.
+  void loss_backward(const Tensor& head, const HeadTargets& targets, float scale, LossBuffers& buffers,
+                     Tensor& dhead) const;
+  // The sample functions above (per-position heads only).
   void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const;
 };
 

@@ -116,13 +116,13 @@ class SequenceModel {
   void copy_feature_maps(const SequenceModel& other);
 
   // ---- training and evaluation ----
-  // Mean negative log-likelihood in nats over the counted positions. nll, if
-  // given, receives one value per counted position (row-major); accuracy,
-  // if given, the fraction of them whose most likely class is the target.
-  // A CTC model counts labels: the mean is the rows' summed nats over their
-  // labels, nll gets one value per row, and there is no accuracy. Its head
-  // (the logits, [rows, length, classes]) stays readable through heads().
-  // counted() is the last forward's count.
+  // Mean negative log-likelihood in nats over what the head counts
+  // (OutputHead::loss_forward): the counted positions, or a CTC model's
+  // labels. nll, if given, receives one value per counted position
+  // (row-major), or per row for CTC; accuracy, if given, the fraction of
+  // counted positions whose most likely class is the target (CTC: -1). The
+  // head outputs stay readable through heads(). counted() is the last
+  // forward's count, counted(batch) what a forward of batch would count.
   double forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll = nullptr,
                  double* accuracy = nullptr);
   // The head outputs [rows, length, head width] of a batch that needs no
@@ -135,6 +135,7 @@ class SequenceModel {
   // so that the parts' gradients add up to the batch's.
   void backward(int64_t normalizer = 0);
   int64_t counted() const;
+  int64_t counted(const SequenceBatch& batch) const;
   Tensor heads() const;  // the last forward's head outputs [rows, length, head width], on the device
 
   // ---- generation: the recurrent form ----
@@ -162,8 +163,8 @@ class SequenceModel {
 
  private:
   struct Buffers;
-  void plan(int64_t rows, int64_t length, int64_t counted);
-  Tensor run(const SequenceBatch& batch, const ForwardOptions& options, int64_t counted);
+  void plan(int64_t rows, int64_t length);
+  Tensor run(const SequenceBatch& batch, const ForwardOptions& options);
   TransformerStack& recurrent_form(const char* what) const;
 
   SequenceModelConfig config_;
