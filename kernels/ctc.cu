@@ -10,6 +10,7 @@
 
 #include "cuda_check.cuh"
 #include "kernels.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -40,10 +41,10 @@ __global__ void log_softmax_kernel(const float* logits, double* logp, int64_t T,
   const float* x = logits + row * C;
   double m = -INFINITY;
   for (int64_t c = threadIdx.x; c < C; c += 32) m = fmax(m, double(x[c]));
-  for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+  m = warp_max(m);
   double s = 0;
   for (int64_t c = threadIdx.x; c < C; c += 32) s += exp(double(x[c]) - m);
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  s = warp_sum(s);
   const double lse = m + log(s);
   for (int64_t c = threadIdx.x; c < C; c += 32) logp[row * C + c] = double(x[c]) - lse;
 }

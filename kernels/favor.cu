@@ -11,17 +11,13 @@
 
 #include "cuda_check.cuh"
 #include "favor.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
 
 constexpr int kWarps = 4;
 constexpr size_t kSharedBytes = 48 * 1024;  // without opting in to more
-
-__device__ float warp_sum(float x) {
-  for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
-  return x;
-}
 
 // The exponent's offset |x~|^2 / 2 + log_norm of one row, on every lane.
 __device__ float row_offset(const float* xr, int E, float scale, float log_norm) {

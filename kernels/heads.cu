@@ -1,4 +1,5 @@
-// Output heads on the GPU, mirroring lib/heads/*.cpp line for line.
+// Output heads on the GPU, mirroring lib/heads/*.cpp line for line; the
+// mixture's per-element math is theirs (lib/heads/logistic_bins.h).
 // Mixture of logistics and the samplers: one thread per row; categorical loss:
 // one warp per row. The per-row math runs in double as on the CPU (fp64 is
 // full or half rate on the target GPUs, --use_fast_math leaves it exact, and
@@ -6,8 +7,10 @@
 // and the first out-of-range target come back in one small status copy, which
 // is also the forward pass's only synchronisation.
 #include "cuda_check.cuh"
+#include "heads/logistic_bins.h"
 #include "kernels.h"
 #include "lt/heads.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -46,93 +49,13 @@ double read_status(const LossStatus* s, const int32_t* targets, const char* what
   return h.sum;
 }
 
-// Sum over the block, valid in thread 0. Every thread must call it (blockDim a multiple of 32).
-__device__ double block_sum(double v) {
-  __shared__ double warp_sums[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  }
-  return v;
-}
-
-__device__ double warp_sum(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 // ---- mixture of logistics ----------------------------------------------------
-
-__device__ double sigmoid(double x) {
-  if (x >= 0) return 1 / (1 + exp(-x));
-  const double e = exp(x);
-  return e / (1 + e);
-}
-__device__ double softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
-
-struct BinLogProb {
-  double value, d_mean, d_log_scale;
-};
-
-// log P(bin of y | one logistic) and its derivatives (see lib/heads/mixture_of_logistics.cpp).
-__device__ BinLogProb bin_log_prob(double y, double mean, double raw_log_scale) {
-  const double half_bin = 1.0 / (kMolNumClasses - 1);
-  const bool clamped = raw_log_scale < kMolLogScaleMin;
-  const double log_scale = clamped ? kMolLogScaleMin : raw_log_scale;
-  const double inv_scale = exp(-log_scale), centered = y - mean;
-  const double plus_in = inv_scale * (centered + half_bin);
-  const double min_in = inv_scale * (centered - half_bin);
-  const double mid_in = inv_scale * centered;
-  double value, g_plus = 0, g_min = 0, g_mid = 0, g_log_scale = 0;
-  if (y < -0.999) {
-    value = plus_in - softplus(plus_in);
-    g_plus = sigmoid(-plus_in);
-  } else if (y > 0.999) {
-    value = -softplus(min_in);
-    g_min = -sigmoid(min_in);
-  } else {
-    const double cdf_plus = sigmoid(plus_in), cdf_min = sigmoid(min_in);
-    const double cdf_delta = cdf_plus - cdf_min;
-    if (cdf_delta > 1e-5) {
-      value = log(cdf_delta);
-      g_plus = cdf_plus * sigmoid(-plus_in) / cdf_delta;
-      g_min = -cdf_min * sigmoid(-min_in) / cdf_delta;
-    } else {
-      value = mid_in - log_scale - 2 * softplus(mid_in) - log((kMolNumClasses - 1) / 2.0);
-      g_mid = 1 - 2 * sigmoid(mid_in);
-      g_log_scale = -1;
-    }
-  }
-  BinLogProb r;
-  r.value = value;
-  r.d_mean = -inv_scale * (g_plus + g_min + g_mid);
-  r.d_log_scale = clamped ? 0 : g_log_scale - (g_plus * plus_in + g_min * min_in + g_mid * mid_in);
-  return r;
-}
-
-__device__ double logits_lse(const float* p, int K) {
-  double m = p[0];
-  for (int k = 1; k < K; ++k) m = fmax(m, double(p[k]));
-  double s = 0;
-  for (int k = 0; k < K; ++k) s += exp(p[k] - m);
-  return m + log(s);
-}
-
-__device__ double target_value(int32_t byte) { return byte / 255.0 * 2 - 1; }
 
 // nll of one row, logsumexp over components kept online (no per-row arrays).
 __device__ double mol_row_nll(const float* p, int K, double y, double lse_logits) {
   double m = -INFINITY, s = 0;
   for (int k = 0; k < K; ++k) {
-    const double l = bin_log_prob(y, p[K + k], p[2 * K + k]).value + p[k] - lse_logits;
+    const double l = mol::bin_log_prob(y, p[K + k], p[2 * K + k]).value + p[k] - lse_logits;
     if (l > m) {
       s = s * exp(m - l) + 1;
       m = l;
@@ -154,7 +77,7 @@ __global__ void mol_forward_kernel(const float* params, const int32_t* targets, 
       continue;
     }
     const float* p = params + r * 3 * K;
-    const double l = mol_row_nll(p, K, target_value(t), logits_lse(p, K));
+    const double l = mol_row_nll(p, K, mol::target_value(t), mol::log_sum_exp(p, K));
     nll[r] = float(l);
     local += l;
   }
@@ -173,10 +96,10 @@ __global__ void mol_backward_kernel(const float* params, const int32_t* targets,
     }
     const float* p = params + r * 3 * K;
     float* g = dparams + r * 3 * K;
-    const double y = target_value(t), lse_logits = logits_lse(p, K);
+    const double y = mol::target_value(t), lse_logits = mol::log_sum_exp(p, K);
     const double nll = mol_row_nll(p, K, y, lse_logits);
     for (int k = 0; k < K; ++k) {  // pi - w for the logits, -w * dlogP for the rest
-      const BinLogProb b = bin_log_prob(y, p[K + k], p[2 * K + k]);
+      const mol::BinLogProb b = mol::bin_log_prob(y, p[K + k], p[2 * K + k]);
       const double pi = exp(p[k] - lse_logits), w = exp(b.value + p[k] - lse_logits + nll);
       g[k] = float(scale * (pi - w));
       g[K + k] = float(-scale * w * b.d_mean);
@@ -185,32 +108,13 @@ __global__ void mol_backward_kernel(const float* params, const int32_t* targets,
   }
 }
 
-// Inverse CDF of softmax(x[0..n)) at u, exponentials summed in index order as on the CPU.
-__device__ int softmax_inverse_cdf(const float* x, int n, double u) {
-  double m = x[0];
-  for (int j = 1; j < n; ++j) m = fmax(m, double(x[j]));
-  double z = 0;
-  for (int j = 0; j < n; ++j) z += exp(x[j] - m);
-  const double target = u * z;
-  double acc = 0;
-  for (int j = 0; j < n; ++j) {
-    acc += exp(x[j] - m);
-    if (target < acc) return j;
-  }
-  return n - 1;
-}
-
 __global__ void mol_sample_kernel(const float* params, unsigned long long seed, long long step,
                                   int32_t* out, long long rows, int K) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < rows;
        b += (long long)gridDim.x * blockDim.x) {
     const float* p = params + b * 3 * K;
-    const int pick = softmax_inverse_cdf(p, K, sample_uniform(seed, step, b, 0));
-    const double u = sample_uniform(seed, step, b, 1);
-    const double scale = exp(fmax(double(p[2 * K + pick]), kMolLogScaleMin));
-    const double x = fma(scale, log(u) - log(1 - u), double(p[K + pick]));
-    const double bin = rint(fma(x, 127.5, 127.5));
-    out[b] = int32_t(fmin(fmax(bin, 0.0), 255.0));
+    const int pick = mol::softmax_inverse_cdf(p, K, sample_uniform(seed, step, b, 0));
+    out[b] = mol::sample_byte(p[K + pick], p[2 * K + pick], sample_uniform(seed, step, b, 1));
   }
 }
 
@@ -274,7 +178,7 @@ __global__ void categorical_sample_kernel(const float* logits, unsigned long lon
                                           long long step, int32_t* out, long long rows, int V) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < rows;
        b += (long long)gridDim.x * blockDim.x)
-    out[b] = softmax_inverse_cdf(logits + b * V, V, sample_uniform(seed, step, b, 0));
+    out[b] = mol::softmax_inverse_cdf(logits + b * V, V, sample_uniform(seed, step, b, 0));
 }
 
 constexpr const char* kNotAByte = "is not a byte (0..255)";

@@ -8,16 +8,12 @@
 #include "cuda_check.cuh"
 #include "layernorm.h"
 #include "lt/ops.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 unsigned row_blocks(int64_t rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
 

@@ -16,6 +16,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -24,11 +25,6 @@ constexpr int kWarpsPerBlock = 8;
 
 unsigned row_blocks(long long rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
 unsigned elem_blocks(long long n) { return std::min<unsigned>(blocks_for(n, 256), 1u << 20); }
-
-__device__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // phi(q_r) . z for row r of [N*L*H] (z of that row's (n, h)), on every lane.
 __device__ float normaliser(const float* fq, const float* z, long long r, int L, int H, int F) {

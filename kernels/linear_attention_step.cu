@@ -22,16 +22,12 @@
 #include "feature_maps.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
 
 constexpr int kWarps = 4;
-
-__device__ float warp_sum(float x) {
-  for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
-  return x;
-}
 
 __device__ float load(const float* p) { return *p; }
 __device__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
@@ -188,10 +184,7 @@ __global__ void linear_attention_step_vec_kernel(StepLayout in, T* __restrict__ 
       }
     }
   }
-#pragma unroll
-  for (int off = LPR; off < 32; off *= 2)
-#pragma unroll
-    for (int j = 0; j < V; ++j) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+  lane_group_sum<LPR>(acc);
   if (r == 0)
 #pragma unroll
     for (int j = 0; j < V; ++j) o[j] = acc[j] / den;

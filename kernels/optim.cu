@@ -10,6 +10,7 @@
 
 #include "cuda_check.cuh"
 #include "kernels.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -32,20 +33,6 @@ __global__ void moment_update_kernel(float* p, const float* g, float* m, float* 
     const float direction = use_denominator ? __fdiv_rn(mi, __fsqrt_rn(vi) * v_scale + eps) : mi;
     p[i] = decay * p[i] - step * direction;
   }
-}
-
-// Sum over the block, valid in thread 0. Every thread must call it (blockDim a multiple of 32).
-__device__ double block_sum(double v) {
-  __shared__ double warp_sums[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  }
-  return v;
 }
 
 // Blocks past their segment's end leave at once (the whole block together).
