@@ -33,6 +33,7 @@
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "lt/attention.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -252,7 +253,7 @@ __global__ void numerator_gradient_kernel(float* PG, const float* g, long long r
     const float inv = 1.f / (p[M] + kLinearAttentionEps);
     float dot = 0.f;
     for (int m = lane; m < M; m += 32) dot += gr[m] * p[m];
-    for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+    dot = warp_sum(dot);
     __syncwarp();  // every lane has read its num' before any lane overwrites it
     for (int m = lane; m < M; m += 32) p[m] = gr[m] * inv;
     if (lane == 0) p[M] = -dot * inv * inv;

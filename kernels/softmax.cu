@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cuda_check.cuh"
+#include "reductions.cuh"
 #include "softmax.h"
 
 namespace lt::kernels {
@@ -23,14 +24,14 @@ __global__ void softmax_forward_kernel(const float* x, float* y, long long rows,
     float* yr = y + r * C;
     float m = -INFINITY;
     for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    m = warp_max(m);
     float s = 0.f;
     for (int c = lane; c < C; c += 32) {
       const float e = expf(xr[c] - m);
       yr[c] = e;
       s += e;
     }
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    s = warp_sum(s);
     const float inv = 1.f / s;
     for (int c = lane; c < C; c += 32) yr[c] *= inv;
   }
@@ -44,7 +45,7 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
     const float* dyr = dy + r * C;
     float dot = 0.f;
     for (int c = lane; c < C; c += 32) dot += yr[c] * dyr[c];
-    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    dot = warp_sum(dot);
     float* dxr = dx + r * C;
     for (int c = lane; c < C; c += 32) dxr[c] = yr[c] * (dyr[c] - dot);
   }

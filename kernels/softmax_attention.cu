@@ -11,6 +11,7 @@
 
 #include "cuda_check.cuh"
 #include "kernels.h"
+#include "reductions.cuh"
 
 namespace lt::kernels {
 namespace {
@@ -19,15 +20,6 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kStepThreads = 256;
 
 unsigned row_blocks(long long rows) { return std::min<unsigned>(blocks_for(rows, kWarpsPerBlock), 1u << 20); }
-
-__device__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-__device__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // The keys row r = (n H + h) L + l of probs may attend to: the first
 // key_lengths[n] (clamped to [0, S]), and keys s <= l under the causal mask;
