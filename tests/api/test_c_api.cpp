@@ -230,8 +230,8 @@ TEST_CASE("lt.h: batches draw from seed + j, progress sees each subpixel, bits/d
   std::vector<Call> calls;
   lt_image_options o = lt_image_default_options();
   o.seed = seed, o.batch = batch, o.progress = record, o.user = &calls;
-  std::vector<uint8_t> images(size_t(n * S));
-  std::vector<double> bits(size_t(n));
+  std::vector<uint8_t> images(static_cast<size_t>(n * S));
+  std::vector<double> bits(static_cast<size_t>(n));
   REQUIRE(lt_image_sample(model.m, n, &o, images.data(), bits.data()) == LT_OK);
 
   // Batch j is a call of its own from seed + j; the last, of one image, is computed at the batch's size.
