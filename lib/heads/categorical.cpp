@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/dispatch.h"
+#include "heads/logistic_bins.h"
 #include "lt/heads.h"
 #include "ops/simd_math.h"
 
@@ -117,24 +118,10 @@ void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tenso
   int32_t* op = out.data_i32();
   if (dev == Device::cuda) LT_ON_CUDA(cuda::categorical_sample(xp, seed, step, op, d.rows, d.V));
 
-  // Exponentials in double and summed in index order, as kernels/heads.cu,
-  // so that both backends pick the same class.
+  // The inverse CDF that kernels/heads.cu uses too, so that both backends pick the same class.
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < d.rows; ++b) {
-    const float* x = xp + b * d.V;
-    const double m = row_max(x, d.V);
-    double z = 0;
-    for (int64_t j = 0; j < d.V; ++j) z += std::exp(x[j] - m);
-    const double target = sample_uniform(seed, step, b, 0) * z;
-    int64_t pick = d.V - 1;
-    double acc = 0;
-    for (int64_t j = 0; j < d.V; ++j) {
-      acc += std::exp(x[j] - m);
-      if (target < acc) {
-        pick = j;
-        break;
-      }
-    }
+    const int64_t pick = mol::softmax_inverse_cdf(xp + b * d.V, d.V, sample_uniform(seed, step, b, 0));
     op[b] = int32_t(pick);
   }
 }
