@@ -55,7 +55,8 @@ double time_run(ImageModel& model, bool recompute, const Precision& precision, i
         std::copy(images.begin() + b * S, images.begin() + b * S + t + 1, prefix.begin() + b * (t + 1));
       model.recompute_head(prefix, B, head, precision);
     } else {
-      model.step(state, tokens, t, head);
+      state.position = t;  // a step costs what its position costs, whatever the state holds
+      model.step(state, tokens, head);
     }
     model.sample(head, 11, t, tokens);
   }

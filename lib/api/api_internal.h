@@ -30,8 +30,7 @@ struct lt_model {
 
 struct lt_state {
   lt_model* model = nullptr;
-  lt::RecurrentState state;
-  int64_t position = 0;
+  lt::RecurrentState state;  // knows its position
   lt::Tensor tokens, heads;  // on the model's device: one step's, or the last chunk's
 };
 

@@ -60,8 +60,9 @@ void through_buffers(lt_state& s, const int32_t* tokens, float* heads, const lt:
 
 void check_room(const lt_state& s, int64_t count, const char* what) {
   const int64_t last = s.model->core().config().max_positions;
-  if (s.position + count > last)
-    throw lt::Error(std::string(what) + ": the state is at position " + std::to_string(s.position) + " and " +
+  const int64_t position = s.state.position;
+  if (position + count > last)
+    throw lt::Error(std::string(what) + ": the state is at position " + std::to_string(position) + " and " +
                     std::to_string(count) + " more would pass the model's " + std::to_string(last) + " positions");
 }
 
@@ -87,9 +88,7 @@ lt_status lt_state_fork(const lt_state* state, lt_state** copy) {
     require(copy, "copy");
     auto s = std::make_unique<lt_state>();
     s->model = state->model;
-    s->position = state->position;
-    s->state = state->state;
-    s->state.buffer = state->state.buffer.clone();
+    s->state = state->state.fork();
     *copy = s.release();
   });
 }
@@ -97,12 +96,11 @@ lt_status lt_state_fork(const lt_state* state, lt_state** copy) {
 lt_status lt_state_reset(lt_state* state) {
   return lt::api::guarded([&] {
     require(state, "state");
-    state->state.buffer.zero();
-    state->position = 0;
+    state->state.reset();
   });
 }
 
-int64_t lt_state_position(const lt_state* state) { return state ? state->position : -1; }
+int64_t lt_state_position(const lt_state* state) { return state ? state->state.position : -1; }
 int64_t lt_state_batch(const lt_state* state) { return state ? state->state.batch : -1; }
 
 lt_status lt_state_step(lt_state* state, const int32_t* tokens, float* head) {
@@ -114,8 +112,7 @@ lt_status lt_state_step(lt_state* state, const int32_t* tokens, float* head) {
     lt::SequenceModel& m = state->model->core();
     const int64_t B = state->state.batch, W = m.config().head.width();
     through_buffers(*state, tokens, head, {B}, {B, W},
-                    [&](const lt::Tensor& in, lt::Tensor& out) { m.step(state->state, in, state->position, out); });
-    ++state->position;
+                    [&](const lt::Tensor& in, lt::Tensor& out) { m.step(state->state, in, out); });
   });
 }
 
@@ -129,9 +126,8 @@ lt_status lt_state_continue(lt_state* state, const int32_t* tokens, int64_t coun
     lt::SequenceModel& m = state->model->core();
     const int64_t B = state->state.batch, W = m.config().head.width();
     through_buffers(*state, tokens, heads, {B, count}, {B, count, W}, [&](const lt::Tensor& in, lt::Tensor& out) {
-      m.continue_chunk(state->state, in, state->position, out);
+      m.continue_chunk(state->state, in, out);
     });
-    state->position += count;
   });
 }
 
@@ -143,7 +139,7 @@ std::map<std::string, std::string> state_metadata(const lt_state& s) {
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : architecture(*s.model)) meta["lt.state.model." + k] = v;
   meta["lt.state.weights"] = weights_checksum(*s.model);
-  meta["lt.state.position"] = std::to_string(s.position);
+  meta["lt.state.position"] = std::to_string(s.state.position);
   meta["lt.state.batch"] = std::to_string(s.state.batch);
   meta["lt.state.dtype"] = state_dtype(s.model->precision.state);
   return meta;
@@ -173,7 +169,7 @@ std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
   s->model = model;
   s->state = new_state(*model, batch);
   s->state.buffer.copy_from(ck.get("state", {s->state.buffer.numel()}));
-  s->position = position;
+  s->state.position = position;
   return s;
 }
 

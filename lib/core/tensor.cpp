@@ -153,8 +153,8 @@ std::vector<int32_t> Tensor::to_vector_i32() const {
 }
 
 void check_shape(const Tensor& t, const Shape& expected, const char* what) {
-  check(t.shape() == expected,
-        std::string(what) + ": expected shape " + shape_str(expected) + ", got " + shape_str(t.shape()));
+  if (t.shape() != expected)  // the message only when it throws: step loops check every call
+    throw Error(std::string(what) + ": expected shape " + shape_str(expected) + ", got " + shape_str(t.shape()));
 }
 
 Device common_device(std::initializer_list<const Tensor*> ts, const char* what) {

@@ -46,7 +46,7 @@ static int32_t first_subpixel(const std::vector<double>& histogram, uint64_t see
 bool ImageGenerator::begin_recurrent(const ImageConstraint* c, int64_t start, const std::vector<uint8_t>& pixels) {
   const int64_t S = model_.config().subpixels();
   model_.prepare_step(precision_);  // the current weights: a model may have changed since the last call
-  state_.buffer.zero();
+  state_.reset();
   if (c && c->known_prefix() > 0) {
     // One parallel pass over the prefix for one image, then its state forked into every row.
     std::vector<int32_t> prefix(c->values.begin(), c->values.begin() + start);
@@ -110,7 +110,7 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
     if (form_ == GenerationForm::recompute)
       recompute(t, pixels);
     else if (!have_head)
-      model_.step(state_, tokens_, t - 1, head_);  // reads subpixel t-1, predicts subpixel t
+      model_.step(state_, tokens_, head_);  // reads subpixel t-1, predicts subpixel t
     have_head = false;
     if (c && c->known[t]) {
       host.assign(B, c->values[t]);

@@ -284,9 +284,10 @@ void SequenceModel::backward(int64_t normalizer) {
 }
 
 TransformerStack& SequenceModel::recurrent_form(const char* what) const {
-  check(stack_ != nullptr, std::string(what) + ": a " + config_.encoder_name() +
-                               " model has no recurrent form (its backward direction starts at the end of the "
-                               "input): run it over whole inputs");
+  if (!stack_)
+    throw Error(std::string(what) + ": a " + config_.encoder_name() +
+                " model has no recurrent form (its backward direction starts at the end of the input): run it over "
+                "whole inputs");
   return *stack_;
 }
 
@@ -312,18 +313,19 @@ void check_inputs(const SequenceModelConfig& c, const Tensor& inputs, bool chunk
   const bool ok = inputs.defined() && inputs.ndim() == rank && inputs.dim(0) >= 1 &&
                   (F > 0 ? inputs.dtype() == DType::f32 && inputs.dim(-1) == F : inputs.dtype() == DType::i32) &&
                   (!chunk || inputs.dim(1) >= 1);
+  if (ok) return;
   const std::string want = F > 0 ? std::string("float [B") + (chunk ? ", T" : "") + ", " + std::to_string(F) + "]"
                                  : std::string("int32 [B") + (chunk ? ", T" : "") + "]";
-  check(ok, std::string(what) + " inputs must be " + want + ", got " + shape_str(inputs.shape()));
+  throw Error(std::string(what) + " inputs must be " + want + ", got " + shape_str(inputs.shape()));
 }
 }  // namespace
 
-void SequenceModel::step(RecurrentState& state, const Tensor& inputs, int64_t t, Tensor& head) {
+void SequenceModel::step(RecurrentState& state, const Tensor& inputs, Tensor& head) {
   TransformerStack& stack = recurrent_form("step");
-  const int64_t d = config_.transformer.d_model;
+  const int64_t d = config_.transformer.d_model, t = state.position;
   check_inputs(config_, inputs, false, "step");
-  check(t >= 0 && (config_.input_features > 0 || t < config_.max_positions),
-        "step position " + std::to_string(t) + " outside 0.." + std::to_string(config_.max_positions - 1));
+  if (t < 0 || (config_.input_features == 0 && t >= config_.max_positions))
+    throw Error("step position " + std::to_string(t) + " outside 0.." + std::to_string(config_.max_positions - 1));
   const int64_t B = inputs.dim(0);
   check_shape(head, {B, config_.head.width()}, "step head");
   Buffers& b = *buf_;
@@ -333,13 +335,13 @@ void SequenceModel::step(RecurrentState& state, const Tensor& inputs, int64_t t,
     b.step_y = Tensor::empty({B, d}, device_);
   }
   input_->forward(inputs, t, b.step_x);
-  stack.step(state, b.step_x.reshape({B, d}), t, b.step_y);
+  stack.step(state, b.step_x.reshape({B, d}), b.step_y);
   linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
 
-void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, int64_t t0, Tensor& heads) {
+void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, Tensor& heads) {
   TransformerStack& stack = recurrent_form("continue_chunk");
-  const int64_t d = config_.transformer.d_model, P = config_.head.width();
+  const int64_t d = config_.transformer.d_model, P = config_.head.width(), t0 = state.position;
   check_inputs(config_, inputs, true, "chunk");
   check(t0 >= 0 && (config_.input_features > 0 || t0 + inputs.dim(1) <= config_.max_positions),
         "a chunk at positions " + std::to_string(t0) + ".." + std::to_string(t0 + inputs.dim(1) - 1) +
@@ -349,7 +351,7 @@ void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, 
   // Grown, never shrunk: a stream of chunks allocates nothing after its largest.
   Tensor x = grown_view(buf_->chunk_x, {B, T, d}, device_), y = grown_view(buf_->chunk_y, {B, T, d}, device_);
   input_->forward(inputs, t0, x);
-  stack.continue_chunk(state, x, t0, y);
+  stack.continue_chunk(state, x, y);
   linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), heads, step_precision_.head);
 }
 
@@ -358,8 +360,8 @@ void SequenceModel::prefill(const Tensor& inputs, RecurrentState& state, Tensor&
   const int64_t B = inputs.dim(0), T = inputs.dim(1), P = config_.head.width();
   check_shape(head, {B, P}, "prefill head");
   Tensor heads = Tensor::empty({B, T, P}, device_);
-  state.buffer.zero();
-  continue_chunk(state, inputs, 0, heads);
+  state.reset();
+  continue_chunk(state, inputs, heads);
   // The last position's head predicts what follows the prefix.
   Tensor rows = heads.reshape({B * T, P});
   for (int64_t i = 0; i < B; ++i) head.rows(i, i + 1).copy_from(rows.rows(i * T + T - 1, i * T + T));

@@ -26,8 +26,59 @@ int64_t layer_state_numel(const TransformerConfig& c, int64_t F, int64_t B, int6
 }
 }  // namespace
 
+bool StateLayout::operator==(const StateLayout& o) const {
+  return layers == o.layers && heads == o.heads && head_dim == o.head_dim && attention == o.attention &&
+         features == o.features && dtype == o.dtype && ff_conv == o.ff_conv && ff_dim == o.ff_dim;
+}
+
+std::string StateLayout::describe() const {
+  using std::to_string;
+  std::string s = to_string(layers) + " layers of " + to_string(heads) + " heads x " + to_string(head_dim) + ", ";
+  if (attention == AttentionKind::linear)
+    s += "linear attention of " + to_string(features) + " features, " + dtype_name(dtype) + " S";
+  else
+    s += std::string(attention_name(attention)) + " attention's KV cache";
+  if (ff_conv > 0) s += ", a convolution window of " + to_string(ff_conv - 1) + " x " + to_string(ff_dim);
+  return s;
+}
+
+void RecurrentState::reset() {
+  buffer.zero();
+  position = 0;
+}
+
+RecurrentState RecurrentState::fork() const {
+  RecurrentState copy = *this;
+  copy.buffer = buffer.clone();
+  return copy;
+}
+
 int64_t TransformerStack::state_numel(int64_t batch, int64_t max_len, DType dtype) const {
   return config_.layers * layer_state_numel(config_, F_, batch, max_len, dtype);
+}
+
+StateLayout TransformerStack::state_layout(DType dtype) const {
+  const bool linear = config_.attention == AttentionKind::linear;
+  StateLayout s;
+  s.layers = config_.layers;
+  s.heads = config_.heads;
+  s.head_dim = config_.head_dim;
+  s.attention = config_.attention;
+  s.features = linear ? F_ : 0;
+  s.dtype = linear ? dtype : DType::f32;
+  if (config_.ff_conv > 0) s.ff_conv = config_.ff_conv, s.ff_dim = config_.ff_dim;
+  return s;
+}
+
+void TransformerStack::check_state(const RecurrentState& state) const {
+  const StateLayout mine = state_layout(state.layout.dtype);
+  if (state.layout != mine)
+    throw Error("a recurrent state of " + state.layout.describe() + " given to a stack of " + mine.describe());
+  const int64_t want = state_numel(state.batch, state.max_len, state.layout.dtype);
+  if (state.buffer.numel() != want)
+    throw Error("recurrent state has " + std::to_string(state.buffer.numel()) + " floats, expected " +
+                std::to_string(want) + " for batch " + std::to_string(state.batch) + " and a " +
+                dtype_name(state.layout.dtype) + " S");
 }
 
 // Reformer samples by recomputing the whole prefix at every step; that is
@@ -43,24 +94,18 @@ RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType
   check(batch >= 1 && max_len >= 1, "a recurrent state needs batch and length >= 1");
   check(dtype == DType::f32 || dtype == DType::bf16,
         std::string("a recurrent state's S is float32 or bfloat16, not ") + dtype_name(dtype));
-  // dtype is linear attention's S (Precision::state); a KV cache stays float32.
-  if (config_.attention == AttentionKind::softmax) dtype = DType::f32;
   RecurrentState s;
-  s.buffer = Tensor::zeros({state_numel(batch, max_len, dtype)}, params_.device());
+  s.layout = state_layout(dtype);
+  s.buffer = Tensor::zeros({state_numel(batch, max_len, s.layout.dtype)}, params_.device());
   s.batch = batch;
   s.max_len = max_len;
-  s.dtype = dtype;
   return s;
 }
 
 TransformerStack::StateViews TransformerStack::state_views(const RecurrentState& state, size_t l) const {
   const int64_t B = state.batch, T = state.max_len;
-  check(state.buffer.numel() == state_numel(B, T, state.dtype),
-        "recurrent state has " + std::to_string(state.buffer.numel()) + " floats, expected " +
-            std::to_string(state_numel(B, T, state.dtype)) + " for batch " + std::to_string(B) + " and a " +
-            dtype_name(state.dtype) + " S");
   const int64_t H = config_.heads, E = config_.head_dim;
-  const int64_t per = layer_state_numel(config_, F_, B, T, state.dtype);
+  const int64_t per = layer_state_numel(config_, F_, B, T, state.layout.dtype);
   const int64_t F = F_, attn = per - conv_window_numel(config_, B);
   Tensor flat = state.buffer.rows(l * per, (l + 1) * per);
   StateViews v;
@@ -72,20 +117,22 @@ TransformerStack::StateViews TransformerStack::state_views(const RecurrentState&
   }
   const int64_t s = attn - B * H * F;
   v.b = flat.rows(s, attn).reshape({B, H, F});
-  v.a = state.dtype == DType::f32 ? flat.rows(0, s).reshape({B, H, F, E})
-                                  : Tensor::wrap(flat.raw(), {B, H, F, E}, flat.device(), DType::bf16);
+  v.a = state.layout.dtype == DType::f32 ? flat.rows(0, s).reshape({B, H, F, E})
+                                         : Tensor::wrap(flat.raw(), {B, H, F, E}, flat.device(), DType::bf16);
   return v;
 }
 
-void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, Tensor& y) {
-  const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim;
-  check(x.ndim() == 2 && x.dim(1) == d, "step input must be [B, " + std::to_string(d) + "], got " + shape_str(x.shape()));
+void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
+  const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim, t = state.position;
+  if (x.ndim() != 2 || x.dim(1) != d)
+    throw Error("step input must be [B, " + std::to_string(d) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "step output");
   const int64_t B = x.dim(0);
-  check(B == state.batch, "step input has batch " + std::to_string(B) + ", the state " + std::to_string(state.batch));
-  if (config_.attention == AttentionKind::softmax)
-    check(t >= 0 && t < state.max_len, "step position " + std::to_string(t) + " is past the KV cache length " +
-                                           std::to_string(state.max_len));
+  if (B != state.batch)
+    throw Error("step input has batch " + std::to_string(B) + ", the state " + std::to_string(state.batch));
+  check_state(state);
+  if (config_.attention == AttentionKind::softmax && (t < 0 || t >= state.max_len))
+    throw Error("step position " + std::to_string(t) + " is past the KV cache length " + std::to_string(state.max_len));
   if (!packed_) prepare_step(step_products_);
   if (!step_ || step_->B != B || step_->cur.device() != x.device()) {
     step_ = std::make_unique<StepBuffers>();
@@ -142,9 +189,11 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, int64_t t, T
   // Its buffers and weights are fixed until prepare_step or a new batch
   // size replaces step_; the state, input and output are the key.
   if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
-    return s.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.dtype), uintptr_t(x.raw()), uintptr_t(y.raw())},
-                       launches);
-  launches();
+    s.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw())},
+                launches);
+  else
+    launches();
+  ++state.position;
 }
 
 void TransformerStack::prepare_step(Products products, bool pack_weights) {
@@ -176,20 +225,20 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
 }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state) {
-  state.buffer.zero();
-  continue_chunk(state, x, 0, y);
+  state.reset();
+  continue_chunk(state, x, y);
 }
 
-void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, int64_t t0, Tensor& y) {
+void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, Tensor& y) {
   check_recurrent_form();
   check(x.ndim() == 3 && x.dim(0) == state.batch && x.dim(2) == config_.d_model,
         "chunk input " + shape_str(x.shape()) + " does not match the state's batch " + std::to_string(state.batch));
   check_shape(y, x.shape(), "chunk output");
-  const int64_t B = x.dim(0), T = x.dim(1), d = config_.d_model;
-  check(t0 >= 0 && (config_.attention == AttentionKind::linear || t0 + T <= state.max_len),
+  check_state(state);
+  const int64_t B = x.dim(0), T = x.dim(1), d = config_.d_model, t0 = state.position;
+  check(config_.attention == AttentionKind::linear || t0 + T <= state.max_len,
         "a chunk of " + std::to_string(T) + " positions from " + std::to_string(t0) + " does not fit a KV cache of " +
             std::to_string(state.max_len));
-  state_views(state, 0);  // checks the state's size before any work
   ForwardOptions eval;
   eval.precision.products = step_products_;
   const bool linear = config_.attention == AttentionKind::linear;
@@ -200,6 +249,7 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
     if (!linear && config_.ff_conv > 0)
       for (size_t l = 0; l < layers_.size(); ++l) state_views(state, l).conv.zero();
     run(x, Tensor(), y, eval, &state);
+    state.position += T;
     if (linear) return;
     const int64_t H = config_.heads, E = config_.head_dim, max_len = state.max_len;
     for (size_t l = 0; l < layers_.size(); ++l) {
@@ -219,7 +269,7 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
   Tensor x2 = x.reshape({B * T, d}), y2 = y.reshape({B * T, d});
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t b = 0; b < B; ++b) xt.rows(b, b + 1).copy_from(x2.rows(b * T + t, b * T + t + 1));
-    step(state, xt, t0 + t, yt);
+    step(state, xt, yt);
     for (int64_t b = 0; b < B; ++b) y2.rows(b * T + t, b * T + t + 1).copy_from(yt.rows(b, b + 1));
   }
 }
@@ -227,7 +277,9 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, in
 void TransformerStack::copy_state_element(const RecurrentState& from_state, int64_t src, RecurrentState& to_state,
                                           int64_t dst) const {
   check(src >= 0 && src < from_state.batch && dst >= 0 && dst < to_state.batch, "state element index out of range");
-  check(from_state.max_len == to_state.max_len && from_state.dtype == to_state.dtype,
+  check_state(from_state);
+  check_state(to_state);
+  check(from_state.max_len == to_state.max_len && from_state.layout == to_state.layout,
         "copy between states of different length or dtype");
   for (size_t l = 0; l < layers_.size(); ++l) {
     StateViews from = state_views(from_state, l);
@@ -236,6 +288,7 @@ void TransformerStack::copy_state_element(const RecurrentState& from_state, int6
     to.b.rows(dst, dst + 1).copy_from(from.b.rows(src, src + 1));
     if (config_.ff_conv > 0) to.conv.rows(dst, dst + 1).copy_from(from.conv.rows(src, src + 1));
   }
+  to_state.position = from_state.position;
 }
 
 }  // namespace lt

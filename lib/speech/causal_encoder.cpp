@@ -16,7 +16,6 @@ constexpr int64_t kChunk = 64;
 
 CausalEncoder::CausalEncoder(SequenceModel& model, const Precision& precision, int64_t pause)
     : model_(model), state_(model.new_state(1, precision.state)), pauses_(pause) {
-  state_.buffer.zero();
   chunk_ = kChunk;
   inputs_ = Tensor::empty({kChunk, model.config().input_features}, model.device());
   heads_ = Tensor::empty({kChunk, model.config().head.width()}, model.device());
@@ -28,7 +27,7 @@ void CausalEncoder::encode(const float* inputs, int64_t n, float* logits) {
     const int64_t T = std::min(chunk_, n - done);
     Tensor in = inputs_.rows(0, T).reshape({1, T, F}), heads = heads_.rows(0, T).reshape({1, T, C});
     in.copy_from(Tensor::wrap(const_cast<float*>(inputs + done * F), {1, T, F}, Device::cpu));
-    model_.continue_chunk(state_, in, position_, heads);
+    model_.continue_chunk(state_, in, heads);
     float* out = logits + done * C;
     Tensor::wrap(out, {1, T, C}, Device::cpu).copy_from(heads);
     int64_t kept = T;
@@ -36,12 +35,10 @@ void CausalEncoder::encode(const float* inputs, int64_t n, float* logits) {
     for (int64_t i = 0; i < T && !restart; ++i)
       if (pauses_.ends_pause(out + i * C, C)) kept = i + 1, restart = true;
     if (restart) {
-      state_.buffer.zero();
-      position_ = 0;
+      state_.reset();
       // A silence then restarts exactly where a chunk ends: nothing is encoded twice.
       chunk_ = std::min(pauses_.pause(), kChunk);
     } else {
-      position_ += T;
       chunk_ = std::min(2 * chunk_, kChunk);
     }
     done += kept;

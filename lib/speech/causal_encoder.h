@@ -26,10 +26,9 @@ class CausalEncoder {
 
  private:
   SequenceModel& model_;
-  RecurrentState state_;
+  RecurrentState state_;  // its position is the current segment's: the position code restarts with it
   PauseFinder pauses_;
-  int64_t position_ = 0;  // in the current segment: the position code restarts with the state
-  int64_t chunk_;         // positions of the next continue_chunk call
+  int64_t chunk_;  // positions of the next continue_chunk call
   Tensor inputs_, heads_;  // one call's [chunk, features], [chunk, classes]
 };
 

@@ -89,7 +89,7 @@ ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set
     const Tensor by_position = Tensor::from_vector(columns, {S, B}, d);
     auto subpixel = [&](int64_t t) { return by_position.rows(t, t + 1).reshape({B}); };
     for (int64_t t = 0; t < L; ++t) {  // reads subpixel t, scores subpixel t + 1
-      model.step(state, subpixel(t), t, head);
+      model.step(state, subpixel(t), head);
       model.log_loss(head, subpixel(t + 1), nll);
       for (float v : nll.to_vector()) total += v;
     }

@@ -145,8 +145,8 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
     for (int64_t t = T; t < c.sequence_length(); ++t) {
       std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
       Tensor tt = Tensor::from_vector(tok, {2});
-      m.cpu.step(fc, tt, t, hc2);
-      m.gpu.step(fg, tt.to(kGpu), t, hg2);
+      m.cpu.step(fc, tt, hc2);
+      m.gpu.step(fg, tt.to(kGpu), hg2);
     }
     CHECK(rel_error(hg2, hc2) < 1e-4);
   }
@@ -175,7 +175,7 @@ TEST_CASE("cuda recurrent steps replayed from a CUDA graph give the launched ste
     auto step = [&](RecurrentState& st, int64_t B, int64_t t) {
       std::vector<int32_t> col(tokens.begin() + t * B, tokens.begin() + (t + 1) * B);
       Tensor h = Tensor::empty({B, c.head_width()}, kGpu);
-      gpu.step(st, Tensor::from_vector(col, {B}).to(kGpu), t, h);
+      gpu.step(st, Tensor::from_vector(col, {B}).to(kGpu), h);  // at st's position, t
       const std::vector<float> v = h.to_vector();
       heads.insert(heads.end(), v.begin(), v.end());
     };
@@ -273,8 +273,8 @@ TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding 
   for (int64_t t = T; t < c.sequence_length(); ++t) {
     std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
     Tensor tt = Tensor::from_vector(tok, {2}).to(kGpu);
-    fp32.step(f32, tt, t, g32);
-    bf16.step(f16, tt, t, g16);
+    fp32.step(f32, tt, g32);
+    bf16.step(f16, tt, g16);
   }
   // Slot 0 continues element 1's prefix: only the state's rounding separates them.
   const std::vector<float> a = g32.to_vector(), b = g16.to_vector();

@@ -197,7 +197,7 @@ TEST_CASE("a bilstm speech checkpoint has nn.LSTM's names, loads back, and the m
                                  error_of([&] { model.prepare_step(Precision{}); }),
                                  error_of([&] {
                                    RecurrentState s;
-                                   model.continue_chunk(s, chunk, 0, heads);
+                                   model.continue_chunk(s, chunk, heads);
                                  })}) {
     CHECK(msg.find("bilstm model has no recurrent form") != std::string::npos);
     CHECK(msg.find('\n') == std::string::npos);

@@ -61,7 +61,7 @@ std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std:
   for (int64_t t = T; t < S; ++t) {
     model.log_loss(head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
     total += nll.to_vector()[0];
-    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), t, head);
+    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), head);
   }
   Tensor per = Tensor::empty({1, S - 1});
   model.forward(Tensor::from_vector(image, {1, S}), pass(false, 0), &per);
@@ -214,9 +214,9 @@ TEST_CASE("at bf16 the linear state takes half the bytes and a prefill continues
   CHECK(model.new_state(B, DType::bf16).buffer.numel() == 2 * (B * H * E * E / 2 + per_layer_z));
   // A state whose buffer does not match its dtype is refused, naming both.
   RecurrentState wrong = model.new_state(B);
-  wrong.dtype = DType::bf16;
+  wrong.layout.dtype = DType::bf16;
   Tensor tokens = Tensor::zeros({B}, Device::cpu, DType::i32), head = Tensor::empty({B, c.head_width()});
-  CHECK_THROWS_WITH_AS(model.step(wrong, tokens, 0, head), doctest::Contains("bfloat16 S"), lt::Error);
+  CHECK_THROWS_WITH_AS(model.step(wrong, tokens, head), doctest::Contains("bfloat16 S"), lt::Error);
 
   // Prefill a prefix into a bf16 state, then step: the image's log-likelihood
   // stays within a percent of the fp32 parallel model's.

@@ -94,7 +94,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       for (int64_t t = 0; t < L; ++t) {
         std::vector<int32_t> tok(B), next(B);
         for (int64_t b = 0; b < B; ++b) tok[b] = px[b * S + t], next[b] = px[b * S + t + 1];
-        model.step(state, Tensor::from_vector(tok, {B}), t, logits);
+        model.step(state, Tensor::from_vector(tok, {B}), logits);
         model.log_loss(logits, Tensor::from_vector(next, {B}), step_nll);
         std::vector<float> s = step_nll.to_vector();
         for (int64_t b = 0; b < B; ++b) recurrent[b * L + t] = s[b], sum += s[b];
@@ -118,7 +118,7 @@ TEST_CASE("prefill then step continues exactly like stepping from the start and 
 
     RecurrentState stepped = model.new_state(1);
     Tensor head = Tensor::empty({1, c.head_width()});
-    for (int64_t t = 0; t < T; ++t) model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), t, head);
+    for (int64_t t = 0; t < T; ++t) model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), head);
     RecurrentState prefilled = model.new_state(1);
     Tensor head2 = Tensor::empty({1, c.head_width()});
     model.prefill(Tensor::from_vector(std::vector<int32_t>(px.begin(), px.begin() + T), {1, T}), prefilled, head2);
@@ -127,9 +127,11 @@ TEST_CASE("prefill then step continues exactly like stepping from the start and 
     // Fork the prefilled state into slot 2 of a batch of 3 and continue both.
     RecurrentState forked = model.new_state(3);
     model.copy_state_element(prefilled, 0, forked, 2);
+    CHECK(prefilled.position == T);
+    CHECK(forked.position == T);
     Tensor h1 = Tensor::empty({1, c.head_width()}), h3 = Tensor::empty({3, c.head_width()});
-    model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), T, h1);
-    model.step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), T, h3);
+    model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), h1);
+    model.step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), h3);
     CHECK(rel_error(h3.rows(2, 3), h1) < 1e-5);
   }
 }
@@ -148,7 +150,7 @@ TEST_CASE("an image model continued over random chunks gives the heads of steppi
     Tensor head = Tensor::empty({B, P});
     std::vector<float> want, got(B * L * P);
     for (int64_t t = 0; t < L; ++t) {
-      model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t], px[S + t]}, {B}), t, head);
+      model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t], px[S + t]}, {B}), head);
       const std::vector<float> h = head.to_vector();
       want.insert(want.end(), h.begin(), h.end());  // position-major [L, B, P]
     }
@@ -157,7 +159,7 @@ TEST_CASE("an image model continued over random chunks gives the heads of steppi
       std::vector<int32_t> tok;
       for (int64_t b = 0; b < B; ++b) tok.insert(tok.end(), px.begin() + b * S + t0, px.begin() + b * S + t0 + T);
       Tensor heads = Tensor::empty({B, T, P});
-      model.continue_chunk(chunked, Tensor::from_vector(tok, {B, T}), t0, heads);
+      model.continue_chunk(chunked, Tensor::from_vector(tok, {B, T}), heads);
       const std::vector<float> h = heads.to_vector();
       for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t)

@@ -138,7 +138,7 @@ TEST_CASE("a state continued over random chunks equals one prefill, stepping and
       const int64_t T = std::min(L - t0, rng.integer(1, 5));
       Tensor xc = Tensor::empty({B, T, d}), yc = Tensor::empty({B, T, d});
       for (int64_t b = 0; b < B; ++b) xc.rows(b, b + 1).copy_from(sequence(x, b, t0, T));
-      s.stack->continue_chunk(chunked, xc, t0, yc);
+      s.stack->continue_chunk(chunked, xc, yc);
       const std::vector<float> v = yc.to_vector();
       for (int64_t b = 0; b < B; ++b)
         std::copy(v.begin() + b * T * d, v.begin() + (b + 1) * T * d, y_chunks.begin() + (b * L + t0) * d);
@@ -150,7 +150,7 @@ TEST_CASE("a state continued over random chunks equals one prefill, stepping and
     Tensor xt = Tensor::empty({B, d}), yt = Tensor::empty({B, d});
     for (int64_t t = 0; t < L; ++t) {
       for (int64_t b = 0; b < B; ++b) xt.rows(b, b + 1).copy_from(sequence(x, b, t, 1).reshape({1, d}));
-      s.stack->step(stepped, xt, t, yt);
+      s.stack->step(stepped, xt, yt);
       const std::vector<float> v = yt.to_vector();
       for (int64_t b = 0; b < B; ++b) std::copy(v.begin() + b * d, v.begin() + (b + 1) * d, y_steps.begin() + (b * L + t) * d);
     }
@@ -160,12 +160,20 @@ TEST_CASE("a state continued over random chunks equals one prefill, stepping and
     CHECK(rel_error(y_steps, want) < 1e-5);
     CHECK(rel_error(chunked.buffer, whole.buffer) < 1e-5);
     CHECK(rel_error(stepped.buffer, whole.buffer) < 1e-5);
+    CHECK((whole.position == L && chunked.position == L && stepped.position == L));
     // Copying each element copies all of its state (S, Z or the caches, and the window).
     RecurrentState copied = s.stack->new_state(B, L);
     for (int64_t b = 0; b < B; ++b) s.stack->copy_state_element(whole, b, copied, B - 1 - b);
     RecurrentState swapped = s.stack->new_state(B, L);
     for (int64_t b = 0; b < B; ++b) s.stack->copy_state_element(copied, b, swapped, B - 1 - b);
     CHECK(swapped.buffer.to_vector() == whole.buffer.to_vector());
+    CHECK(swapped.position == L);
+    // A fork is its own copy; a reset is the empty prefix.
+    RecurrentState fork = whole.fork();
+    whole.reset();
+    CHECK(fork.buffer.to_vector() == swapped.buffer.to_vector());
+    CHECK((fork.position == L && whole.position == 0));
+    for (float v : whole.buffer.to_vector()) REQUIRE(v == 0.f);
   }
 }
 

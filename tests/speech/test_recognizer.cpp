@@ -79,14 +79,14 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
     std::vector<double> want;
     int64_t at = 0, blanks = 0, restarts = 0;
     for (int64_t t = 0; t < P; ++t) {
-      m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), at++, head);
+      m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), head);
       const std::vector<float> h = head.to_vector();
       want.insert(want.end(), h.begin(), h.end());
       const float* row = got.data() + t * C;
       blanks = std::max_element(row, row + C) == row ? blanks + 1 : 0;
       if (pause > 0 && blanks == pause) {
-        state.buffer.zero();
-        at = blanks = 0;
+        state.reset();
+        blanks = 0;
         ++restarts;
       }
     }

@@ -7,7 +7,7 @@
 //
 //   auto model = lt::ImageModel::load("weights/mnist.safetensors", lt::Device::cpu);
 //   lt::RecurrentState state = model->new_state(batch);
-//   for (t = 0; t < L; ++t) { model->step(state, tokens, t, head); model->sample(head, seed, t, tokens); }
+//   for (t = 0; t < L; ++t) { model->step(state, tokens, head); model->sample(head, seed, t, tokens); }
 //   // a model without a recurrent form (LSH): model->recompute_head(pixels 0..t, B, head) for step t
 #pragma once
 #include <cstdint>
@@ -79,19 +79,17 @@ class ImageModel {
 
   // ---- generation, the recurrent form (SequenceModel's) ----
   RecurrentState new_state(int64_t batch, DType dtype = DType::f32) const { return core_->new_state(batch, dtype); }
-  // Reads tokens int32 [B] at position t and writes head [B, head_width]: the
-  // distribution of subpixel t+1.
-  void step(RecurrentState& state, const Tensor& tokens, int64_t t, Tensor& head) {
-    core_->step(state, tokens, t, head);
-  }
+  // Reads tokens int32 [B], subpixel t (the state's position), and writes
+  // head [B, head_width]: the distribution of subpixel t+1.
+  void step(RecurrentState& state, const Tensor& tokens, Tensor& head) { core_->step(state, tokens, head); }
   void prepare_step(const Precision& precision) { core_->prepare_step(precision); }
   // Consumes tokens int32 [B, T] (subpixels 0..T-1) in one parallel pass;
   // writes the state after them and head [B, head_width] for subpixel T.
   void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) { core_->prefill(tokens, state, head); }
   // Subpixels t0..t0+T-1 of tokens int32 [B, T] after a state holding 0..t0-1:
   // heads [B, T, head_width] for subpixels t0+1..t0+T.
-  void continue_chunk(RecurrentState& state, const Tensor& tokens, int64_t t0, Tensor& heads) {
-    core_->continue_chunk(state, tokens, t0, heads);
+  void continue_chunk(RecurrentState& state, const Tensor& tokens, Tensor& heads) {
+    core_->continue_chunk(state, tokens, heads);
   }
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const {
     core_->copy_state_element(from, src, to, dst);

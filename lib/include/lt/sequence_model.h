@@ -148,15 +148,16 @@ class SequenceModel {
   // again after changing the weights. pack_weights: see TransformerStack::prepare_step.
   void prepare_step(const Precision& precision, bool pack_weights = true);
   int64_t state_numel(int64_t batch, DType dtype) const;
-  // Reads inputs at position t (tokens int32 [B], or frames float [B, F])
-  // and writes head [B, head width]: the distribution of position t's
-  // target. Allocation-free after the first call with a given B.
-  void step(RecurrentState& state, const Tensor& inputs, int64_t t, Tensor& head);
-  // Continues state (positions 0..t0-1) over inputs (tokens int32 [B, T] or
-  // frames float [B, T, F]) at positions t0..t0+T-1 in one parallel pass:
-  // heads [B, T, head width], one per position, and the state after them
-  // (TransformerStack::continue_chunk).
-  void continue_chunk(RecurrentState& state, const Tensor& inputs, int64_t t0, Tensor& heads);
+  // Reads inputs at the state's position t (tokens int32 [B], or frames
+  // float [B, F]) and writes head [B, head width]: the distribution of
+  // position t's target; the state moves to t + 1. Allocation-free after the
+  // first call with a given B.
+  void step(RecurrentState& state, const Tensor& inputs, Tensor& head);
+  // Continues state (positions 0..t0-1, t0 its position) over inputs (tokens
+  // int32 [B, T] or frames float [B, T, F]) at positions t0..t0+T-1 in one
+  // parallel pass: heads [B, T, head width], one per position, and the state
+  // after them (TransformerStack::continue_chunk).
+  void continue_chunk(RecurrentState& state, const Tensor& inputs, Tensor& heads);
   // continue_chunk from the empty prefix, keeping the last head [B, head width].
   void prefill(const Tensor& inputs, RecurrentState& state, Tensor& head);
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;

@@ -76,18 +76,35 @@ struct TransformerConfig {
 // direction), or lsh-N with the rounds.
 std::string attention_name(const TransformerConfig& c);
 
-// The recurrent state of a stack for one batch, owned by the caller (as
-// rwkv.cpp's): one flat buffer that knows its layout. Per layer, S [B, H, E, M]
-// then Z [B, H, E] for linear attention (eq. 18-19), or the KV cache
+// What a stack keeps in its recurrent state: per layer, S [B, H, F, M] then
+// Z [B, H, F] for linear attention (eq. 18-19), or the KV cache
 // [B, max_len, H, E] then [B, max_len, H, M] for softmax; then, with
 // ff_conv K, the feed-forward convolution's last K - 1 inputs [B, K - 1, ff].
-// S may be bfloat16 (two per float of the buffer). Copy it to fork, zero it
-// to reset.
+// A stack reads only states of its own layout: another stack's state of the
+// same size would be misread.
+struct StateLayout {
+  int64_t layers = 0, heads = 0, head_dim = 0;
+  AttentionKind attention = AttentionKind::linear;
+  int64_t features = 0;      // F of linear attention's S and Z (0 for softmax)
+  DType dtype = DType::f32;  // of S, which may be bfloat16 (two per float of the buffer); Z and KV caches are float32
+  int64_t ff_conv = 0, ff_dim = 0;  // the convolution's taps and width (0, 0 without one)
+  bool operator==(const StateLayout& o) const;
+  bool operator!=(const StateLayout& o) const { return !(*this == o); }
+  // "2 layers of 2 heads x 4, linear attention of 4 features, float32 S, a convolution window of 2 x 16"
+  std::string describe() const;
+};
+
+// The recurrent state of a stack for one batch, owned by the caller (as
+// rwkv.cpp's): one flat buffer that knows its layout and how many positions
+// it has consumed. Every batch element is at the same position.
 struct RecurrentState {
-  Tensor buffer;          // float32 [numel]
-  int64_t batch = 0;      // B
-  int64_t max_len = 0;    // positions it can hold (a KV cache's length)
-  DType dtype = DType::f32;  // of S; Z and KV caches are float32
+  Tensor buffer;        // float32 [numel]
+  StateLayout layout;   // of the stack that made it
+  int64_t batch = 0;    // B
+  int64_t max_len = 0;  // positions it can hold (a KV cache's length)
+  int64_t position = 0;  // positions consumed: where the next step or chunk reads
+  void reset();          // the empty prefix: zeros at position 0
+  RecurrentState fork() const;  // an independent copy, at the same position
 };
 
 class TransformerStack final : public Encoder {
@@ -131,14 +148,19 @@ class TransformerStack final : public Encoder {
 
   // ---- generation: the recurrent form, one position for a batch ----
   // LSH attention has none: new_state, prepare_step and continue_chunk refuse it.
+  // Every call taking a state refuses one of another layout (lt::Error
+  // naming both) or size.
   int64_t state_numel(int64_t batch, int64_t max_len, DType dtype) const;
+  // Its states' layout with S in dtype (a softmax stack's is float32 whatever it asks).
+  StateLayout state_layout(DType dtype) const;
   // Zeros (the empty prefix) on the parameters' device. dtype is linear
   // attention's S (Precision::state); a softmax stack's KV cache is float32
   // whatever it asks.
   RecurrentState new_state(int64_t batch, int64_t max_len, DType dtype = DType::f32) const;
-  // One position t for every batch element: x [B, d] -> y [B, d]; updates
-  // state. Allocation-free after the first call with a given B.
-  void step(RecurrentState& state, const Tensor& x, int64_t t, Tensor& y);
+  // The state's position for every batch element: x [B, d] -> y [B, d];
+  // updates the state and advances its position. Allocation-free after the
+  // first call with a given B.
+  void step(RecurrentState& state, const Tensor& x, Tensor& y);
   // Prepares the current weights for step()'s matrix products at this
   // precision (step() does it at its first call, in fp32): q, k and v become
   // one product of 3d outputs, and on an AVX-512 CPU every product is packed
@@ -151,17 +173,18 @@ class TransformerStack final : public Encoder {
   // a recognizer, whose chunks multiply the plain matrices, saves the copy).
   void prepare_step(Products products, bool pack_weights = true);
   Products step_products() const { return step_products_; }
-  // Continues state, which holds positions 0..t0-1, over the chunk x [B, T, d]
-  // at positions t0..t0+T-1 in one parallel pass (eval mode, the step's
-  // products): writes y [B, T, d] and leaves the state after position
-  // t0+T-1, exactly as T steps would. Prefill, completion forks and chunked
-  // streaming are this call. (Softmax attention continues a non-empty cache
-  // step by step: it has no parallel form over the cache.)
-  void continue_chunk(RecurrentState& state, const Tensor& x, int64_t t0, Tensor& y);
-  // continue_chunk from the empty prefix (the state is zeroed first).
+  // Continues state, which holds positions 0..t0-1 (t0 its position), over
+  // the chunk x [B, T, d] at positions t0..t0+T-1 in one parallel pass (eval
+  // mode, the step's products): writes y [B, T, d] and leaves the state at
+  // position t0+T, exactly as T steps would. Prefill, completion forks and
+  // chunked streaming are this call. (Softmax attention continues a
+  // non-empty cache step by step: it has no parallel form over the cache.)
+  void continue_chunk(RecurrentState& state, const Tensor& x, Tensor& y);
+  // continue_chunk from the empty prefix (the state is reset first).
   void prefill(const Tensor& x, Tensor& y, RecurrentState& state);
   // Copies batch element src of one state into element dst of another of the
-  // same max_len and dtype (fork a completion: prefill once, sample K times).
+  // same layout and max_len, which takes its position (fork a completion:
+  // prefill once, sample K times; its other elements follow the same way).
   void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const;
 
  private:
@@ -187,6 +210,8 @@ class TransformerStack final : public Encoder {
   void attention_forward(size_t l, Tensor& att4, RecurrentState* continuing);
   void attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4);
   void check_recurrent_form() const;
+  // Refuses a state of another layout or size; allocation-free when it passes.
+  void check_state(const RecurrentState& state) const;
   struct StateViews {
     Tensor a, b;  // S and Z, or K and V caches
     Tensor conv;  // the feed-forward convolution's window [B, K - 1, ff] (undefined without ff_conv)
