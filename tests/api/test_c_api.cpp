@@ -48,7 +48,7 @@ TEST_CASE("lt.h: a state stepped position by position gives the parallel pass's 
   CHECK(info.height == 4);
   CHECK(info.positions == 4 * 3 - 1);
   CHECK(info.layers >= 1);
-  CHECK(std::string(info.attention) == "linear");
+  CHECK(std::string(info.attention) == "causal-linear");
   CHECK(std::string(info.device).size() > 0);  // the CPU's model name
   CHECK(std::string(info.precision) == "products fp32, state fp32, head fp32");
   const int64_t B = 3, L = info.positions, W = info.head_width;
@@ -258,7 +258,7 @@ TEST_CASE("lt.h: batches draw from seed + j, progress sees each subpixel, bits/d
 
   // bits/dim against the parallel pass over the finished images, and as lt-sample-image prints it.
   auto image_model = ImageModel::load(path, Device::cpu);
-  Tensor nll;
+  Tensor nll = Tensor::empty({n, S - 1});
   image_model->forward(Tensor::from_vector(std::vector<int32_t>(images.begin(), images.end()), {n, S}), {}, &nll);
   const std::vector<float> per_subpixel = nll.to_vector();
   const CommandResult r = run_tool(dir, "lt-sample-image", "-m '" + path + "' -n 5 -b 2 -q -s " + std::to_string(seed));

@@ -4,6 +4,7 @@
 // option is a recipe option; bad options and values are one line.
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "apps/cli.h"
 #include "lt.h"
 #include "lt/backend.h"
+#include "lt/recipe_options.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -109,26 +111,28 @@ TEST_CASE("lt.h training: stopped by its flag, resumed, it has lt-train's bits, 
   CHECK(ck.meta("note.source") == "api");
 }
 
-TEST_CASE("lt.h training: every lt-train option is a recipe option, and bad ones are one line") {
+TEST_CASE("lt.h training: lt-train's flags are the option table's rows, and lt_recipe_set checks them alike") {
   TempDir dir;
   const CommandResult help = run_tool(dir, "lt-train", "--help");
   REQUIRE(help.exit_code == 0);
   std::istringstream in(help.out);
-  int options = 0;
+  std::set<std::string> flags, rows;
   for (std::string line; std::getline(in, line);) {
     // An option's line: "  -o,--output TEXT=..." or "  --steps INT=0 ...".
     std::smatch m;
     if (!std::regex_search(line, m, std::regex("^ +(?:-[a-z],)?--([a-z0-9-]+)"))) continue;
     const std::string name = m[1];
     if (name == "help" || name == "eval" || name == "export" || name == "threads") continue;  // modes and the process's
+    flags.insert(name);
     Recipe r("image");
     if (lt_recipe_set(r.r, name.c_str(), "1") != LT_OK) {
       INFO(name);
       CHECK(std::string(lt_last_error()).find("is not an option") == std::string::npos);
     }
-    ++options;
   }
-  CHECK(options > 50);
+  for (const RecipeOption& o : recipe_options()) CHECK_MESSAGE(rows.insert(o.name()).second, o.name());  // once each
+  CHECK(flags == rows);
+  CHECK(rows.size() > 50);
 
   Recipe r("image");
   CHECK(lt_recipe_set(r.r, "bogus", "1") == LT_ERROR);
@@ -139,6 +143,14 @@ TEST_CASE("lt.h training: every lt-train option is a recipe option, and bad ones
   CHECK(std::string(lt_last_error()).find("--beam: 0 is outside 1..1024") == 0);
   CHECK(lt_recipe_set(r.r, "spec-augment", "yes") == LT_ERROR);
   CHECK(std::string(lt_last_error()) == "--spec-augment: 'yes' is not true or false");
+  CHECK(lt_recipe_set(r.r, "micro-batch", "-2") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--micro-batch: -2 is below 0");
+  CHECK(lt_recipe_set(r.r, "vtlp", "0.7") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--vtlp: 0.7 is outside 0..0.5");
+  CHECK(lt_recipe_set(r.r, "format", "xml") == LT_ERROR);
+  CHECK(std::string(lt_last_error()) == "--format: 'xml' is not one of text, json");
+  CHECK(lt_recipe_set(r.r, "init", dir.file("none.safetensors").c_str()) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("none.safetensors: no such file") != std::string::npos);
   lt_recipe* none = nullptr;
   CHECK(lt_recipe_new("poetry", &none) == LT_ERROR);
   CHECK(none == nullptr);
