@@ -37,13 +37,13 @@ std::vector<int64_t> timed_positions(int64_t L, int64_t steps) {
 double time_run(ImageModel& model, bool recompute, const Precision& precision, int64_t B,
                 const std::vector<int64_t>& positions, uint32_t run) {
   const ImageModelConfig& c = model.config();
-  const Device dev = model.device();
+  const Device dev = model.core().device();
   const int64_t S = c.subpixels();
   std::mt19937 gen{run};
   std::vector<int32_t> images(B * S), prefix;
   for (auto& x : images) x = int32_t(gen() % 256);
   RecurrentState state;
-  if (!recompute) state = model.new_state(B, precision.state);
+  if (!recompute) state = model.core().new_state(B, precision.state);
   Tensor head = Tensor::empty({B, c.head_width()}, dev);
   Tensor tokens = Tensor::from_vector(std::vector<int32_t>(images.begin(), images.begin() + B), {B}).to(dev);
   synchronize(dev);
@@ -56,7 +56,7 @@ double time_run(ImageModel& model, bool recompute, const Precision& precision, i
       model.recompute_head(prefix, B, head, precision);
     } else {
       state.position = t;  // a step costs what its position costs, whatever the state holds
-      model.step(state, tokens, head);
+      model.core().step(state, tokens, head);
     }
     model.sample(head, 11, t, tokens);
   }
@@ -97,7 +97,7 @@ void run_generate_bench(const GenerateBenchOptions& o, Writer& out) {
         memory_reset_peak(dev);
         const size_t base = memory_in_use(dev);
         ImageModel model(c, dev);
-        model.init_parameters(7);
+        model.core().init_parameters(7);
         const Precision precision = generation_precision(o.bf16, o.tf32, dev);
         if (!recompute) model.core().prepare_step(precision, /*pack_weights=*/!o.openblas);
         const size_t weights = memory_in_use(dev) - base;

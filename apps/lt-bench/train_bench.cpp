@@ -88,10 +88,10 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       const ImageModelConfig c = bench_model_config(shape, attention, o.layers, o.d_model, o.heads);
       const int64_t B = o.batch > 0 ? o.batch : (shape == "cifar" ? 10 : 16);  // the paper's batches
       ImageModel model(c, dev);
-      model.init_parameters(5);
+      model.core().init_parameters(5);
       TrainOptions topt;
       topt.schedule.lr = 1e-4f;
-      Trainer trainer(model.params(), topt);
+      Trainer trainer(model.core().params(), topt);
       std::mt19937 gen(9);
       std::vector<int32_t> px(B * c.subpixels());
       for (auto& x : px) x = int32_t(gen() % 256);
@@ -109,7 +109,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
         if (r > 0) step_s.push_back(seconds_since(t0));
         if (o.verbose && report) std::cerr << "train " << shape << " step " << r << ": " << seconds_since(t0) << " s\n";
       }
-      const double sum_s = gradient_sum_seconds(model.params().grads(), o.repetitions);
+      const double sum_s = gradient_sum_seconds(model.core().params().grads(), o.repetitions);
       Stats s = Stats::of(step_s);
       const double gemm = sgemm_gflops(c, B, dev, o.repetitions, options.precision.products);
       const double dense = dense_flops(c, B) / s.mean / 1e9;
@@ -122,7 +122,7 @@ void run_train_bench(const TrainBenchOptions& o, Writer& out) {
       row.set("ms_per_step", s.mean * 1e3).set("ms_per_step_std", s.stddev * 1e3);
       row.set("examples_per_s", double(B) / s.mean);
       row.set("dense_gflops", dense).set("sgemm_gflops", gemm).set("dense_fraction", dense / gemm);
-      row.set("gradient_mb", double(model.params().numel()) * 4 / 1e6).set("gradient_sum_ms", sum_s * 1e3);
+      row.set("gradient_mb", double(model.core().params().numel()) * 4 / 1e6).set("gradient_sum_ms", sum_s * 1e3);
       row.set("repetitions", o.repetitions);
       if (!report) continue;
       out.add(row);

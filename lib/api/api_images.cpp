@@ -27,9 +27,9 @@ lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint6
     const int64_t W = m.config().head_width();
     lt::Tensor head = lt::Tensor::wrap(const_cast<float*>(heads), {rows, W}, lt::Device::cpu);
     lt::Tensor out = lt::Tensor::wrap(bytes, {rows}, lt::Device::cpu, lt::DType::i32);
-    if (m.device() == lt::Device::cpu) return m.sample(head, seed, position, out);
-    lt::Tensor dev_out = lt::Tensor::empty({rows}, m.device(), lt::DType::i32);
-    m.sample(head.to(m.device()), seed, position, dev_out);
+    if (m.core().device() == lt::Device::cpu) return m.sample(head, seed, position, out);
+    lt::Tensor dev_out = lt::Tensor::empty({rows}, m.core().device(), lt::DType::i32);
+    m.sample(head.to(m.core().device()), seed, position, dev_out);
     out.copy_from(dev_out);
   });
 }

@@ -19,11 +19,11 @@ int64_t ImageConstraint::known_prefix() const {
 ImageGenerator::ImageGenerator(ImageModel& model, int64_t batch, const Precision& precision, GenerationForm form)
     : model_(model), batch_(batch), precision_(precision), form_(form) {
   check(batch >= 1, "generation batch must be >= 1, got " + std::to_string(batch));
-  const Device d = model.device();
+  const Device d = model.core().device();
   precision.check_runs_on(d);
   if (form_ == GenerationForm::automatic)
     form_ = model.config().transformer.has_recurrent_form() ? GenerationForm::recurrent : GenerationForm::recompute;
-  if (form_ == GenerationForm::recurrent) state_ = model.new_state(batch, precision.state);
+  if (form_ == GenerationForm::recurrent) state_ = model.core().new_state(batch, precision.state);
   head_ = Tensor::empty({batch, model.config().head_width()}, d);
   tokens_ = Tensor::empty({batch}, d, DType::i32);
   next_ = Tensor::empty({batch}, d, DType::i32);
@@ -45,23 +45,23 @@ static int32_t first_subpixel(const std::vector<double>& histogram, uint64_t see
 
 bool ImageGenerator::begin_recurrent(const ImageConstraint* c, int64_t start, const std::vector<uint8_t>& pixels) {
   const int64_t S = model_.config().subpixels();
-  model_.prepare_step(precision_);  // the current weights: a model may have changed since the last call
+  model_.core().prepare_step(precision_);  // the current weights: a model may have changed since the last call
   state_.reset();
   if (c && c->known_prefix() > 0) {
     // One parallel pass over the prefix for one image, then its state forked into every row.
     std::vector<int32_t> prefix(c->values.begin(), c->values.begin() + start);
-    RecurrentState one_state = model_.new_state(1, precision_.state);
-    Tensor one_head = Tensor::empty({1, model_.config().head_width()}, model_.device());
-    model_.prefill(Tensor::from_vector(prefix, {1, start}, model_.device()), one_state, one_head);
+    RecurrentState one_state = model_.core().new_state(1, precision_.state);
+    Tensor one_head = Tensor::empty({1, model_.config().head_width()}, model_.core().device());
+    model_.core().prefill(Tensor::from_vector(prefix, {1, start}, model_.core().device()), one_state, one_head);
     for (int64_t b = 0; b < batch_; ++b) {
-      model_.copy_state_element(one_state, 0, state_, b);
+      model_.core().copy_state_element(one_state, 0, state_, b);
       head_.rows(b, b + 1).copy_from(one_head);
     }
     return true;
   }
   std::vector<int32_t> first(batch_);
   for (int64_t b = 0; b < batch_; ++b) first[b] = pixels[b * S];
-  tokens_.copy_from(Tensor::from_vector(first, {batch_}, model_.device()));
+  tokens_.copy_from(Tensor::from_vector(first, {batch_}, model_.core().device()));
   return false;
 }
 
@@ -110,11 +110,11 @@ void ImageGenerator::generate(uint64_t seed, std::vector<uint8_t>& pixels, const
     if (form_ == GenerationForm::recompute)
       recompute(t, pixels);
     else if (!have_head)
-      model_.step(state_, tokens_, head_);  // reads subpixel t-1, predicts subpixel t
+      model_.core().step(state_, tokens_, head_);  // reads subpixel t-1, predicts subpixel t
     have_head = false;
     if (c && c->known[t]) {
       host.assign(B, c->values[t]);
-      next_.copy_from(Tensor::from_vector(host, {B}, model_.device()));
+      next_.copy_from(Tensor::from_vector(host, {B}, model_.core().device()));
     } else {
       model_.sample(head_, seed, t, next_);
       host = next_.to_vector_i32();

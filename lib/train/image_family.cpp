@@ -66,7 +66,7 @@ class ImageFamily final : public TaskFamily {
     for (int64_t i = 0; i < data_.train.count; ++i)
       config.first_subpixel_histogram[data_.train.pixels[i * data_.train.image_bytes()]] += 1;
     model_ = std::make_unique<ImageModel>(config, d);
-    model_->init_parameters(a.seed);
+    model_->core().init_parameters(a.seed);
     return checked();
   }
   int64_t default_batch() const override { return cifar_like() ? 10 : 16; }

@@ -73,12 +73,12 @@ ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set
                                           const Precision& precision) {
   const int64_t n = images_to_evaluate(model, set, batch, limit);
   const int64_t S = set.image_bytes(), L = model.config().sequence_length();
-  const Device d = model.device();
-  model.prepare_step(precision);
+  const Device d = model.core().device();
+  model.core().prepare_step(precision);
   double total = 0;
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t B = std::min(batch, n - start);
-    RecurrentState state = model.new_state(B, precision.state);
+    RecurrentState state = model.core().new_state(B, precision.state);
     Tensor head = Tensor::empty({B, model.config().head_width()}, d);
     Tensor nll = Tensor::empty({B}, d);
     // The batch's subpixels position-major [S, B], on the device once: row t
@@ -89,7 +89,7 @@ ImageEvaluation evaluate_images_recurrent(ImageModel& model, const ImageSet& set
     const Tensor by_position = Tensor::from_vector(columns, {S, B}, d);
     auto subpixel = [&](int64_t t) { return by_position.rows(t, t + 1).reshape({B}); };
     for (int64_t t = 0; t < L; ++t) {  // reads subpixel t, scores subpixel t + 1
-      model.step(state, subpixel(t), head);
+      model.core().step(state, subpixel(t), head);
       model.log_loss(head, subpixel(t + 1), nll);
       for (float v : nll.to_vector()) total += v;
     }

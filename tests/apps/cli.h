@@ -65,7 +65,7 @@ inline std::string tiny_image_checkpoint(const TempDir& dir, const std::string& 
   c.mixtures = 3;
   c.transformer = TransformerConfig{2, 2, 8, 16, 32, attention, Direction::causal, "elu", 0.1f};
   ImageModel model(c, Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   const std::string path = dir.file(name);
   model.save(path);
   return path;

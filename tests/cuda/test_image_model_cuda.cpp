@@ -51,9 +51,9 @@ double norm(const std::vector<float>& v) {
 struct Pair {
   ImageModel cpu, gpu;
   Pair(const ImageModelConfig& c, uint64_t seed) : cpu(c, Device::cpu), gpu(c, kGpu) {
-    cpu.init_parameters(seed);
-    Tensor values = gpu.params().values();  // a view: copying into it sets the GPU parameters
-    values.copy_from(cpu.params().values());
+    cpu.core().init_parameters(seed);
+    Tensor values = gpu.core().params().values();  // a view: copying into it sets the GPU parameters
+    values.copy_from(cpu.core().params().values());
   }
 };
 }  // namespace
@@ -74,16 +74,16 @@ TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, b
       double loss_gpu = m.gpu.forward(images.to(kGpu), pass(true, 91), &nll_gpu);
       CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
       CHECK(rel_error(nll_gpu, nll_cpu) < 1e-4);
-      m.cpu.params().zero_grad();
-      m.gpu.params().zero_grad();
-      m.cpu.backward();
-      m.gpu.backward();
+      m.cpu.core().params().zero_grad();
+      m.gpu.core().params().zero_grad();
+      m.cpu.core().backward();
+      m.gpu.core().backward();
       // Errors relative to each gradient, floored at a small part of the whole
       // gradient: softmax is blind to the key bias, whose gradient is rounding noise.
-      const double floor = 1e-3 * norm(m.cpu.params().grads().to_vector());
-      for (size_t p = 0; p < m.cpu.params().size(); ++p) {
-        INFO("parameter " << m.cpu.params().name(p));
-        std::vector<float> g = m.gpu.params().grad(p).to_vector(), want = m.cpu.params().grad(p).to_vector();
+      const double floor = 1e-3 * norm(m.cpu.core().params().grads().to_vector());
+      for (size_t p = 0; p < m.cpu.core().params().size(); ++p) {
+        INFO("parameter " << m.cpu.core().params().name(p));
+        std::vector<float> g = m.gpu.core().params().grad(p).to_vector(), want = m.cpu.core().params().grad(p).to_vector();
         std::vector<float> diff(g.size());
         for (size_t i = 0; i < g.size(); ++i) diff[i] = g[i] - want[i];
         CHECK(norm(diff) < 1e-3 * std::max(norm(want), floor));
@@ -101,17 +101,17 @@ TEST_CASE("cuda training steps follow the CPU") {
   Pair m(c, seed);
   TrainOptions options;
   options.schedule.lr = 1e-3f;
-  Trainer tc(m.cpu.params(), options), tg(m.gpu.params(), options);
+  Trainer tc(m.cpu.core().params(), options), tg(m.gpu.core().params(), options);
   for (int s = 0; s < 5; ++s) {
     Tensor images = random_images(rng, 2, c.subpixels());
     m.cpu.forward(images, pass(true, tc.dropout_seed()));
     m.gpu.forward(images.to(kGpu), pass(true, tg.dropout_seed()));
-    m.cpu.backward();
-    m.gpu.backward();
+    m.cpu.core().backward();
+    m.gpu.core().backward();
     tc.update();
     tg.update();
   }
-  CHECK(rel_error(m.gpu.params().values(), m.cpu.params().values()) < 1e-4);
+  CHECK(rel_error(m.gpu.core().params().values(), m.cpu.core().params().values()) < 1e-4);
 }
 
 TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
@@ -130,23 +130,23 @@ TEST_CASE("cuda recurrent steps, prefill and forks match the CPU") {
     for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
     Tensor tokens = Tensor::from_vector(prefix, {B, T});
 
-    RecurrentState sc = m.cpu.new_state(B), sg = m.gpu.new_state(B);
+    RecurrentState sc = m.cpu.core().new_state(B), sg = m.gpu.core().new_state(B);
     Tensor hc = Tensor::empty({B, c.head_width()}), hg = Tensor::empty({B, c.head_width()}, kGpu);
-    m.cpu.prefill(tokens, sc, hc);
-    m.gpu.prefill(tokens.to(kGpu), sg, hg);
+    m.cpu.core().prefill(tokens, sc, hc);
+    m.gpu.core().prefill(tokens.to(kGpu), sg, hg);
     CHECK(rel_error(hg, hc) < 1e-4);
     CHECK(rel_error(sg.buffer, sc.buffer) < 1e-4);
 
     // Fork element 1 into a fresh batch of 2 at slot 0 and step on both devices.
-    RecurrentState fc = m.cpu.new_state(2), fg = m.gpu.new_state(2);
-    m.cpu.copy_state_element(sc, 1, fc, 0);
-    m.gpu.copy_state_element(sg, 1, fg, 0);
+    RecurrentState fc = m.cpu.core().new_state(2), fg = m.gpu.core().new_state(2);
+    m.cpu.core().copy_state_element(sc, 1, fc, 0);
+    m.gpu.core().copy_state_element(sg, 1, fg, 0);
     Tensor hc2 = Tensor::empty({2, c.head_width()}), hg2 = Tensor::empty({2, c.head_width()}, kGpu);
     for (int64_t t = T; t < c.sequence_length(); ++t) {
       std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
       Tensor tt = Tensor::from_vector(tok, {2});
-      m.cpu.step(fc, tt, hc2);
-      m.gpu.step(fg, tt.to(kGpu), hg2);
+      m.cpu.core().step(fc, tt, hc2);
+      m.gpu.core().step(fg, tt.to(kGpu), hg2);
     }
     CHECK(rel_error(hg2, hc2) < 1e-4);
   }
@@ -163,23 +163,23 @@ TEST_CASE("cuda recurrent steps replayed from a CUDA graph give the launched ste
   ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   c.transformer.ff_conv = rng.integer(0, 1) ? 3 : 0;
   ImageModel gpu(c, kGpu);
-  gpu.init_parameters(seed);
+  gpu.core().init_parameters(seed);
   const int64_t L = c.sequence_length();
   std::vector<int32_t> tokens(static_cast<size_t>(3 * L));
   for (auto& v : tokens) v = int32_t(rng.integer(0, 255));
   // Steps a, b (a batch of B each) in turn, then a alone, then a batch of 1; returns every head.
   auto run = [&](bool graphs, DType dtype) {
     set_cuda_graphs(graphs);
-    gpu.prepare_step(Precision{Products::fp32, dtype});
+    gpu.core().prepare_step(Precision{Products::fp32, dtype});
     std::vector<float> heads;
     auto step = [&](RecurrentState& st, int64_t B, int64_t t) {
       std::vector<int32_t> col(tokens.begin() + t * B, tokens.begin() + (t + 1) * B);
       Tensor h = Tensor::empty({B, c.head_width()}, kGpu);
-      gpu.step(st, Tensor::from_vector(col, {B}).to(kGpu), h);  // at st's position, t
+      gpu.core().step(st, Tensor::from_vector(col, {B}).to(kGpu), h);  // at st's position, t
       const std::vector<float> v = h.to_vector();
       heads.insert(heads.end(), v.begin(), v.end());
     };
-    RecurrentState a = gpu.new_state(2, dtype), b = gpu.new_state(2, dtype), one = gpu.new_state(1, dtype);
+    RecurrentState a = gpu.core().new_state(2, dtype), b = gpu.core().new_state(2, dtype), one = gpu.core().new_state(1, dtype);
     for (int64_t t = 0; t < 4; ++t) step(a, 2, t), step(b, 2, t);
     for (int64_t t = 4; t < L; ++t) step(a, 2, t);
     for (int64_t t = 0; t < L; ++t) step(one, 1, t);
@@ -227,7 +227,7 @@ TEST_CASE("cuda generation log-likelihoods equal the GPU's parallel pass") {
   INFO("seed " << seed);
   Rng rng(seed);
   ImageModel gpu(small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics), kGpu);
-  gpu.init_parameters(seed);
+  gpu.core().init_parameters(seed);
   check_generation_against_parallel(gpu, seed, 4, 1e-4);
 }
 
@@ -238,7 +238,7 @@ TEST_CASE("cuda bf16 state: half the bytes of S, and generation log-likelihoods 
   Rng rng(seed);
   ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   ImageModel gpu(c, kGpu);
-  gpu.init_parameters(seed);
+  gpu.core().init_parameters(seed);
   const int64_t B = 4, fp32_state = gpu.core().state_numel(B, DType::f32);
   const int64_t H = c.transformer.heads, E = c.transformer.head_dim, layers = c.transformer.layers;
   CHECK(fp32_state - gpu.core().state_numel(B, DType::bf16) == layers * (B * H * E * E - (B * H * E * E + 1) / 2));
@@ -252,29 +252,29 @@ TEST_CASE("cuda bf16 state: prefill, a fork and steps stay within bf16 rounding 
   Rng rng(seed);
   ImageModelConfig c = small_config(rng, AttentionKind::linear, HeadKind::mixture_of_logistics);
   ImageModel fp32(c, kGpu), bf16(c, kGpu);
-  fp32.init_parameters(seed);
-  bf16.init_parameters(seed);
-  bf16.prepare_step(Precision{Products::fp32, DType::bf16});
+  fp32.core().init_parameters(seed);
+  bf16.core().init_parameters(seed);
+  bf16.core().prepare_step(Precision{Products::fp32, DType::bf16});
   const int64_t B = 3, S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 2);
   std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
   std::vector<int32_t> prefix;
   for (int64_t b = 0; b < B; ++b) prefix.insert(prefix.end(), px.begin() + b * S, px.begin() + b * S + T);
   Tensor tokens = Tensor::from_vector(prefix, {B, T}).to(kGpu);
-  RecurrentState s32 = fp32.new_state(B), s16 = bf16.new_state(B, DType::bf16);
+  RecurrentState s32 = fp32.core().new_state(B), s16 = bf16.core().new_state(B, DType::bf16);
   Tensor h32 = Tensor::empty({B, c.head_width()}, kGpu), h16 = Tensor::empty({B, c.head_width()}, kGpu);
-  fp32.prefill(tokens, s32, h32);
-  bf16.prefill(tokens, s16, h16);
+  fp32.core().prefill(tokens, s32, h32);
+  bf16.core().prefill(tokens, s16, h16);
   CHECK(rel_error(h16, h32) < 1e-4);  // the head after the prefix comes from the parallel pass
   // Fork element 1 into slot 0 of a batch of 2 and step both to the end.
-  RecurrentState f32 = fp32.new_state(2), f16 = bf16.new_state(2, DType::bf16);
-  fp32.copy_state_element(s32, 1, f32, 0);
-  bf16.copy_state_element(s16, 1, f16, 0);
+  RecurrentState f32 = fp32.core().new_state(2), f16 = bf16.core().new_state(2, DType::bf16);
+  fp32.core().copy_state_element(s32, 1, f32, 0);
+  bf16.core().copy_state_element(s16, 1, f16, 0);
   Tensor g32 = Tensor::empty({2, c.head_width()}, kGpu), g16 = Tensor::empty({2, c.head_width()}, kGpu);
   for (int64_t t = T; t < c.sequence_length(); ++t) {
     std::vector<int32_t> tok{px[S + t], int32_t(rng.integer(0, 255))};
     Tensor tt = Tensor::from_vector(tok, {2}).to(kGpu);
-    fp32.step(f32, tt, g32);
-    bf16.step(f16, tt, g16);
+    fp32.core().step(f32, tt, g32);
+    bf16.core().step(f16, tt, g16);
   }
   // Slot 0 continues element 1's prefix: only the state's rounding separates them.
   const std::vector<float> a = g32.to_vector(), b = g16.to_vector();

@@ -250,7 +250,7 @@ std::vector<SavedModel> saved_models(const TempDir& tmp, uint64_t seed) {
   image.mixtures = 2;
   image.transformer = TransformerConfig{1, 2, 8, 16, 32};
   ImageModel im(image, Device::cpu);
-  im.init_parameters(seed);
+  im.core().init_parameters(seed);
   out.push_back({tmp.file("image.safetensors"), [](const std::string& p) { ImageModel::load(p, Device::cpu); }});
   im.save(out.back().path);
   CopyTaskConfig copy{16, 5, TransformerConfig{1, 2, 8, 16, 32}};

@@ -53,15 +53,15 @@ std::vector<double> per_image(const std::vector<double>& per_subpixel, int64_t B
 std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std::vector<int32_t>& image, int64_t T,
                                                    const Precision& precision = {}) {
   const int64_t S = int64_t(image.size());
-  model.prepare_step(precision);
-  RecurrentState state = model.new_state(1, precision.state);
+  model.core().prepare_step(precision);
+  RecurrentState state = model.core().new_state(1, precision.state);
   Tensor head = Tensor::empty({1, model.config().head_width()}), nll = Tensor::empty({1});
-  model.prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, head);
+  model.core().prefill(Tensor::from_vector(std::vector<int32_t>(image.begin(), image.begin() + T), {1, T}), state, head);
   double total = 0;
   for (int64_t t = T; t < S; ++t) {
     model.log_loss(head, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), nll);
     total += nll.to_vector()[0];
-    if (t + 1 < S) model.step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), head);
+    if (t + 1 < S) model.core().step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), head);
   }
   Tensor per = Tensor::empty({1, S - 1});
   model.forward(Tensor::from_vector(image, {1, S}), pass(false, 0), &per);
@@ -79,7 +79,7 @@ TEST_CASE("recurrent sampling log-likelihoods equal the parallel model on the sa
       const uint64_t seed = fresh_seed();
       INFO("seed " << seed << " " << std::string(attention_name(kind)) << " channels " << channels);
       ImageModel model(small_config(kind, channels), Device::cpu);
-      model.init_parameters(seed);
+      model.core().init_parameters(seed);
       const int64_t B = 3;
       ImageGenerator gen(model, B);
       std::vector<uint8_t> pixels;
@@ -94,7 +94,7 @@ TEST_CASE("the same seed gives the same images and another seed other images") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   ImageGenerator gen(model, 4);
   std::vector<uint8_t> a, b, c;
   gen.generate(seed, a);
@@ -110,7 +110,7 @@ TEST_CASE("the first subpixel is drawn from the model's histogram") {
   c.first_subpixel_histogram[77] = 3;
   c.first_subpixel_histogram[200] = 1;
   ImageModel model(c, Device::cpu);
-  model.init_parameters(5);
+  model.core().init_parameters(5);
   const int64_t B = 64, S = c.subpixels();
   ImageGenerator gen(model, B);
   std::vector<uint8_t> pixels;
@@ -131,7 +131,7 @@ TEST_CASE("completions keep every known subpixel for prefix and scattered masks"
     ImageModelConfig c = small_config(AttentionKind::linear, 3);
     c.transformer.set_attention(attention);
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t K = 5, S = model.config().subpixels();
     ImageGenerator gen(model, K);
     for (int pattern = 0; pattern < 3; ++pattern) {
@@ -162,7 +162,7 @@ TEST_CASE("a completion from a prefill equals one that steps through the prefix"
   INFO("seed " << seed);
   Rng rng(seed);
   ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   std::vector<int32_t> image(model.config().subpixels());
   for (auto& v : image) v = int32_t(rng.integer(0, 255));
   const auto [total, parallel] = prefill_and_parallel_nll(model, image, 7);
@@ -180,7 +180,7 @@ TEST_CASE("bf16 steps track the fp32 model and switching back restores fp32 exac
     ImageModelConfig c = small_config(kind, 1);
     c.transformer = TransformerConfig{2, 4, 8, 32, 64, kind, Direction::causal, "elu", 0.f};
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t B = 5;
     ImageGenerator gen(model, B), gen16(model, B, Precision{Products::bf16, DType::bf16});
     std::vector<uint8_t> fp32, again, pixels;
@@ -207,16 +207,16 @@ TEST_CASE("at bf16 the linear state takes half the bytes and a prefill continues
   ImageModelConfig c = small_config(AttentionKind::linear, 1);
   c.transformer = TransformerConfig{2, 4, 8, 32, 64, AttentionKind::linear, Direction::causal, "elu", 0.f};
   ImageModel model(c, Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   const int64_t B = 3, H = 4, E = 8, per_layer_z = B * H * E;
   CHECK(model.core().state_numel(B, DType::f32) == 2 * (B * H * E * E + per_layer_z));
   CHECK(model.core().state_numel(B, DType::bf16) == 2 * (B * H * E * E / 2 + per_layer_z));
-  CHECK(model.new_state(B, DType::bf16).buffer.numel() == 2 * (B * H * E * E / 2 + per_layer_z));
+  CHECK(model.core().new_state(B, DType::bf16).buffer.numel() == 2 * (B * H * E * E / 2 + per_layer_z));
   // A state whose buffer does not match its dtype is refused, naming both.
-  RecurrentState wrong = model.new_state(B);
+  RecurrentState wrong = model.core().new_state(B);
   wrong.layout.dtype = DType::bf16;
   Tensor tokens = Tensor::zeros({B}, Device::cpu, DType::i32), head = Tensor::empty({B, c.head_width()});
-  CHECK_THROWS_WITH_AS(model.step(wrong, tokens, head), doctest::Contains("bfloat16 S"), lt::Error);
+  CHECK_THROWS_WITH_AS(model.core().step(wrong, tokens, head), doctest::Contains("bfloat16 S"), lt::Error);
 
   // Prefill a prefix into a bf16 state, then step: the image's log-likelihood
   // stays within a percent of the fp32 parallel model's.
@@ -230,13 +230,13 @@ TEST_CASE("generation packs the weights it samples with afresh: changed weights 
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   ImageModel model(small_config(AttentionKind::linear, 1), Device::cpu), other(model.config(), Device::cpu);
-  model.init_parameters(seed);
-  other.init_parameters(seed + 1);
+  model.core().init_parameters(seed);
+  other.core().init_parameters(seed + 1);
   ImageGenerator gen(model, 3), other_gen(other, 3);
   std::vector<uint8_t> before, after, want;
   gen.generate(seed, before);
-  Tensor values = model.params().values();  // a view: writes reach the model
-  values.copy_from(other.params().values());
+  Tensor values = model.core().params().values();  // a view: writes reach the model
+  values.copy_from(other.core().params().values());
   gen.generate(seed, after);
   other_gen.generate(seed, want);
   CHECK(after == want);

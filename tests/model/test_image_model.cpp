@@ -48,19 +48,19 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
     ImageModelConfig c = tiny_config(kind);
     c.transformer.dropout = 0.2f;  // a fixed dropout seed makes the loss a deterministic function
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     Tensor images = random_images(rng, 2, c.subpixels());
-    model.params().zero_grad();
+    model.core().params().zero_grad();
     model.forward(images, pass(true, 77));
-    model.backward();
-    std::vector<float> grads = model.params().grads().to_vector();
+    model.core().backward();
+    std::vector<float> grads = model.core().params().grads().to_vector();
 
-    Tensor values = model.params().values();
+    Tensor values = model.core().params().values();
     GradientProbes g;
     for (int probe = 0; probe < 60; ++probe) {
       // Random coordinates of random parameters (skipping alignment padding).
-      size_t p = size_t(rng.integer(0, int64_t(model.params().size()) - 1));
-      Tensor t = model.params().value(p);
+      size_t p = size_t(rng.integer(0, int64_t(model.core().params().size()) - 1));
+      Tensor t = model.core().params().value(p);
       int64_t offset = (t.data() - values.data()) + rng.integer(0, t.numel() - 1);
       g.probe(values, grads, offset, [&] { return model.forward(images, pass(true, 77)); });
     }
@@ -78,7 +78,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       ImageModelConfig c = tiny_config(kind, head);
       c.transformer.dropout = 0.1f;  // must be off in eval and in the step
       ImageModel model(c, Device::cpu);
-      model.init_parameters(seed);
+      model.core().init_parameters(seed);
       const int64_t B = 3, S = c.subpixels(), L = c.sequence_length();
       Tensor images = random_images(rng, B, S);
       Tensor nll = Tensor::empty({B * L});
@@ -86,7 +86,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       std::vector<float> parallel = nll.to_vector();
 
       std::vector<int32_t> px = images.to_vector_i32();
-      RecurrentState state = model.new_state(B);
+      RecurrentState state = model.core().new_state(B);
       Tensor logits = Tensor::empty({B, c.head_width()});
       Tensor step_nll = Tensor::empty({B});
       std::vector<double> recurrent(B * L);
@@ -94,7 +94,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       for (int64_t t = 0; t < L; ++t) {
         std::vector<int32_t> tok(B), next(B);
         for (int64_t b = 0; b < B; ++b) tok[b] = px[b * S + t], next[b] = px[b * S + t + 1];
-        model.step(state, Tensor::from_vector(tok, {B}), logits);
+        model.core().step(state, Tensor::from_vector(tok, {B}), logits);
         model.log_loss(logits, Tensor::from_vector(next, {B}), step_nll);
         std::vector<float> s = step_nll.to_vector();
         for (int64_t b = 0; b < B; ++b) recurrent[b * L + t] = s[b], sum += s[b];
@@ -112,26 +112,26 @@ TEST_CASE("prefill then step continues exactly like stepping from the start and 
     Rng rng(seed);
     ImageModelConfig c = tiny_config(kind);
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t S = c.subpixels(), T = rng.integer(1, c.sequence_length() - 1);
     std::vector<int32_t> px = random_images(rng, 1, S).to_vector_i32();
 
-    RecurrentState stepped = model.new_state(1);
+    RecurrentState stepped = model.core().new_state(1);
     Tensor head = Tensor::empty({1, c.head_width()});
-    for (int64_t t = 0; t < T; ++t) model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), head);
-    RecurrentState prefilled = model.new_state(1);
+    for (int64_t t = 0; t < T; ++t) model.core().step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t]}, {1}), head);
+    RecurrentState prefilled = model.core().new_state(1);
     Tensor head2 = Tensor::empty({1, c.head_width()});
-    model.prefill(Tensor::from_vector(std::vector<int32_t>(px.begin(), px.begin() + T), {1, T}), prefilled, head2);
+    model.core().prefill(Tensor::from_vector(std::vector<int32_t>(px.begin(), px.begin() + T), {1, T}), prefilled, head2);
     CHECK(rel_error(head2, head) < 1e-5);
 
     // Fork the prefilled state into slot 2 of a batch of 3 and continue both.
-    RecurrentState forked = model.new_state(3);
-    model.copy_state_element(prefilled, 0, forked, 2);
+    RecurrentState forked = model.core().new_state(3);
+    model.core().copy_state_element(prefilled, 0, forked, 2);
     CHECK(prefilled.position == T);
     CHECK(forked.position == T);
     Tensor h1 = Tensor::empty({1, c.head_width()}), h3 = Tensor::empty({3, c.head_width()});
-    model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), h1);
-    model.step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), h3);
+    model.core().step(stepped, Tensor::from_vector(std::vector<int32_t>{px[T]}, {1}), h1);
+    model.core().step(forked, Tensor::from_vector(std::vector<int32_t>{0, 0, px[T]}, {3}), h3);
     CHECK(rel_error(h3.rows(2, 3), h1) < 1e-5);
   }
 }
@@ -143,14 +143,14 @@ TEST_CASE("an image model continued over random chunks gives the heads of steppi
     Rng rng(seed);
     ImageModelConfig c = tiny_config(kind);
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t B = 2, S = c.subpixels(), L = c.sequence_length(), P = c.head_width();
     std::vector<int32_t> px = random_images(rng, B, S).to_vector_i32();
-    RecurrentState stepped = model.new_state(B), chunked = model.new_state(B);
+    RecurrentState stepped = model.core().new_state(B), chunked = model.core().new_state(B);
     Tensor head = Tensor::empty({B, P});
     std::vector<float> want, got(B * L * P);
     for (int64_t t = 0; t < L; ++t) {
-      model.step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t], px[S + t]}, {B}), head);
+      model.core().step(stepped, Tensor::from_vector(std::vector<int32_t>{px[t], px[S + t]}, {B}), head);
       const std::vector<float> h = head.to_vector();
       want.insert(want.end(), h.begin(), h.end());  // position-major [L, B, P]
     }
@@ -159,7 +159,7 @@ TEST_CASE("an image model continued over random chunks gives the heads of steppi
       std::vector<int32_t> tok;
       for (int64_t b = 0; b < B; ++b) tok.insert(tok.end(), px.begin() + b * S + t0, px.begin() + b * S + t0 + T);
       Tensor heads = Tensor::empty({B, T, P});
-      model.continue_chunk(chunked, Tensor::from_vector(tok, {B, T}), heads);
+      model.core().continue_chunk(chunked, Tensor::from_vector(tok, {B, T}), heads);
       const std::vector<float> h = heads.to_vector();
       for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t)
@@ -177,7 +177,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   Rng rng(seed);
   ImageModelConfig c = tiny_config(AttentionKind::linear);
   ImageModel model(c, Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   Tensor images = random_images(rng, 2, c.subpixels());
   double loss = model.forward(images, pass(false, 0));
 
@@ -193,7 +193,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   CHECK(loaded->forward(images, pass(false, 0)) == doctest::Approx(loss).epsilon(1e-7));
 
   // Without the heads metadata the checkpoint cannot be interpreted.
-  auto tensors = model.params().named_values();
+  auto tensors = model.core().params().named_values();
   auto meta = model.metadata();
   meta.erase("heads");
   std::string bad = (dir / "noheads.safetensors").string();

@@ -51,7 +51,7 @@ std::vector<float> prefix_pass_nll(ImageModel& model, const std::vector<uint8_t>
 
 TEST_CASE("an LSH model is sampled by recomputation, and asked for its recurrent form it says it has none") {
   ImageModel model(small_config("lsh-1", 64), Device::cpu);
-  model.init_parameters(3);
+  model.core().init_parameters(3);
   CHECK(ImageGenerator(model, 2).form() == GenerationForm::recompute);
   CHECK_THROWS_WITH_AS(ImageGenerator(model, 2, {}, GenerationForm::recurrent),
                        doctest::Contains("no recurrent form"), Error);
@@ -62,7 +62,7 @@ TEST_CASE("recomputation samples the images the recurrent form samples") {
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " " << attention);
     ImageModel model(small_config(attention, 64), Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t B = 3;
     ImageGenerator recurrent(model, B), recompute(model, B, {}, GenerationForm::recompute);
     REQUIRE(recurrent.form() == GenerationForm::recurrent);
@@ -82,7 +82,7 @@ TEST_CASE("LSH sampling: each subpixel's NLL is the parallel pass's over its pre
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " " << attention);
     ImageModel model(small_config(attention, 64), Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t B = 3, S = model.config().subpixels();
     ImageGenerator gen(model, B);
     std::vector<uint8_t> pixels;
@@ -104,7 +104,7 @@ TEST_CASE("LSH with one bucket: sampling NLLs equal one parallel pass over the f
     const uint64_t seed = fresh_seed();
     INFO("seed " << seed << " " << attention);
     ImageModel model(small_config(attention, 1), Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     const int64_t B = 3, S = model.config().subpixels();
     ImageGenerator gen(model, B);
     std::vector<uint8_t> pixels;

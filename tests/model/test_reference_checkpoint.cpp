@@ -192,8 +192,8 @@ TEST_CASE("a reference checkpoint of an image size the sequence cannot tell need
   c.mixtures = 2;
   c.transformer = TransformerConfig{1, 2, 4, 8, 32, AttentionKind::linear, Direction::causal, "elu", 0.1f};
   ImageModel lt_model(c, Device::cpu);
-  lt_model.init_parameters(seed);
-  std::map<std::string, Tensor> tensors = lt_model.params().named_values();
+  lt_model.core().init_parameters(seed);
+  std::map<std::string, Tensor> tensors = lt_model.core().params().named_values();
   tensors["pos_embedding.pe"] = Tensor::from_vector(torch_position_buffer(15, 4), {1, 15, 4});
   const std::string bare = dir.file("bare.safetensors");
   save_safetensors(bare, tensors, {{"heads", "2"}, {"attention", "causal-linear"}});

@@ -82,7 +82,7 @@ struct TrainedState {
 
 TrainedState state_of(ImageModel& model, const Trainer& trainer) {
   TrainedState s;
-  s.values = floats(model.params().values());
+  s.values = floats(model.core().params().values());
   s.exp_avg = floats(trainer.optimizer().state().at("exp_avg"));
   s.exp_avg_sq = floats(trainer.optimizer().state().at("exp_avg_sq"));
   s.step = trainer.step();
@@ -116,8 +116,8 @@ SequenceBatch bad_tokens(const ImageModel& model, std::vector<int32_t> px, int64
 TrainedState train_straight(const ImageDataset& data, const TrainOptions& opt, const TrainLoopSettings& s,
                             uint64_t init_seed) {
   ImageModel model(tiny_model_config(), Device::cpu);
-  model.init_parameters(init_seed);
-  Trainer trainer(model.params(), opt);
+  model.core().init_parameters(init_seed);
+  Trainer trainer(model.core().params(), opt);
   TrainResult r = train_images(model, trainer, opt, data, s, nullptr);
   CHECK(r.status == TrainStatus::finished);
   CHECK(r.step == s.steps);
@@ -128,7 +128,7 @@ TrainedState train_straight(const ImageDataset& data, const TrainOptions& opt, c
 TrainedState resume_from(const std::string& path, const ImageDataset& data, const TrainOptions& opt,
                          TrainLoopSettings s) {
   auto model = ImageModel::load(path, Device::cpu);
-  Trainer trainer(model->params(), opt);
+  Trainer trainer(model->core().params(), opt);
   trainer.restore(load_safetensors(path));
   s.checkpoint = path;
   TrainResult r = train_images(*model, trainer, opt, data, s, nullptr);
@@ -200,8 +200,8 @@ TEST_CASE("resuming from a checkpoint is bitwise the same as training straight t
     // First half, checkpointed at its end.
     const std::string path = dir.file("half.safetensors");
     ImageModel model(tiny_model_config(), Device::cpu);
-    model.init_parameters(seed);
-    Trainer trainer(model.params(), opt);
+    model.core().init_parameters(seed);
+    Trainer trainer(model.core().params(), opt);
     TrainLoopSettings half = s;
     half.steps = k / 2;
     half.checkpoint = path;
@@ -233,8 +233,8 @@ TEST_CASE("the stop flag checkpoints the current step and the checkpoint resumes
 
   s.checkpoint = dir.file("stopped.safetensors");
   ImageModel model(tiny_model_config(), Device::cpu);
-  model.init_parameters(seed);
-  Trainer trainer(model.params(), opt);
+  model.core().init_parameters(seed);
+  Trainer trainer(model.core().params(), opt);
   std::atomic<bool> stop{false};
   std::vector<int64_t> checkpoints;
   auto on_event = [&](const TrainEvent& e) {
@@ -262,19 +262,19 @@ TEST_CASE("a non-finite loss stops before updating and leaves the last good chec
   s.checkpoint_every = 3;
   s.checkpoint = dir.file("run.safetensors");
   ImageModel model(tiny_model_config(), Device::cpu);
-  model.init_parameters(seed);
-  Trainer trainer(model.params(), opt);
+  model.core().init_parameters(seed);
+  Trainer trainer(model.core().params(), opt);
   std::vector<uint8_t> last_good;
   std::vector<float> values_at_poison;
   auto on_event = [&](const TrainEvent& e) {
     if (e.kind == TrainEvent::checkpoint && e.step_index == 6) {
       last_good = read_bytes(s.checkpoint);
       // One NaN in the final LayerNorm's gain poisons every prediction.
-      Tensor g = model.params().value("transformer.norm.weight");
+      Tensor g = model.core().params().value("transformer.norm.weight");
       std::vector<float> v = g.to_vector();
       v[1] = std::numeric_limits<float>::quiet_NaN();
       g.copy_from(Tensor::from_vector(v, g.shape()));
-      values_at_poison = floats(model.params().values());
+      values_at_poison = floats(model.core().params().values());
     }
   };
   TrainResult r = train_images(model, trainer, opt, data, s, on_event);
@@ -289,8 +289,8 @@ TEST_CASE("a non-finite loss stops before updating and leaves the last good chec
   CHECK(read_bytes(s.checkpoint) == last_good);
   // Not updated: the parameters are bitwise those of the poisoned step (the
   // same NaN bits included) and no gradient was taken.
-  CHECK(bitwise_equal(floats(model.params().values()), values_at_poison));
-  for (float g : floats(model.params().grads())) REQUIRE(g == 0.f);
+  CHECK(bitwise_equal(floats(model.core().params().values()), values_at_poison));
+  for (float g : floats(model.core().params().grads())) REQUIRE(g == 0.f);
 }
 
 TEST_CASE("Trainer::restore errors name the checkpoint file") {
@@ -298,13 +298,13 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
   INFO("seed " << seed);
   TempDir dir;
   ImageModel model(tiny_model_config(), Device::cpu);
-  model.init_parameters(seed);
-  Trainer radam(model.params(), cosine_options("radam", 10));
+  model.core().init_parameters(seed);
+  Trainer radam(model.core().params(), cosine_options("radam", 10));
 
   // Trained with radam, restored into adam.
   const std::string with_radam = dir.file("radam.safetensors");
   save_training_checkpoint(with_radam, model.core(), radam, model.metadata());
-  Trainer adam(model.params(), cosine_options("adam", 10));
+  Trainer adam(model.core().params(), cosine_options("adam", 10));
   std::string err = error_of([&] { adam.restore(load_safetensors(with_radam)); });
   CHECK(err.find(with_radam) != std::string::npos);
   CHECK(err.find("radam") != std::string::npos);
@@ -331,7 +331,7 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
   ImageModelConfig bigger = tiny_model_config();
   bigger.transformer.ff_dim = 32;
   ImageModel other(bigger, Device::cpu);
-  Trainer other_trainer(other.params(), cosine_options("radam", 10));
+  Trainer other_trainer(other.core().params(), cosine_options("radam", 10));
   const std::string other_size = dir.file("other-size.safetensors");
   save_training_checkpoint(other_size, other.core(), other_trainer, other.metadata());
   err = error_of([&] { radam.restore(load_safetensors(other_size)); });
@@ -355,17 +355,17 @@ TEST_CASE("training on several CPU threads splits each batch over replicas: the 
     ImageModelConfig c = tiny_model_config();
     c.transformer.dropout = dropout;
     ImageModel model(c, Device::cpu);
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     opt.clip = 0;  // compare the raw update
-    Trainer trainer(model.params(), opt);
+    Trainer trainer(model.core().params(), opt);
     train_images(model, trainer, opt, data, s, nullptr);
-    std::vector<float> v = floats(model.params().values());
+    std::vector<float> v = floats(model.core().params().values());
     set_num_threads(0);
     return v;
   };
   ImageModel init(tiny_model_config(), Device::cpu);
-  init.init_parameters(seed);
-  const std::vector<float> before = floats(init.params().values());
+  init.core().init_parameters(seed);
+  const std::vector<float> before = floats(init.core().params().values());
   const std::vector<float> single = one_step(1, 0.f), split = one_step(2, 0.f);
   std::vector<float> d1(before.size()), d2(before.size());
   for (size_t i = 0; i < before.size(); ++i) d1[i] = single[i] - before[i], d2[i] = split[i] - before[i];
@@ -385,7 +385,7 @@ struct SplitCase {
   SequenceBatch batch;
   ForwardOptions options;
   SplitCase(Rng& rng, uint64_t seed, int64_t B, float dropout) : model(with_dropout(dropout), Device::cpu) {
-    model.init_parameters(seed);
+    model.core().init_parameters(seed);
     std::vector<int32_t> px(B * model.config().subpixels());
     for (auto& x : px) x = int32_t(rng.integer(0, 255));
     batch = model.batch(px, B);
@@ -411,13 +411,13 @@ TEST_CASE("a batch split over threads or micro-batches gives the whole batch's g
   const ForwardOptions& o = t.options;
   auto gradient = [&](int threads, int64_t micro, uint64_t mask_seed) {
     set_num_threads(threads);
-    model.params().zero_grad();
+    model.core().params().zero_grad();
     ReplicaSet replicas(model.core(), B, micro);
     ForwardOptions step = o;
     step.seed = mask_seed;
     const double loss = replicas.forward_backward(batch, step).loss;
     set_num_threads(0);
-    return std::make_pair(loss, floats(model.params().grads()));
+    return std::make_pair(loss, floats(model.core().params().grads()));
   };
   const auto whole = gradient(1, 0, o.seed);
   const Tensor reference = Tensor::from_vector(whole.second, {int64_t(whole.second.size())});
@@ -445,7 +445,7 @@ TEST_CASE("a step that runs out of memory halves its passes until they fit, with
   // What a step holds at its peak in passes of `micro` rows (buffers planned afresh).
   auto peak = [&](int64_t micro) {
     model.core().release_buffers();
-    model.params().zero_grad();
+    model.core().params().zero_grad();
     memory_reset_peak(Device::cpu);
     ReplicaSet replicas(model.core(), B, micro);
     replicas.forward_backward(batch, o);
@@ -455,13 +455,13 @@ TEST_CASE("a step that runs out of memory halves its passes until they fit, with
   REQUIRE(four > two);
   auto gradient = [&](int64_t micro, size_t limit, int64_t* found) {
     model.core().release_buffers();
-    model.params().zero_grad();
+    model.core().params().zero_grad();
     set_memory_limit(Device::cpu, limit);
     ReplicaSet replicas(model.core(), B, micro);
     const double loss = replicas.forward_backward(batch, o).loss;
     *found = replicas.micro_batch();
     set_memory_limit(Device::cpu, 0);
-    return std::make_pair(loss, floats(model.params().grads()));
+    return std::make_pair(loss, floats(model.core().params().grads()));
   };
   int64_t found = 0;
   const auto asked = gradient(2, 0, &found);
@@ -473,7 +473,7 @@ TEST_CASE("a step that runs out of memory halves its passes until they fit, with
   CHECK(bitwise_equal(fitted.second, asked.second));
   // A limit below what one row needs: one line.
   model.core().release_buffers();
-  model.params().zero_grad();
+  model.core().params().zero_grad();
   set_memory_limit(Device::cpu, memory_in_use(Device::cpu) + 1024);
   ReplicaSet replicas(model.core(), B);
   CHECK_THROWS_WITH_AS(replicas.forward_backward(batch, o), doctest::Contains("one row of the batch does not fit"),
@@ -488,7 +488,7 @@ TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   Rng rng(seed);
   set_num_threads(2);
   ImageModel model(tiny_model_config(), Device::cpu);
-  model.init_parameters(seed);
+  model.core().init_parameters(seed);
   const int64_t B = 7, S = model.config().subpixels();
   std::vector<int32_t> px(B * S);
   for (auto& x : px) x = int32_t(rng.integer(0, 255));

@@ -6,8 +6,8 @@
 // (or Linear(d, 256) logits of a categorical head).
 //
 //   auto model = lt::ImageModel::load("weights/mnist.safetensors", lt::Device::cpu);
-//   lt::RecurrentState state = model->new_state(batch);
-//   for (t = 0; t < L; ++t) { model->step(state, tokens, head); model->sample(head, seed, t, tokens); }
+//   lt::RecurrentState state = model->core().new_state(batch);
+//   for (t = 0; t < L; ++t) { model->core().step(state, tokens, head); model->sample(head, seed, t, tokens); }
 //   // a model without a recurrent form (LSH): model->recompute_head(pixels 0..t, B, head) for step t
 #pragma once
 #include <cstdint>
@@ -61,39 +61,18 @@ class ImageModel {
   std::map<std::string, std::string> metadata() const;
 
   const ImageModelConfig& config() const { return config_; }
+  // The sequence model it is: parameters, device, init, backward, the
+  // recurrent state and its step, prefill and chunks are the core's.
   SequenceModel& core() { return *core_; }
   const SequenceModel& core() const { return *core_; }
-  void set_dropout(float p);  // for later training steps, and saved with the model
-  Parameters& params() { return core_->params(); }
-  const Parameters& params() const { return core_->params(); }
-  Device device() const { return core_->device(); }
-  void init_parameters(uint64_t seed) { core_->init_parameters(seed); }
+  // The core's dropout, kept in config().transformer too.
+  void set_dropout(float p);
 
   // ---- training and evaluation ----
   // images int32 [B, subpixels] of bytes (any device). Returns the mean
   // negative log-likelihood in nats per predicted subpixel (bits/dim = that /
   // ln 2). nll, if given, receives [B, sequence_length] per-subpixel values.
   double forward(const Tensor& images, const ForwardOptions& options, Tensor* nll = nullptr);
-  // Gradients of the mean loss of the last forward, accumulated into params().grads().
-  void backward() { core_->backward(); }
-
-  // ---- generation, the recurrent form (SequenceModel's) ----
-  RecurrentState new_state(int64_t batch, DType dtype = DType::f32) const { return core_->new_state(batch, dtype); }
-  // Reads tokens int32 [B], subpixel t (the state's position), and writes
-  // head [B, head_width]: the distribution of subpixel t+1.
-  void step(RecurrentState& state, const Tensor& tokens, Tensor& head) { core_->step(state, tokens, head); }
-  void prepare_step(const Precision& precision) { core_->prepare_step(precision); }
-  // Consumes tokens int32 [B, T] (subpixels 0..T-1) in one parallel pass;
-  // writes the state after them and head [B, head_width] for subpixel T.
-  void prefill(const Tensor& tokens, RecurrentState& state, Tensor& head) { core_->prefill(tokens, state, head); }
-  // Subpixels t0..t0+T-1 of tokens int32 [B, T] after a state holding 0..t0-1:
-  // heads [B, T, head_width] for subpixels t0+1..t0+T.
-  void continue_chunk(RecurrentState& state, const Tensor& tokens, Tensor& heads) {
-    core_->continue_chunk(state, tokens, heads);
-  }
-  void copy_state_element(const RecurrentState& from, int64_t src, RecurrentState& to, int64_t dst) const {
-    core_->copy_state_element(from, src, to, dst);
-  }
 
   // ---- generation by recomputation: any model, the only way for LSH ----
   // One parallel pass over prefix [rows, T] (host bytes of subpixels
