@@ -109,7 +109,7 @@ LT_API void lt_set_threads(int threads);
 
 typedef struct lt_state lt_state;
 
-/* A state for `batch` sequences at position 0. */
+/* A state for `batch` sequences at position 0, S at the model's precision. */
 LT_API lt_status lt_state_new(lt_model* model, int64_t batch, lt_state** state);
 /* A copy of the state, at the same position, independent from then on. */
 LT_API lt_status lt_state_fork(const lt_state* state, lt_state** copy);
@@ -144,6 +144,7 @@ LT_API void lt_state_free(lt_state* state); /* NULL is ignored */
  * every device. */
 LT_API lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint64_t seed, int64_t position,
                                int32_t* bytes);
+
 typedef struct lt_image_options {
   uint64_t seed;   /* batch j draws from seed + j: the same seed and batch give the same images */
   int64_t batch;   /* images sampled together (0: all at once); a last, smaller batch is computed at this
