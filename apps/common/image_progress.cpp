@@ -1,7 +1,5 @@
 #include "image_progress.h"
 
-#include <algorithm>
-
 namespace lt::app {
 
 ImageProgress::ImageProgress(int64_t total, bool quiet, int64_t height, int64_t width, int64_t channels)
@@ -12,15 +10,18 @@ ImageProgress::ImageProgress(int64_t total, bool quiet, int64_t height, int64_t 
       channels_(channels) {}
 
 lt_image_options ImageProgress::options(uint64_t seed, int64_t rows, int64_t done, int64_t per_subpixel,
-                                        std::string label, std::vector<uint8_t> known) {
-  rows_ = rows;
+                                        std::string label, const std::vector<uint8_t>& known) {
   done_ = done;
   per_subpixel_ = per_subpixel;
   label_ = std::move(label);
   grid_.reset();
   if (draw_) {
     grid_ = std::make_unique<TerminalGrid>(rows, height_, width_, channels_, detect_color_mode());
-    if (!known.empty()) grid_->set_known(std::move(known));
+    if (!known.empty()) {
+      std::vector<uint8_t> every;  // the mask of each image the grid shows
+      for (int64_t i = 0; i < rows; ++i) every.insert(every.end(), known.begin(), known.end());
+      grid_->set_known(std::move(every));
+    }
   }
   lt_image_options o = lt_image_default_options();
   o.seed = seed;
@@ -29,19 +30,15 @@ lt_image_options ImageProgress::options(uint64_t seed, int64_t rows, int64_t don
   return o;
 }
 
-void ImageProgress::on_subpixel(int64_t, int64_t rows, int64_t subpixel, const uint8_t* pixels, void* user) {
+void ImageProgress::on_subpixel(int64_t, int64_t, int64_t subpixel, const uint8_t* pixels, void* user) {
   auto& self = *static_cast<ImageProgress*>(user);
-  if (self.grid_) {
-    self.shown_.assign(pixels, pixels + rows * self.height_ * self.width_ * self.channels_);
-    self.grid_->draw(self.shown_, subpixel + 1);
-  }
+  if (self.grid_) self.grid_->draw(pixels, subpixel + 1);
   self.progress_.update(self.done_ + (subpixel + 1) * self.per_subpixel_, self.label_);
 }
 
 void ImageProgress::finish_call(const uint8_t* pixels) {
   if (!grid_) return;
-  shown_.assign(pixels, pixels + rows_ * height_ * width_ * channels_);
-  grid_->finish(shown_);
+  grid_->finish(pixels);
   grid_.reset();
 }
 

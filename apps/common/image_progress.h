@@ -20,10 +20,10 @@ class ImageProgress {
   // Images drawn in a fresh grid by the next call of lt_image_sample or
   // lt_image_complete (`rows` of them): `done` subpixels were drawn before,
   // each subpixel of the call counts `per_subpixel` (its images), `label`
-  // follows the count. known (rows x subpixels, or empty) marks what a
-  // completion keeps.
+  // follows the count. known (one image's subpixels, or empty) marks what
+  // each completion keeps.
   lt_image_options options(uint64_t seed, int64_t rows, int64_t done, int64_t per_subpixel, std::string label,
-                           std::vector<uint8_t> known = {});
+                           const std::vector<uint8_t>& known = {});
   // The call's last frame, its pixels [rows x subpixels].
   void finish_call(const uint8_t* pixels);
   void finish() { progress_.finish(); }
@@ -32,10 +32,9 @@ class ImageProgress {
   static void on_subpixel(int64_t first, int64_t rows, int64_t subpixel, const uint8_t* pixels, void* user);
   Progress progress_;
   bool draw_;
-  int64_t height_, width_, channels_, rows_ = 0, done_ = 0, per_subpixel_ = 0;
+  int64_t height_, width_, channels_, done_ = 0, per_subpixel_ = 0;
   std::string label_;
   std::unique_ptr<TerminalGrid> grid_;
-  std::vector<uint8_t> shown_;  // the grid's pixels
 };
 
 }  // namespace lt::app

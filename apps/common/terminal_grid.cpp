@@ -46,7 +46,7 @@ TerminalGrid::TerminalGrid(int64_t count, int64_t height, int64_t width, int64_t
   drawn_.assign(total_lines_, std::string());
 }
 
-void TerminalGrid::cell_color(const std::vector<uint8_t>& pixels, int64_t decided, int64_t image, int64_t y,
+void TerminalGrid::cell_color(const uint8_t* pixels, int64_t decided, int64_t image, int64_t y,
                               int64_t x, int& r, int& g, int& b, bool& pending) const {
   const int64_t S = height_ * width_ * channels_, base = image * S + (y * width_ + x) * channels_;
   const bool known = known_.empty() ? base + channels_ - 1 < decided
@@ -80,7 +80,7 @@ static void append_color(std::string& s, bool fg, int r, int g, int b, ColorMode
   s += buf;
 }
 
-std::string TerminalGrid::render_line(const std::vector<uint8_t>& pixels, int64_t decided, int64_t line) const {
+std::string TerminalGrid::render_line(const uint8_t* pixels, int64_t decided, int64_t line) const {
   const int64_t grid_row = line / (lines_per_image_ + 1), within = line % (lines_per_image_ + 1);
   std::string s;
   if (within == lines_per_image_) return s;  // blank line between rows of images
@@ -114,7 +114,7 @@ std::string TerminalGrid::render_line(const std::vector<uint8_t>& pixels, int64_
   return s;
 }
 
-void TerminalGrid::draw(const std::vector<uint8_t>& pixels, int64_t decided, bool force) {
+void TerminalGrid::draw(const uint8_t* pixels, int64_t decided, bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (started_ && !force && now - last_ < std::chrono::milliseconds(33)) return;
   last_ = now;
@@ -137,7 +137,7 @@ void TerminalGrid::draw(const std::vector<uint8_t>& pixels, int64_t decided, boo
   }
 }
 
-void TerminalGrid::finish(const std::vector<uint8_t>& pixels) {
+void TerminalGrid::finish(const uint8_t* pixels) {
   draw(pixels, count_ * height_ * width_ * channels_, true);
 }
 

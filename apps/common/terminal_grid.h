@@ -25,17 +25,17 @@ class TerminalGrid {
   TerminalGrid(int64_t count, int64_t height, int64_t width, int64_t channels, ColorMode mode);
   // pixels [count, subpixels]; subpixels at index >= decided are not known yet
   // and drawn as a placeholder. Redraws at most ~30 times a second unless force.
-  void draw(const std::vector<uint8_t>& pixels, int64_t decided, bool force = false);
+  void draw(const uint8_t* pixels, int64_t decided, bool force = false);
   // Per-subpixel mask (count x subpixels) of what is decided, for completions
   // whose known pixels are not a prefix; overrides `decided` where set.
   void set_known(std::vector<uint8_t> known) { known_ = std::move(known); }
   // Final frame; the cursor ends below the grid.
-  void finish(const std::vector<uint8_t>& pixels);
+  void finish(const uint8_t* pixels);
   int64_t shown() const { return shown_; }  // images that fit on screen
 
  private:
-  std::string render_line(const std::vector<uint8_t>& pixels, int64_t decided, int64_t line) const;
-  void cell_color(const std::vector<uint8_t>& pixels, int64_t decided, int64_t image, int64_t y, int64_t x,
+  std::string render_line(const uint8_t* pixels, int64_t decided, int64_t line) const;
+  void cell_color(const uint8_t* pixels, int64_t decided, int64_t image, int64_t y, int64_t x,
                   int& r, int& g, int& b, bool& pending) const;
 
   int64_t count_, height_, width_, channels_;

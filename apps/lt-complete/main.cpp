@@ -124,9 +124,7 @@ int run(const Args& a) {
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t n = 0; n < a.inputs.size(); ++n) {
     const Known& k = inputs[n];
-    std::vector<uint8_t> known;
-    for (int64_t i = 0; i < K; ++i) known.insert(known.end(), k.known.begin(), k.known.end());
-    const lt_image_options o = progress.options(seed + n, K, int64_t(n) * S, 1, a.inputs[n], std::move(known));
+    const lt_image_options o = progress.options(seed + n, K, int64_t(n) * S, 1, a.inputs[n], k.known);
     lt::api::ok(lt_image_complete(model.get(), k.values.data(), k.known.data(), K, &o, pixels.data()));
     progress.finish_call(pixels.data());
 

@@ -16,8 +16,7 @@
 struct lt_model {
   std::string path, family;
   lt::Device device = lt::Device::cpu;
-  bool bf16 = false, tf32 = false;  // lt_model_options::precision, as the tools' --bf16 and --tf32
-  lt::Precision precision;          // of generation: the state API and images
+  lt::Precision precision;          // of generation (lt_model_options): the state API and images
   bool step_prepared = false;       // the model's step packed at `precision` (lt_state_new)
   // lt_image_sample's and lt_image_complete's, kept while the batch size stays.
   std::unique_ptr<lt::ImageGenerator> generator;

@@ -44,8 +44,9 @@ lt_status lt_model_load(const char* path, const lt_model_options* options, lt_mo
     m->path = path;
     m->device = lt::parse_device(o.device);
     lt::require_device(m->device);
-    lt::api::parse_precision(o.precision, "options->precision", m->bf16, m->tf32);
-    m->precision = lt::generation_precision(m->bf16, m->tf32, m->device);
+    bool bf16 = false, tf32 = false;
+    lt::api::parse_precision(o.precision, "options->precision", bf16, tf32);
+    m->precision = lt::generation_precision(bf16, tf32, m->device);
     // A checkpoint without lt.model is the reference's image model.
     m->family = lt::load_safetensors(path).meta("lt.model", "image");
     if (m->family == "image")
