@@ -11,12 +11,15 @@ the CMU dictionary, as a user runs it:
 
     pocketsphinx_batch -lm en-us.lm.bin -dict cmudict-en-us.dict
 
-    scripts/speech/pocketsphinx_per.py data/speech/valid.tsv [--words] [-j JOBS]
+    scripts/speech/pocketsphinx_per.py data/speech/valid.tsv [--words] [-j JOBS] [--cache FILE]
 
 Needs pocketsphinx, pocketsphinx-en-us and sox (apt-get install). The
 references are the manifest's phones column, or its words through the CMU
 dictionary; silences and noises in pocketsphinx's output are dropped. PER
-(or WER) overall and per speaker goes to stdout."""
+(or WER) overall and per speaker goes to stdout. Utterances are decoded
+CHUNK at a time; with --cache each chunk's hypotheses are appended to FILE
+as it ends and those already there are not decoded again, so a long
+measurement (the phone loop runs slower than real time) can stop and go on."""
 import argparse
 import concurrent.futures
 import os
@@ -76,7 +79,11 @@ PHONE_LOOP = ["-allphone", MODEL + "/en-us-phone.lm.bin", "-backtrace", "yes", "
 WORD_DECODER = ["-lm", MODEL + "/en-us.lm.bin", "-dict", MODEL + "/cmudict-en-us.dict"]
 
 
+CHUNK = 20
+
+
 def decode(part, wav_dir, tmp, search):
+    """Hypotheses {id: tokens} of the utterances part[1], named part[0]."""
     ctl, hyp = os.path.join(tmp, f"ctl{part[0]}"), os.path.join(tmp, f"hyp{part[0]}")
     with open(ctl, "w") as f:
         f.writelines(f"{i}\n" for i in part[1])
@@ -91,11 +98,32 @@ def decode(part, wav_dir, tmp, search):
     return out
 
 
+def read_cache(path, mode):
+    """{audio path: tokens} of the cache's lines of this mode (none if it is absent)."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 3 or fields[1] not in ("phones", "words"):
+                sys.exit(f"pocketsphinx_per.py: {path}:{n}: not a cache line (path TAB phones|words TAB tokens)")
+            if fields[1] == mode:
+                out[fields[0]] = fields[2].split()
+    return out
+
+
+def append_cache(path, mode, hyps):
+    with open(path, "a") as f:
+        f.writelines(f"{audio}\t{mode}\t{' '.join(tokens)}\n" for audio, tokens in hyps.items())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("manifest")
     ap.add_argument("--words", action="store_true", help="word error rate of the full word decoder")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="pocketsphinx processes")
+    ap.add_argument("--cache", help="hypotheses file (path TAB phones|words TAB tokens): read, and appended to")
     a = ap.parse_args()
     utts = read_manifest(a.manifest)
     if a.words and any(u["words"] is None for u in utts):
@@ -104,28 +132,39 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"pocketsphinx_per.py: {tool} is not installed (apt-get install sox pocketsphinx pocketsphinx-en-us)")
     phones = {p for u in utts for p in u["ref"]}
+    mode = "words" if a.words else "phones"
+    hyps = read_cache(a.cache, mode) if a.cache else {}
+    todo = [u for u in utts if u["audio"] not in hyps]
     with tempfile.TemporaryDirectory() as tmp:
         wav_dir = os.path.join(tmp, "wav")
         os.makedirs(wav_dir)
-        ids = [f"u{i:06d}" for i in range(len(utts))]
-        for i, u in zip(ids, utts):
+        ids = {}
+        for u in todo:
+            i = ids.setdefault(u["audio"], f"u{len(ids):06d}")
             r = subprocess.run(["sox", u["audio"], "-r", "16000", "-c", "1", "-b", "16", os.path.join(wav_dir, i + ".wav")],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 why = (r.stderr.strip().splitlines() or ["no message"])[-1]
                 sys.exit(f"pocketsphinx_per.py: {u['audio']}: sox cannot read it ({why})")
-        parts = [(k, ids[k::a.jobs]) for k in range(a.jobs) if ids[k::a.jobs]]
-        hyps = {}
-        with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
-            for h in pool.map(lambda p: decode(p, wav_dir, tmp, WORD_DECODER if a.words else PHONE_LOOP), parts):
-                hyps.update(h)
+        audio = {i: path for path, i in ids.items()}
+        order = sorted(audio)
+        parts = [(k, order[k * CHUNK:(k + 1) * CHUNK]) for k in range((len(order) + CHUNK - 1) // CHUNK)]
+        search = WORD_DECODER if a.words else PHONE_LOOP
+        with concurrent.futures.ThreadPoolExecutor(max(a.jobs, 1)) as pool:
+            running = [pool.submit(decode, p, wav_dir, tmp, search) for p in parts]
+            for done, future in enumerate(concurrent.futures.as_completed(running), 1):
+                chunk = {audio[i]: tokens for i, tokens in future.result().items()}
+                hyps.update(chunk)
+                if a.cache:
+                    append_cache(a.cache, mode, chunk)
+                print(f"pocketsphinx_per.py: {done}/{len(parts)} chunks of {CHUNK} decoded", file=sys.stderr)
     errors, total = {}, {}
-    for i, u in zip(ids, utts):
+    for u in utts:
         if a.words:  # fillers (<sil>, [NOISE], ...) dropped, alternates (WORD(2)) read as the word
-            hyp = [re.sub(r"\(\d+\)$", "", w).upper() for w in hyps.get(i, []) if not re.match(r"[<\[]", w)]
+            hyp = [re.sub(r"\(\d+\)$", "", w).upper() for w in hyps.get(u["audio"], []) if not re.match(r"[<\[]", w)]
             ref = u["words"]
         else:
-            hyp, ref = [p for p in hyps.get(i, []) if p in phones], u["ref"]
+            hyp, ref = [p for p in hyps.get(u["audio"], []) if p in phones], u["ref"]
         for key in ("all", u["speaker"]) if u["speaker"] else ("all",):
             errors[key] = errors.get(key, 0) + edit_distance(hyp, ref)
             total[key] = total.get(key, 0) + len(ref)
