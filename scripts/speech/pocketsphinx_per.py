@@ -134,21 +134,20 @@ def main():
     phones = {p for u in utts for p in u["ref"]}
     mode = "words" if a.words else "phones"
     hyps = read_cache(a.cache, mode) if a.cache else {}
-    todo = [u for u in utts if u["audio"] not in hyps]
+    # Each audio file once, unless the cache has it; pocketsphinx reads them as u000000.wav, ...
+    undecoded = dict.fromkeys(u["audio"] for u in utts if u["audio"] not in hyps)
+    audio = {f"u{k:06d}": path for k, path in enumerate(undecoded)}
     with tempfile.TemporaryDirectory() as tmp:
         wav_dir = os.path.join(tmp, "wav")
         os.makedirs(wav_dir)
-        ids = {}
-        for u in todo:
-            i = ids.setdefault(u["audio"], f"u{len(ids):06d}")
-            r = subprocess.run(["sox", u["audio"], "-r", "16000", "-c", "1", "-b", "16", os.path.join(wav_dir, i + ".wav")],
+        for i, path in audio.items():
+            r = subprocess.run(["sox", path, "-r", "16000", "-c", "1", "-b", "16", os.path.join(wav_dir, i + ".wav")],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 why = (r.stderr.strip().splitlines() or ["no message"])[-1]
-                sys.exit(f"pocketsphinx_per.py: {u['audio']}: sox cannot read it ({why})")
-        audio = {i: path for path, i in ids.items()}
-        order = sorted(audio)
-        parts = [(k, order[k * CHUNK:(k + 1) * CHUNK]) for k in range((len(order) + CHUNK - 1) // CHUNK)]
+                sys.exit(f"pocketsphinx_per.py: {path}: sox cannot read it ({why})")
+        ids = list(audio)
+        parts = [(k, ids[k:k + CHUNK]) for k in range(0, len(ids), CHUNK)]
         search = WORD_DECODER if a.words else PHONE_LOOP
         with concurrent.futures.ThreadPoolExecutor(max(a.jobs, 1)) as pool:
             running = [pool.submit(decode, p, wav_dir, tmp, search) for p in parts]
