@@ -10,8 +10,10 @@
 #include "lt/copy_task.h"
 #include "lt/dataset.h"
 #include "lt/image_model.h"
+#include "lt/language_model.h"
 #include "lt/png.h"
 #include "lt/safetensors.h"
+#include "speech/arpa_reference.h"
 #include "speech/random_speech_model.h"
 
 using namespace lt;
@@ -334,4 +336,17 @@ TEST_CASE("load_speech_model: fbank.sample_rate and fbank.bins are checked befor
     const std::string msg = contract_error(edited, [&] { load_speech_model(edited, Device::cpu); });
     CHECK(msg.find(key + " " + value) != std::string::npos);
   }
+}
+
+TEST_CASE("read_arpa: a log10 probability whose natural log overflows to -inf is an error, not a score") {
+  // fuzz_language_model's reproducer (byte 0 dropped): -1.21e308 is finite in
+  // log10 but -inf once scaled, which scoring then took for a damaged model.
+  TempDir tmp;
+  const std::string path = tmp.file("words.arpa");
+  write_text_file(path,
+                  "\\data\\\nngram 1=4\nngram 2=2\n\n\\1-grams:\n-19 <s> -0.3\n-0.7 </s>\n-1.21e308 <un+>\n"
+                  "-0.4 HELLO -.02\n\n\\2-grams:\n-0.1 <s> HELLO\n-0.3 HELLO </s>\n\n\\end\\\n",
+                  false);
+  const std::string msg = contract_error(path, [&] { read_arpa(path); });
+  CHECK(msg.find(":8: '-1.21e308'") != std::string::npos);
 }

@@ -168,6 +168,8 @@ TEST_CASE("read_arpa: a malformed file is one error naming file:line") {
        ":5: the 1-grams section has 3 entries, the \\data\\ header says 4"},
       {"number", head + "\n\\2-grams:\n-0.1x <s> A\n\\end\\\n", ":11: '-0.1x' is not a finite number"},
       {"positive", head + "\n\\2-grams:\n0.2 <s> A\n\\end\\\n", ":11: log10 probability 0.2 is above 0"},
+      {"huge", head + "\n\\2-grams:\n-1.21e308 <s> A\n\\end\\\n", ":11: '-1.21e308' is beyond the +/-1e12 a log10 value may take"},
+      {"huge back-off", "\\data\\\nngram 1=2\nngram 2=1\n\\1-grams:\n-1 <s> 2e12\n-1 </s>\n", ":5: '2e12' is beyond the +/-1e12 a log10 value may take"},
       {"nan", head + "\n\\2-grams:\nnan <s> A\n\\end\\\n", ":11: 'nan' is not a finite number"},
       {"wrong order", head + "\n\\2-grams:\n-0.2 <s> A </s>\n\\end\\\n", ":11: a 2-gram line is a log10 probability, 2 word(s); this one has 4 fields"},
       {"unknown word", head + "\n\\2-grams:\n-0.2 <s> B\n\\end\\\n", ":11: 'B' is not among the 1-grams"},
