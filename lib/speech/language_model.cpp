@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <limits>
 #include <utility>
 
 #include "lt/error.h"
@@ -50,7 +49,7 @@ const LanguageModel::Arc* LanguageModel::arc(int32_t context, int32_t word) cons
   uint8_t has_prob;
   std::memcpy(&has_prob, &a.has_prob, 1);  // a bool's byte may hold anything in a damaged copy
   if (has_prob > 1 || a.next < -1 || size_t(int64_t(a.next) + 1) > context_count_ ||
-      (has_prob && !(a.logp <= 0 && a.logp > -std::numeric_limits<double>::infinity())))
+      (has_prob && !(a.logp <= 0 && a.logp >= -kMaxLog)))
     throw Error(name_ + ": its binary copy " + copy_path_ + " is damaged at arc " + std::to_string(i) +
                 "; remove it and the next load writes it again");
   return &a;

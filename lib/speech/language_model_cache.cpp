@@ -206,7 +206,7 @@ class LanguageModelFile {
       const bool root = i == 0;
       if (root != (c.parent == -1) || !word_ok(c.word, root) || (!root && uint64_t(c.parent) >= contexts) ||
           c.suffix < 0 || uint64_t(c.suffix) >= contexts || c.length < 0 || c.length >= lm.order_ ||
-          !std::isfinite(c.backoff) || (root ? c.length != 0 : ctx[c.parent].length != c.length - 1))
+          !(std::fabs(c.backoff) <= LanguageModel::kMaxLog) || (root ? c.length != 0 : ctx[c.parent].length != c.length - 1))
         return false;
     }
     // Suffix links shorten the history, so every walk along them ends at the empty one.

@@ -24,7 +24,6 @@ namespace {
 constexpr int kMaxOrder = 32;  // a phrase grammar is as long as its longest phrase
 constexpr size_t kMaxLine = 1 << 20;
 const double kLn10 = std::log(10.0);
-const double kMaxLog10 = 1e12;
 
 // Lines of a plain or gzip file, or of text in memory, without their '\n'
 // (and '\r').
@@ -185,10 +184,7 @@ class ArpaReader {
     if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(v))
       throw Error(where() + ": '" + field.substr(0, 40) + "' is not a finite number");
     if (probability && v > 0) throw Error(where() + ": log10 probability " + field + " is above 0");
-    // Real models stay within a few hundred (-99 stands for log 0; phrase
-    // models write -1e9 for "never"). The bound keeps every score, a sum of
-    // back-offs included, finite.
-    if (std::fabs(v) > kMaxLog10)
+    if (std::fabs(v) > LanguageModel::kMaxLog10)
       throw Error(where() + ": '" + field.substr(0, 40) + "' is beyond the +/-1e12 a log10 value may take");
     return v * kLn10;
   }

@@ -77,7 +77,7 @@ TEST_CASE("offline recognition with a causal linear model equals its recurrent s
     state.buffer.zero();
     Tensor head = Tensor::empty({1, C});
     std::vector<double> want;
-    int64_t at = 0, blanks = 0, restarts = 0;
+    int64_t blanks = 0, restarts = 0;
     for (int64_t t = 0; t < P; ++t) {
       m.model->step(state, Tensor::from_vector(std::vector<float>(inputs.begin() + t * F, inputs.begin() + (t + 1) * F), {1, F}), head);
       const std::vector<float> h = head.to_vector();

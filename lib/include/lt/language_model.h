@@ -83,6 +83,11 @@ class LanguageModel {
     bool has_prob;
   };
   static constexpr uint64_t kNoArc = ~0ull;  // ids stay below 2^31
+  // The largest |log10| of a probability or back-off: real models stay within
+  // a few hundred (-99 stands for log 0; phrase models write -1e9), and the
+  // bound keeps every score, a sum of back-offs included, finite.
+  static constexpr double kMaxLog10 = 1e12;
+  static constexpr double kMaxLog = kMaxLog10 * 2.302585092994046;  // the same in natural logs
   static uint64_t key(int32_t context, int32_t word) { return uint64_t(uint32_t(context)) << 32 | uint32_t(word); }
   // The arcs live in one open-addressing table of a power-of-two size
   // (linear probing, at most half full): a search scores every hypothesis's
