@@ -23,7 +23,6 @@ namespace {
 
 constexpr int kMaxOrder = 32;  // a phrase grammar is as long as its longest phrase
 constexpr size_t kMaxLine = 1 << 20;
-const double kLn10 = std::log(10.0);
 
 // Lines of a plain or gzip file, or of text in memory, without their '\n'
 // (and '\r').
@@ -186,7 +185,7 @@ class ArpaReader {
     if (probability && v > 0) throw Error(where() + ": log10 probability " + field + " is above 0");
     if (std::fabs(v) > LanguageModel::kMaxLog10)
       throw Error(where() + ": '" + field.substr(0, 40) + "' is beyond the +/-1e12 a log10 value may take");
-    return v * kLn10;
+    return v * LanguageModel::kLn10;
   }
 
   int32_t add_word(const std::string& raw) {

@@ -87,7 +87,8 @@ class LanguageModel {
   // a few hundred (-99 stands for log 0; phrase models write -1e9), and the
   // bound keeps every score, a sum of back-offs included, finite.
   static constexpr double kMaxLog10 = 1e12;
-  static constexpr double kMaxLog = kMaxLog10 * 2.302585092994046;  // the same in natural logs
+  static constexpr double kLn10 = 2.302585092994046;  // ARPA files give log10, the model keeps ln
+  static constexpr double kMaxLog = kMaxLog10 * kLn10;
   static uint64_t key(int32_t context, int32_t word) { return uint64_t(uint32_t(context)) << 32 | uint32_t(word); }
   // The arcs live in one open-addressing table of a power-of-two size
   // (linear probing, at most half full): a search scores every hypothesis's
