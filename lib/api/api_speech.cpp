@@ -251,3 +251,44 @@ lt_status lt_stream_tentative(const lt_stream* stream, lt_transcript** tail) {
 }
 
 void lt_stream_free(lt_stream* stream) { delete stream; }
+
+struct lt_stream_group {
+  lt_recognizer* recognizer = nullptr;
+  std::unique_ptr<lt::SpeechStreamGroup> group;
+};
+
+lt_status lt_stream_group_new(lt_recognizer* recognizer, lt_stream_group** group) {
+  if (group) *group = nullptr;
+  return lt::api::guarded([&] {
+    require(recognizer, "recognizer");
+    require(group, "group");
+    auto g = std::make_unique<lt_stream_group>();
+    g->recognizer = recognizer;
+    g->group = std::make_unique<lt::SpeechStreamGroup>(recognizer->model, recognizer->options);
+    *group = g.release();
+  });
+}
+
+lt_status lt_stream_group_open(lt_stream_group* group, lt_stream** stream) {
+  if (stream) *stream = nullptr;
+  return lt::api::guarded([&] {
+    require(group, "group");
+    require(stream, "stream");
+    auto s = std::make_unique<lt_stream>();
+    s->recognizer = group->recognizer;
+    s->stream = group->group->open();
+    *stream = s.release();
+  });
+}
+
+lt_status lt_stream_group_step(lt_stream_group* group, lt_stream_group_stats* stats) {
+  return lt::api::guarded([&] {
+    require(group, "group");
+    const lt::StreamStepStats s = group->group->step();
+    if (stats) *stats = {s.streams, s.stepped, s.positions, s.rounds, s.finished, s.seconds, s.encoder_seconds};
+  });
+}
+
+int lt_stream_done(const lt_stream* stream) { return stream && stream->stream->done() ? 1 : 0; }
+
+void lt_stream_group_free(lt_stream_group* group) { delete group; }

@@ -107,18 +107,25 @@ void step_one(const float* q, const float* k, const float* val, T* s, float* z, 
 // A thread fork costs about as much as a small head's whole step.
 inline bool parallel_step(int64_t pairs, int64_t F, int64_t M) { return pairs * F * M >= (1 << 15); }
 
+// The state pair of input pair p: row rows[n] of the state for batch element
+// n (a pool's rows), or n itself.
+inline int64_t state_pair(int64_t p, int64_t H, const int64_t* rows) { return rows ? rows[p / H] * H + p % H : p; }
+
 template <typename T>
 void step_pairs(const float* qp, const float* kp, const float* vp, T* Sp, float* Zp, float* op, int64_t pairs,
-                int64_t F, int64_t M) {
+                int64_t H, int64_t F, int64_t M, const int64_t* rows) {
 #pragma omp parallel for schedule(static) if (parallel_step(pairs, F, M))
-  for (int64_t p = 0; p < pairs; ++p)
-    step_one(qp + p * F, kp + p * F, vp + p * M, Sp + p * F * M, Zp + p * F, op + p * M, F, M);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t s = state_pair(p, H, rows);
+    step_one(qp + p * F, kp + p * F, vp + p * M, Sp + s * F * M, Zp + s * F, op + p * M, F, M);
+  }
 }
 
 // From qkv rows [N, 3, H, E]: phi(q) and phi(k) of a pair go to a per-thread
 // buffer of 2E floats, the values are read in place.
 template <typename T, class Phi>
-void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E) {
+void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E,
+                       const int64_t* rows) {
   const int64_t pairs = N * H;
 #pragma omp parallel if (parallel_step(pairs, E, E))
   {
@@ -134,18 +141,20 @@ void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, i
         fq[e] = phi(q[e]);
         fk[e] = phi(k[e]);
       }
-      step_one(fq, fk, k + H * E, Sp + p * E * E, Zp + p * E, op + p * E, E, E);
+      const int64_t s = state_pair(p, H, rows);
+      step_one(fq, fk, k + H * E, Sp + s * E * E, Zp + s * E, op + p * E, E, E);
     }
   }
 }
 
 template <typename T>
-void step_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
+void step_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E,
+                 const int64_t* rows) {
   // Lambdas, not function pointers: the phi loop then inlines and vectorises.
   if (phi == Elementwise::relu)
-    step_pairs_packed(qkv, [](float v) { return simd_math::relu(v); }, S, Z, out, N, H, E);
+    step_pairs_packed(qkv, [](float v) { return simd_math::relu(v); }, S, Z, out, N, H, E, rows);
   else
-    step_pairs_packed(qkv, [](float v) { return simd_math::elu_plus_one(v); }, S, Z, out, N, H, E);
+    step_pairs_packed(qkv, [](float v) { return simd_math::elu_plus_one(v); }, S, Z, out, N, H, E, rows);
 }
 
 // Buffers of the phi pass that only grow, so that the step allocates nothing
@@ -163,25 +172,36 @@ float* phi_pass_buffer(Device dev, int64_t floats) {
 
 // A map that is not elementwise: q, k and v leave the qkv rows for buffers of
 // their own, the map computes phi(q), phi(k) [N, H, F], and the plain step runs.
-void step_with_phi_pass(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out, int64_t F) {
+void step_with_phi_pass(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out, int64_t F,
+                        const int64_t* rows) {
   const int64_t N = qkv.dim(0), H = qkv.dim(2), E = qkv.dim(3), HE = H * E;
   const Device dev = qkv.device();
   float* base = phi_pass_buffer(dev, N * (3 * HE + 2 * H * F));
   Tensor q = Tensor::wrap(base, {N, HE}, dev), k = Tensor::wrap(base + N * HE, {N, HE}, dev);
   Tensor v = Tensor::wrap(base + 2 * N * HE, {N, HE}, dev);
   Tensor fq = Tensor::wrap(base + 3 * N * HE, {N, H, F}, dev), fk = Tensor::wrap(base + 3 * N * HE + N * H * F, {N, H, F}, dev);
-  const Tensor rows = qkv.reshape({N, 3 * HE});
-  copy_columns(rows, 0, q);
-  copy_columns(rows, HE, k);
-  copy_columns(rows, 2 * HE, v);
+  const Tensor projections = qkv.reshape({N, 3 * HE});
+  copy_columns(projections, 0, q);
+  copy_columns(projections, HE, k);
+  copy_columns(projections, 2 * HE, v);
   phi.forward(q.reshape({N, H, E}), fq);
   phi.forward(k.reshape({N, H, E}), fk);
-  linear_attention_step(fq, fk, v.reshape({N, H, E}), S, Z, out);
+  linear_attention_step(fq, fk, v.reshape({N, H, E}), S, Z, out, rows);
+}
+
+// A row map needs every row inside the state and, for now, the CPU.
+void check_rows(const int64_t* rows, int64_t N, int64_t state_rows, Device dev, const char* what) {
+  if (!rows) return;
+  if (dev == Device::cuda) throw Error(std::string(what) + ": a step over a pool's rows runs on the CPU only");
+  for (int64_t n = 0; n < N; ++n)
+    if (rows[n] < 0 || rows[n] >= state_rows)
+      throw Error(std::string(what) + ": row " + std::to_string(rows[n]) + " outside the state's " +
+                  std::to_string(state_rows));
 }
 }  // namespace
 
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S, Tensor& Z,
-                           Tensor& out) {
+                           Tensor& out, const int64_t* rows) {
   const char* what = "linear_attention_step";
   if (fq.ndim() != 3)
     throw Error(std::string(what) + ": queries must be [N, H, F], got " + shape_str(fq.shape()));
@@ -192,11 +212,12 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
   if (v.ndim() != 3 || v.dim(0) != N || v.dim(1) != H)
     throw Error(std::string(what) + ": values " + shape_str(v.shape()) + " do not match queries " +
                 shape_str(fq.shape()) + " (expected [N, H, M])");
-  const int64_t M = v.dim(2);
-  expect_shape(S, {N, H, F, M}, "linear_attention_step state S");
-  expect_shape(Z, {N, H, F}, "linear_attention_step normaliser Z");
+  const int64_t M = v.dim(2), R = rows ? S.dim(0) : N;
+  expect_shape(S, {R, H, F, M}, "linear_attention_step state S");
+  expect_shape(Z, {R, H, F}, "linear_attention_step normaliser Z");
   expect_shape(out, v.shape(), "linear_attention_step out");
   Device dev = common_device({&fq, &fk, &v, &S, &Z, &out}, what);
+  check_rows(rows, N, R, dev, what);
   if (out.numel() == 0) return;
   if (dev == Device::cuda && S.dtype() == DType::bf16)
     LT_ON_CUDA(cuda::linear_attention_step_bf16(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(),
@@ -205,12 +226,13 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
     LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M));
 
   if (S.dtype() == DType::bf16)
-    step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, F, M);
+    step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, H, F, M, rows);
   else
-    step_pairs(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M);
+    step_pairs(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, H, F, M, rows);
 }
 
-void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out) {
+void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out,
+                                  const int64_t* rows) {
   const char* what = "linear_attention_step_packed";
   if (qkv.ndim() != 4 || qkv.dim(1) != 3)
     throw Error(std::string(what) + ": projections must be [N, 3, H, E], got " + shape_str(qkv.shape()));
@@ -219,21 +241,23 @@ void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tens
   if (kind != Elementwise::none && F != E)
     throw Error(std::string(what) + ": elementwise feature map '" + phi.name() + "' gives " + std::to_string(F) +
                 " features for head dimension " + std::to_string(E));
-  expect_shape(S, {N, H, F, E}, "linear_attention_step_packed state S");
-  expect_shape(Z, {N, H, F}, "linear_attention_step_packed normaliser Z");
+  const int64_t R = rows ? S.dim(0) : N;
+  expect_shape(S, {R, H, F, E}, "linear_attention_step_packed state S");
+  expect_shape(Z, {R, H, F}, "linear_attention_step_packed normaliser Z");
   expect_shape(out, {N, H, E}, "linear_attention_step_packed out");
   Device dev = common_device({&qkv, &S, &Z, &out}, what);
+  check_rows(rows, N, R, dev, what);
   if (out.numel() == 0) return;
-  if (kind == Elementwise::none) return step_with_phi_pass(qkv, phi, S, Z, out, F);
+  if (kind == Elementwise::none) return step_with_phi_pass(qkv, phi, S, Z, out, F, rows);
   if (dev == Device::cuda && S.dtype() == DType::bf16)
     LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E));
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E));
 
   if (S.dtype() == DType::bf16)
-    step_packed(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E);
+    step_packed(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E, rows);
   else
-    step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E);
+    step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E, rows);
 }
 
 }  // namespace lt

@@ -108,9 +108,10 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::rows(int64_t begin, int64_t end) const {
-  check(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
-        "rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
-            shape_str(shape_));
+  // Views are taken in step loops: the message is built only on failure.
+  if (!(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0]))
+    throw Error("rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
+                shape_str(shape_));
   Tensor t = *this;
   int64_t row = numel() / (shape_[0] ? shape_[0] : 1);
   t.shape_[0] = end - begin;

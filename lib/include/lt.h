@@ -173,6 +173,35 @@ LT_API lt_status lt_image_sample(lt_model* model, int64_t count, const lt_image_
 LT_API lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_t* known, int64_t count,
                                    const lt_image_options* options, uint8_t* pixels);
 
+/* ---- images: continuous batching ----
+ * An image batch samples and completes many images at once: a request joins
+ * the running batch at its next step and leaves it when its last subpixel is
+ * drawn, so nobody waits for the batch to drain. Its rows live in one pool of
+ * recurrent states. Each image is the one lt_image_sample (count 1, batch 1,
+ * the request's seed) or lt_image_complete (count 1) gives, byte for byte,
+ * whatever else shares its steps. A batch and its jobs are used by one
+ * thread at a time. Free a batch's jobs before the batch. */
+typedef struct lt_image_batch lt_image_batch;
+typedef struct lt_image_job lt_image_job;
+
+LT_API lt_status lt_image_batch_new(lt_model* model, lt_image_batch** batch);
+/* An image drawn from seed; with values and known (both height x width x
+ * channels, or both NULL) a completion keeping values[i] wherever known[i] is
+ * nonzero, its known prefix read in one parallel pass when it joins. */
+LT_API lt_status lt_image_batch_add(lt_image_batch* batch, uint64_t seed, const uint8_t* values,
+                                    const uint8_t* known, lt_image_job** job);
+/* Decides the next subpixel of every unfinished job (one batched step);
+ * *running (NULL: not wanted) receives the jobs still unfinished after it. */
+LT_API lt_status lt_image_batch_step(lt_image_batch* batch, int64_t* running);
+/* Subpixels decided so far (height x width x channels when done), and the
+ * job's bytes [height x width x channels] so far (later ones 0), valid while
+ * the job lives. */
+LT_API int64_t lt_image_job_decided(const lt_image_job* job);
+LT_API const uint8_t* lt_image_job_pixels(const lt_image_job* job);
+LT_API int lt_image_job_done(const lt_image_job* job);
+LT_API void lt_image_job_free(lt_image_job* job);     /* leaves its batch; NULL is ignored */
+LT_API void lt_image_batch_free(lt_image_batch* batch); /* NULL is ignored */
+
 /* ---- speech: phones and words with times ---- */
 
 typedef struct lt_recognizer lt_recognizer;
@@ -254,6 +283,43 @@ LT_API lt_status lt_stream_finish(lt_stream* stream);
 LT_API lt_status lt_stream_take_settled(lt_stream* stream, lt_transcript** settled);
 LT_API lt_status lt_stream_tentative(const lt_stream* stream, lt_transcript** tail);
 LT_API void lt_stream_free(lt_stream* stream); /* NULL is ignored */
+
+/* ---- many live streams, one step ----
+ * A stream group holds the streams of one recognizer in one pool of
+ * recurrent states (a row each, taken when a stream opens and given back
+ * when it is freed) and steps all of them together: each lt_stream_group_step
+ * runs every stream's new audio through its front end, then one batched
+ * encoder step per position over every stream with a position ready (each
+ * row at its own position), then every stream's decoders, on the CPU's
+ * threads. A stream's phones and words are exactly those of the same audio
+ * in a stream of its own (lt_stream_new is a group of one), whatever the
+ * other streams do.
+ *
+ * Threads: lt_stream_push, lt_stream_finish, lt_stream_take_settled and
+ * lt_stream_tentative on a group's streams may be called from any thread at
+ * any time, also during lt_stream_group_step; they queue audio and read what
+ * the last step settled. Steps of one group run one at a time. Free a
+ * group's streams before the group. */
+typedef struct lt_stream_group lt_stream_group;
+
+typedef struct lt_stream_group_stats {
+  int64_t streams;     /* open streams */
+  int64_t stepped;     /* streams that consumed at least one position in this step */
+  int64_t positions;   /* encoder positions computed in this step, all streams together */
+  int64_t rounds;      /* batched encoder calls (one per position of the stream with the most) */
+  int64_t finished;    /* streams whose end was reached in this step */
+  double seconds;      /* wall time of the step */
+  double encoder_seconds; /* of which the batched encoder */
+} lt_stream_group_stats;
+
+LT_API lt_status lt_stream_group_new(lt_recognizer* recognizer, lt_stream_group** group);
+/* A stream of the group; lt_stream_push only queues its audio (0 copies made later). */
+LT_API lt_status lt_stream_group_open(lt_stream_group* group, lt_stream** stream);
+/* Decodes everything queued so far in every stream (stats: NULL or what the step did). */
+LT_API lt_status lt_stream_group_step(lt_stream_group* group, lt_stream_group_stats* stats);
+/* 1 once lt_stream_finish was called and a step has settled everything, else 0. */
+LT_API int lt_stream_done(const lt_stream* stream);
+LT_API void lt_stream_group_free(lt_stream_group* group); /* NULL is ignored */
 
 /* ---- training: lt-train's runs ---- */
 

@@ -35,6 +35,30 @@ class FeatureInput final : public InputPart {
     concat_position_forward(proj, pe, x3);
   }
 
+  void forward_at(const Tensor& frames, const int64_t* positions, Tensor& x) override {
+    if (frames.dtype() != DType::f32 || frames.ndim() != 2 || frames.dim(1) != features_)
+      throw Error("feature input must be float [B, " + std::to_string(features_) + "], got " +
+                  shape_str(frames.shape()));
+    const int64_t B = frames.dim(0);
+    const Device dev = params_.device();
+    Tensor pe = grown_view(pe_, {B, d_ / 2}, dev);
+    for (int64_t b = 0; b < B; ++b) {
+      if (positions[b] < 0) throw Error("feature positions start at 0, not " + std::to_string(positions[b]));
+      Tensor row = pe.rows(b, b + 1);
+      position_code(positions[b], row);
+    }
+    Tensor proj = grown_view(proj_, {B, d_ / 2}, dev);
+    if (!step_.W.defined() && step_.packed.out() == 0) prepare_step(false);
+    step_.forward(frames, params_.value(b_), proj);
+    Tensor x3 = x.reshape({1, B, d_});
+    concat_position_forward(proj.reshape({1, B, d_ / 2}), pe, x3);
+  }
+
+  // fp32 as forward's: PackedLinear when it pays, whose rows come out alike at any batch.
+  void prepare_step(bool pack) override {
+    step_.prepare(params_.value(w_), Products::fp32, pack && StepLinear::packing_pays(params_.device(), Products::fp32));
+  }
+
   void backward(const Tensor& frames, const Tensor& dx) override {
     const int64_t B = dx.dim(0), T = dx.dim(1);
     const Device dev = params_.device();
@@ -63,6 +87,7 @@ class FeatureInput final : public InputPart {
   int64_t features_, d_;
   size_t w_, b_;
   Tensor pe_, proj_, dproj_;
+  StepLinear step_;  // input_projection for forward_at
 };
 
 }  // namespace

@@ -17,6 +17,9 @@ class FrameInput final : public InputPart {
               shape_str(x.shape()) + ", got " + shape_str(frames.shape()));
     x.copy_from(frames);
   }
+  void forward_at(const Tensor& /*frames*/, const int64_t* /*positions*/, Tensor& /*x*/) override {
+    throw Error("frames as they are feed a Bi-LSTM, which has no recurrent form");
+  }
   void backward(const Tensor& /*frames*/, const Tensor& /*dx*/) override {}  // no tensors to train
   void init_parameters(std::mt19937_64& /*gen*/) const override {}
   int64_t width() const override { return features_; }

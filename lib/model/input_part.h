@@ -9,6 +9,7 @@
 #include <random>
 
 #include "lt/parameters.h"
+#include "model/step_linear.h"
 #include "lt/tensor.h"
 
 namespace lt {
@@ -20,6 +21,13 @@ class InputPart {
   // offset..offset+T-1; feature inputs carry a last axis of features.
   // Allocation-free after the largest shape.
   virtual void forward(const Tensor& inputs, int64_t offset, Tensor& x) = 0;
+  // One position per row, each at its own: x [B, 1, d] from inputs [B] (or
+  // [B, features]), row b at positions[b] (a state pool's rows). A row's
+  // result does not depend on the others. Allocation-free after the largest B.
+  virtual void forward_at(const Tensor& inputs, const int64_t* positions, Tensor& x) = 0;
+  // Products of forward_at at the recurrent step's precision, packed when
+  // pack (the weights as they are now; call again after they change).
+  virtual void prepare_step(bool /*pack*/) {}
   // dx [B, T, d] of a forward over the same inputs: parameter gradients accumulate.
   virtual void backward(const Tensor& inputs, const Tensor& dx) = 0;
   // torch's defaults, drawn from gen in a fixed order.

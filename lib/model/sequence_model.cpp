@@ -10,6 +10,7 @@
 #include "lt/ops.h"
 #include "model/grown_view.h"
 #include "model/input_part.h"
+#include "model/step_linear.h"
 
 namespace lt {
 
@@ -102,6 +103,8 @@ struct SequenceModel::Buffers {
   int64_t step_B = 0;
   Tensor step_x, step_y;    // [B, 1, d], [B, d]
   Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
+  Tensor rows_x, rows_y;    // step_rows' [B, 1, d], [B, d], grown
+  StepLinear predictor;     // the head's product of a step, prepared by prepare_step
 };
 
 SequenceModel::SequenceModel(const SequenceModelConfig& config, Device device)
@@ -303,6 +306,12 @@ void SequenceModel::prepare_step(const Precision& precision, bool pack_weights) 
   precision.check_runs_on(device_);
   recurrent_form("prepare_step").prepare_step(precision.products, pack_weights);
   step_precision_ = precision;
+  // The head's product packed too where that pays: each row then comes out
+  // the same at any batch, which a pool's rows need (OpenBLAS picks other
+  // kernels, and other sums, for other row counts).
+  const bool pack = pack_weights && StepLinear::packing_pays(device_, precision.head);
+  buf_->predictor.prepare(params_.value(predictor_w_), precision.head, pack);
+  input_->prepare_step(pack_weights);
 }
 
 namespace {
@@ -336,7 +345,32 @@ void SequenceModel::step(RecurrentState& state, const Tensor& inputs, Tensor& he
   }
   input_->forward(inputs, t, b.step_x);
   stack.step(state, b.step_x.reshape({B, d}), b.step_y);
-  linear_forward(b.step_y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
+  predict_step(b.step_y, head);
+}
+
+void SequenceModel::predict_step(const Tensor& y, Tensor& head) {
+  if (buf_->predictor.W.defined() || buf_->predictor.packed.out() > 0)
+    buf_->predictor.forward(y, params_.value(predictor_b_), head);
+  else
+    linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
+}
+
+void SequenceModel::step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions,
+                              const Tensor& inputs, Tensor& head) {
+  TransformerStack& stack = recurrent_form("step_rows");
+  const int64_t d = config_.transformer.d_model;
+  check_inputs(config_, inputs, false, "step");
+  const int64_t B = inputs.dim(0);
+  check_shape(head, {B, config_.head.width()}, "step head");
+  Buffers& b = *buf_;
+  Tensor x = grown_view(b.rows_x, {B, 1, d}, device_), y = grown_view(b.rows_y, {B, d}, device_);
+  input_->forward_at(inputs, positions, x);
+  stack.step_rows(state, rows, x.reshape({B, d}), y);
+  predict_step(y, head);
+}
+
+void SequenceModel::reset_state_element(RecurrentState& state, int64_t row) const {
+  recurrent_form("reset_state_element").reset_state_element(state, row);
 }
 
 void SequenceModel::continue_chunk(RecurrentState& state, const Tensor& inputs, Tensor& heads) {

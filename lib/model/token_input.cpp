@@ -33,6 +33,25 @@ class TokenInput final : public InputPart {
     concat_position_forward(emb, pe_.rows(offset, offset + T), x3);
   }
 
+  void forward_at(const Tensor& tokens, const int64_t* positions, Tensor& x) override {
+    const int64_t B = tokens.dim(0);
+    for (int64_t b = 0; b < B; ++b)
+      if (positions[b] < 0 || positions[b] >= max_positions_)
+        throw Error("position " + std::to_string(positions[b]) + " outside the model's 0.." +
+                    std::to_string(max_positions_ - 1));
+    if (!pe_.defined()) {
+      pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
+      position_code(0, pe_);
+    }
+    Tensor emb = grown_view(emb_, {B, d_ / 2}, params_.device());
+    embedding_forward(tokens, params_.value(table_), emb);
+    Tensor pe = grown_view(pe_rows_, {B, d_ / 2}, params_.device());
+    for (int64_t b = 0; b < B; ++b) pe.rows(b, b + 1).copy_from(pe_.rows(positions[b], positions[b] + 1));
+    // The B rows as one sequence of B positions, each beside its own code.
+    Tensor x3 = x.reshape({1, B, d_});
+    concat_position_forward(emb.reshape({1, B, d_ / 2}), pe, x3);
+  }
+
   void backward(const Tensor& tokens, const Tensor& dx) override {
     const int64_t B = dx.dim(0), T = dx.dim(1);
     Tensor demb = grown_view(demb_, {B, T, d_ / 2}, params_.device());
@@ -55,7 +74,7 @@ class TokenInput final : public InputPart {
   Parameters& params_;
   int64_t d_, max_positions_;
   size_t table_;
-  Tensor pe_, emb_, demb_;
+  Tensor pe_, emb_, demb_, pe_rows_;
 };
 
 }  // namespace

@@ -123,18 +123,27 @@ TransformerStack::StateViews TransformerStack::state_views(const RecurrentState&
 }
 
 void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
+  if (x.ndim() == 2 && x.dim(0) != state.batch)
+    throw Error("step input has batch " + std::to_string(x.dim(0)) + ", the state " + std::to_string(state.batch));
+  step_rows(state, nullptr, x, y);
+  ++state.position;
+}
+
+void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y) {
   const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim, t = state.position;
   if (x.ndim() != 2 || x.dim(1) != d)
     throw Error("step input must be [B, " + std::to_string(d) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "step output");
   const int64_t B = x.dim(0);
-  if (B != state.batch)
-    throw Error("step input has batch " + std::to_string(B) + ", the state " + std::to_string(state.batch));
   check_state(state);
+  if (rows && config_.attention != AttentionKind::linear)
+    throw Error("a step over a pool's rows needs linear attention: a softmax state's KV cache grows with its position");
   if (config_.attention == AttentionKind::softmax && (t < 0 || t >= state.max_len))
     throw Error("step position " + std::to_string(t) + " is past the KV cache length " + std::to_string(state.max_len));
   if (!packed_) prepare_step(step_products_);
-  if (!step_ || step_->B != B || step_->cur.device() != x.device()) {
+  // Buffers for the largest batch so far; a smaller one steps in views of
+  // their first rows, so a pool's steps of changing sizes allocate nothing.
+  if (!step_ || step_->B < B || step_->cur.device() != x.device()) {
     step_ = std::make_unique<StepBuffers>();
     step_->B = B;
     step_->qkv = Tensor::empty({B, 3 * d}, x.device());
@@ -147,7 +156,13 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
     step_->mean = Tensor::empty({B}, x.device());
     step_->rstd = Tensor::empty({B}, x.device());
   }
-  StepBuffers& s = *step_;
+  StepBuffers& all = *step_;
+  auto first = [&](const Tensor& t) { return t.defined() ? t.rows(0, B) : t; };
+  struct {
+    Tensor qkv, q, k, v, att, o, x1, cur, next, h, hc, mean, rstd;
+  } s{first(all.qkv), first(all.q),   first(all.k),    first(all.v), first(all.att),
+      first(all.o),   first(all.x1),  first(all.cur),  first(all.next), first(all.h),
+      first(all.hc),  first(all.mean), first(all.rstd)};
   auto V = [&](size_t i) { return params_.value(i); };
   const Shape heads3{B, H, E};
   auto launches = [&] {
@@ -159,7 +174,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
       w.qkv.forward(s.cur, w.bqkv, s.qkv);
       Tensor att3 = s.att.reshape(heads3);
       if (config_.attention == AttentionKind::linear) {
-        linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3);
+        linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3, rows);
       } else {
         copy_columns(s.qkv, 0, s.q);
         copy_columns(s.qkv, d, s.k);
@@ -172,7 +187,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
         w.ff1.forward(s.x1, V(p.b1), s.h);
         const Shape ff3{B, 1, config_.ff_dim};
         Tensor h3 = s.h.reshape(ff3), hc3 = s.hc.reshape(ff3);
-        depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3);
+        depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3, rows);
         relu_forward(s.hc, s.hc);
         w.ff2.forward(s.hc, V(p.b2), s.o);
       } else {
@@ -187,13 +202,24 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
   // A linear stack's step takes no position, so on the GPU one recording
   // serves every step of a state (softmax's position is a kernel argument).
   // Its buffers and weights are fixed until prepare_step or a new batch
-  // size replaces step_; the state, input and output are the key.
+  // size replaces step_; the state, batch, input and output are the key.
   if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
-    s.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw())},
-                launches);
+    all.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw()),
+                   uintptr_t(B)},
+                  launches);
   else
     launches();
-  ++state.position;
+}
+
+void TransformerStack::reset_state_element(RecurrentState& state, int64_t row) const {
+  check_state(state);
+  check(row >= 0 && row < state.batch, "state element index out of range");
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    StateViews v = state_views(state, l);
+    v.a.rows(row, row + 1).zero();
+    v.b.rows(row, row + 1).zero();
+    if (config_.ff_conv > 0) v.conv.rows(row, row + 1).zero();
+  }
 }
 
 void TransformerStack::prepare_step(Products products, bool pack_weights) {

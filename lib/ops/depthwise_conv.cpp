@@ -129,13 +129,22 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
   }
 }
 
-void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& window, Tensor& y) {
+void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& window, Tensor& y,
+                             const int64_t* rows) {
   const ConvShape s = conv_shape(x, w, Tensor(), /*causal=*/true, "depthwise_conv_continue");
   check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_continue: bias must be [C] and y as x");
-  check(window.shape() == Shape{s.B, s.K - 1, s.C}, "depthwise_conv_continue: window must be [" +
-                                                        std::to_string(s.B) + ", " + std::to_string(s.K - 1) + ", " +
-                                                        std::to_string(s.C) + "], got " + shape_str(window.shape()));
+  const int64_t R = rows ? window.dim(0) : s.B;
+  if (window.shape() != Shape{R, s.K - 1, s.C})
+    throw Error("depthwise_conv_continue: window must be [" + std::to_string(R) + ", " + std::to_string(s.K - 1) +
+                ", " + std::to_string(s.C) + "], got " + shape_str(window.shape()));
   const Device dev = common_device({&x, &w, &bias, &window, &y}, "depthwise_conv_continue");
+  if (rows) {
+    check(dev == Device::cpu, "depthwise_conv_continue: a step over a pool's rows runs on the CPU only");
+    for (int64_t b = 0; b < s.B; ++b)
+      if (rows[b] < 0 || rows[b] >= R)
+        throw Error("depthwise_conv_continue: row " + std::to_string(rows[b]) + " outside the window's " +
+                    std::to_string(R));
+  }
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::depthwise_conv_continue(x.data(), w.data(), bias.data(), window.data(), y.data(), s.B, s.L, s.C,
                                              s.K));
@@ -143,9 +152,10 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
   const float *xp = x.data(), *bp = bias.data();
   float *winp = window.data(), *yp = y.data();
   const int64_t W = s.K - 1;
-  // Input i of window ++ x for row b: the window's first, then the chunk's.
+  // Input i of window ++ x for batch element b: the window's first (row
+  // rows[b] of a pool's), then the chunk's.
   auto input = [&](int64_t b, int64_t i) {
-    return i < W ? winp + (b * W + i) * s.C : xp + (b * s.L + i - W) * s.C;
+    return i < W ? winp + ((rows ? rows[b] : b) * W + i) * s.C : xp + (b * s.L + i - W) * s.C;
   };
 #pragma omp parallel for collapse(2) schedule(static) if (s.B * s.L * s.C * s.K >= (1 << 16))
   for (int64_t b = 0; b < s.B; ++b)
@@ -160,7 +170,7 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
     }
   // Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
   for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t j = 0; j < W; ++j) std::copy_n(input(b, s.L + j), s.C, winp + (b * W + j) * s.C);
+    for (int64_t j = 0; j < W; ++j) std::copy_n(input(b, s.L + j), s.C, winp + ((rows ? rows[b] : b) * W + j) * s.C);
 }
 
 }  // namespace lt

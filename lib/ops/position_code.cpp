@@ -15,9 +15,11 @@ constexpr int64_t kParallelMin = 1 << 14;
 
 // pe[p, 2i] = sin(p div_i), pe[p, 2i+1] = cos(p div_i), div_i = exp(2i (-ln 10000 / D)).
 void position_code(int64_t offset, Tensor& pe) {
-  check(pe.ndim() == 2, "position_code: pe must be [L, D], got " + shape_str(pe.shape()));
+  // Called per row by a pool's steps: messages are built only on failure.
+  if (pe.ndim() != 2) throw Error("position_code: pe must be [L, D], got " + shape_str(pe.shape()));
   const int64_t L = pe.dim(0), D = pe.dim(1);
-  check(D % 2 == 0, "position_code: the code width D must be even (sin, cos pairs), got pe " + shape_str(pe.shape()));
+  if (D % 2 != 0)
+    throw Error("position_code: the code width D must be even (sin, cos pairs), got pe " + shape_str(pe.shape()));
   Device dev = common_device({&pe}, "position_code");
   if (dev == Device::cuda) LT_ON_CUDA(cuda::position_code(offset, pe.data(), L, D));
 

@@ -87,16 +87,19 @@ void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const 
 // phi(q)^T S / (phi(q)^T Z + eps). F (the feature map's width) may differ from
 // M. S and Z are caller-owned (views into a model's flat state buffer) and
 // updated in place. S may be bfloat16: the sums stay float32, S is rounded
-// when stored.
+// when stored. With rows (a state pool's, CPU only), batch element n steps
+// row rows[n] of S [R, H, F, M] and Z [R, H, F] in place, R >= N, and every
+// other row is left alone.
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S,
-                           Tensor& Z, Tensor& out);
+                           Tensor& Z, Tensor& out, const int64_t* rows = nullptr);
 // The same step from one product's rows qkv [N, 3, H, E] (queries | keys |
 // values, M = E). An elementwise phi (phi.elementwise() != none) is applied to
 // q and k as they are read: generation's hot loop makes no copies and no phi
 // pass. Any other map (favor) runs its forward into buffers that only grow,
 // then the step above. S [N, H, F, E] float32 or bfloat16 and Z [N, H, F] with
-// F = phi.feature_dim(E); out [N, H, E].
-void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out);
+// F = phi.feature_dim(E); out [N, H, E]; rows as above.
+void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Tensor& Z, Tensor& out,
+                                  const int64_t* rows = nullptr);
 
 // ---- Reformer LSH attention (Kitaev et al. 2020), the paper's baseline ----------
 // Shared-QK attention (Reformer section 2): keys are the queries normalised,

@@ -28,6 +28,7 @@ namespace lt {
 namespace speech {
 class Decoding;       // lib/speech/decoding.h
 class CausalEncoder;  // lib/speech/causal_encoder.h
+struct StreamMember;  // lib/speech/stream_member.h
 }  // namespace speech
 
 struct RecognizerOptions {
@@ -77,6 +78,8 @@ double position_start_seconds(const SpeechFrontEnd& frontend, int64_t position);
 // Whole positions in `seconds` (at least 1 when seconds > 0; 0 when 0).
 int64_t positions_in(const SpeechFrontEnd& frontend, double seconds);
 
+class SpeechStreamGroup;
+
 class SpeechRecognizer {
  public:
   // model must outlive the recognizer.
@@ -104,17 +107,26 @@ class SpeechRecognizer {
   std::unique_ptr<speech::Decoding> decoding_;  // made by the constructor, reset by each transcribe
 };
 
-// A causal linear model run as an RNN over audio pushed in any pieces: its
-// phones equal those of SpeechRecognizer on the whole recording (the same
-// arithmetic over other chunk boundaries), memory stays constant, and each
-// phone is handed out as soon as it is final. Other models are refused
-// (lt::Error): a bidirectional model needs the whole recording, a softmax
-// model's cache grows with the stream.
+// A causal linear model run as an RNN over audio pushed in any pieces:
+// memory stays constant, and each phone is handed out as soon as it is
+// final. Its phones equal those of SpeechRecognizer on the whole recording
+// up to float rounding (a step per position here, chunks there). Other
+// models are refused (lt::Error): a bidirectional model needs the whole
+// recording, a softmax model's cache grows with the stream.
+//
+// Every stream belongs to a SpeechStreamGroup, whose step runs all of its
+// streams together (one batched encoder step per position over a StatePool).
+// A stream made on its own is a group of one that steps at every push; a
+// group's streams (SpeechStreamGroup::open) only queue what is pushed, and
+// the group's step decodes it. Either way a stream's phones and words are
+// the same bits, whatever else shares its steps.
 class SpeechStream {
  public:
+  // A stream of its own: push decodes at once.
   explicit SpeechStream(SpeechModel& model, const RecognizerOptions& options = {});
   ~SpeechStream();
-  // 16 kHz samples; decodes every encoder position they complete.
+  // 16 kHz samples; decodes every encoder position they complete (in a
+  // group: queues them for the next step). Any thread, in a group.
   void push(const float* samples, int64_t n);
   // The end of the audio: the last partial position, then every phone settles.
   void finish();
@@ -123,26 +135,54 @@ class SpeechStream {
   // The best guess at what follows those settled (may still change).
   std::vector<CtcToken> tentative() const;
   std::vector<RecognizedWord> tentative_words() const;
-  int64_t samples() const { return samples_; }
-  int64_t positions() const { return t_; }
-  const RecognitionTimes& times() const { return times_; }
+  // finish() was called and a step has settled everything.
+  bool done() const;
+  int64_t samples() const;    // decoded so far
+  int64_t positions() const;  // encoder positions so far
+  RecognitionTimes times() const;
 
  private:
-  // Encodes positions t_.. up to (not including) `end` of a recording whose last frame is `last`.
-  void encode(int64_t end, int64_t last);
+  friend class SpeechStreamGroup;
+  explicit SpeechStream(std::shared_ptr<speech::StreamMember> member);
+  std::unique_ptr<SpeechStreamGroup> own_;  // a stream of its own
+  std::shared_ptr<speech::StreamMember> member_;
+};
 
+// What one SpeechStreamGroup::step did.
+struct StreamStepStats {
+  int64_t streams = 0;    // open
+  int64_t stepped = 0;    // streams that consumed a position
+  int64_t positions = 0;  // encoder positions, all streams together
+  int64_t rounds = 0;     // batched encoder calls
+  int64_t finished = 0;   // streams whose end was decoded
+  double seconds = 0, encoder_seconds = 0;
+};
+
+// The streams of one model stepped together (lt.h's lt_stream_group): each
+// step takes every stream's queued audio through its front end, runs one
+// batched encoder step per position over every stream with a position ready
+// (each at its own position: a stream's restarts after every pause), then
+// every stream's decoders. Front ends and decoders run over the streams on
+// OpenMP's threads, the batched products inside the same threads, so
+// nothing oversubscribes the cores. Streams may be opened, pushed to,
+// finished, read and closed from any thread, also during a step; steps run
+// one at a time.
+class SpeechStreamGroup {
+ public:
+  // model (a causal linear one) and the options' models must outlive the group.
+  explicit SpeechStreamGroup(SpeechModel& model, const RecognizerOptions& options = {});
+  ~SpeechStreamGroup();
+  std::unique_ptr<SpeechStream> open();
+  StreamStepStats step();
+  int64_t streams() const;
+  // Bytes of one stream's recurrent state in the pool.
+  int64_t state_bytes() const;
+
+ private:
   SpeechModel& model_;
-  std::unique_ptr<FbankStream> fbank_;
-  std::unique_ptr<speech::Decoding> decoder_;
-  std::unique_ptr<speech::CausalEncoder> encoder_;
-  int64_t samples_ = 0, t_ = 0;
-  bool finished_ = false;
-  std::vector<float> frames_;     // normalised filterbank frames first_.. that positions still read
-  int64_t first_ = 0;
-  std::vector<float> raw_;        // FbankStream's output of one push
-  std::vector<float> inputs_;     // one encoder call's windows of frames [chunk, features]
-  std::vector<float> head_rows_;  // one encoder call's logits [chunk, classes]
-  RecognitionTimes times_;
+  RecognizerOptions options_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace lt

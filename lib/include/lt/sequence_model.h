@@ -153,6 +153,13 @@ class SequenceModel {
   // position t's target; the state moves to t + 1. Allocation-free after the
   // first call with a given B.
   void step(RecurrentState& state, const Tensor& inputs, Tensor& head);
+  // One step of B sequences that live in rows rows[0..B-1] of a larger state
+  // (lt/state_pool.h), each at its own position positions[b]: inputs [B] or
+  // [B, F] -> head [B, head width]. The state's position is not used or
+  // moved. A causal linear transformer on the CPU (TransformerStack::step_rows).
+  void step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions, const Tensor& inputs,
+                 Tensor& head);
+  void reset_state_element(RecurrentState& state, int64_t row) const;
   // Continues state (positions 0..t0-1, t0 its position) over inputs (tokens
   // int32 [B, T] or frames float [B, T, F]) at positions t0..t0+T-1 in one
   // parallel pass: heads [B, T, head width], one per position, and the state
@@ -167,6 +174,7 @@ class SequenceModel {
   void plan(int64_t rows, int64_t length);
   Tensor run(const SequenceBatch& batch, const ForwardOptions& options);
   TransformerStack& recurrent_form(const char* what) const;
+  void predict_step(const Tensor& y, Tensor& head);  // the head of a step's outputs
 
   SequenceModelConfig config_;
   Device device_;

@@ -161,6 +161,15 @@ class TransformerStack final : public Encoder {
   // updates the state and advances its position. Allocation-free after the
   // first call with a given B.
   void step(RecurrentState& state, const Tensor& x, Tensor& y);
+  // The same step for B batch elements that live in rows rows[0..B-1] of a
+  // larger state (a pool's), updated where they are; every other row is left
+  // alone. Linear attention on the CPU only (its step reads no position); the
+  // state's position does not move: a pool keeps each row's. rows null is
+  // step() without moving the position. Each row's result is the same
+  // whatever the other rows (PackedLinear computes every output row alike).
+  void step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y);
+  // Zeros row `row` of every layer's state: that element's empty prefix.
+  void reset_state_element(RecurrentState& state, int64_t row) const;
   // Prepares the current weights for step()'s matrix products at this
   // precision (step() does it at its first call, in fp32): q, k and v become
   // one product of 3d outputs, and on an AVX-512 CPU every product is packed

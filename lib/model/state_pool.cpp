@@ -1,0 +1,94 @@
+// StatePool (lt/state_pool.h): rows of one RecurrentState, a free list and
+// each row's position.
+#include "lt/state_pool.h"
+
+#include <algorithm>
+#include <string>
+
+#include "lt/backend.h"
+#include "lt/error.h"
+
+namespace lt {
+
+StatePool::StatePool(SequenceModel& model, const Precision& precision, int64_t capacity)
+    : model_(model), precision_(precision) {
+  const SequenceModelConfig& c = model.config();
+  check(c.runs_as_rnn(), "a state pool needs a causal linear transformer (a state of fixed size); this model is " +
+                             c.encoder_name() + (c.transformer.direction == Direction::causal ? "" : ", bidirectional"));
+  check(model.device() == Device::cpu, "a state pool runs on the CPU for now; this model is on " +
+                                           std::string(device_name(model.device())));
+  check(capacity >= 1, "a state pool needs a capacity >= 1");
+  model.prepare_step(precision, /*pack_weights=*/true);
+  state_ = model.new_state(capacity, precision.state);
+  positions_.assign(size_t(capacity), 0);
+  used_.assign(size_t(capacity), 0);
+  for (int64_t r = capacity - 1; r >= 0; --r) free_.push_back(r);
+}
+
+int64_t StatePool::row_bytes() const { return state_.buffer.numel() * int64_t(sizeof(float)) / state_.batch; }
+
+void StatePool::grow() {
+  const int64_t old = state_.batch, cap = 2 * old;
+  RecurrentState bigger = model_.new_state(cap, precision_.state);
+  for (int64_t r = 0; r < old; ++r)
+    if (used_[size_t(r)]) model_.copy_state_element(state_, r, bigger, r);
+  state_ = std::move(bigger);
+  positions_.resize(size_t(cap), 0);
+  used_.resize(size_t(cap), 0);
+  for (int64_t r = cap - 1; r >= old; --r) free_.push_back(r);
+}
+
+int64_t StatePool::acquire() {
+  if (free_.empty()) grow();
+  const int64_t row = free_.back();
+  free_.pop_back();
+  used_[size_t(row)] = 1;
+  ++live_;
+  reset(row);
+  return row;
+}
+
+void StatePool::check_live(int64_t row, const char* what) const {
+  if (row < 0 || row >= state_.batch || !used_[size_t(row)])
+    throw Error(std::string("state pool: ") + what + " of row " + std::to_string(row) + ", which is not in use");
+}
+
+void StatePool::release(int64_t row) {
+  check_live(row, "release");
+  used_[size_t(row)] = 0;
+  --live_;
+  free_.push_back(row);
+  // The lowest free row is taken first, so live rows stay packed at the front.
+  std::sort(free_.begin(), free_.end(), std::greater<int64_t>());
+}
+
+void StatePool::reset(int64_t row) {
+  check_live(row, "reset");
+  model_.reset_state_element(state_, row);
+  positions_[size_t(row)] = 0;
+}
+
+void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads) {
+  if (rows.empty()) return;
+  if (inputs.ndim() < 1 || inputs.dim(0) != int64_t(rows.size()))
+    throw Error("state pool step: " + std::to_string(rows.size()) + " rows but inputs " + shape_str(inputs.shape()));
+  step_positions_.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    check_live(rows[i], "a step");
+    step_positions_[i] = positions_[size_t(rows[i])];
+  }
+  model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);
+  for (int64_t r : rows) ++positions_[size_t(r)];
+}
+
+void StatePool::continue_chunk(int64_t row, const Tensor& inputs, Tensor& heads) {
+  check_live(row, "a chunk");
+  if (one_.batch == 0) one_ = model_.new_state(1, precision_.state);
+  model_.copy_state_element(state_, row, one_, 0);
+  one_.position = positions_[size_t(row)];
+  model_.continue_chunk(one_, inputs, heads);
+  model_.copy_state_element(one_, 0, state_, row);
+  positions_[size_t(row)] = one_.position;
+}
+
+}  // namespace lt

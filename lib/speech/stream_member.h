@@ -1,0 +1,57 @@
+// One stream of a SpeechStreamGroup, in three parts by who touches them:
+// what callers queue (any thread, under `in`), what the group's step works
+// on (its thread and OpenMP's, never the callers'), and what the step hands
+// out (any thread, under `out`). A SpeechStream holds it beside the group, so
+// either may go first.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lt/fbank.h"
+#include "lt/recognizer.h"
+#include "speech/decoding.h"
+#include "speech/pause_finder.h"
+
+namespace lt::speech {
+
+struct StreamMember {
+  StreamMember(const SpeechModel& model, const RecognizerOptions& options, int64_t pause)
+      : fbank(model.frontend.fbank()), decoder(model.model->config().head.width(), options), pauses(pause) {}
+
+  // ---- queued by callers ----
+  std::mutex in;
+  std::vector<float> queued;  // samples not yet taken by a step
+  bool finish_asked = false;
+  std::atomic<bool> closed{false};  // its SpeechStream is gone: the step gives its row back
+
+  // ---- the step's ----
+  int64_t row = -1;  // in the group's pool, once a step has seen it
+  FbankStream fbank;
+  Decoding decoder;
+  PauseFinder pauses;  // a pause restarts the row (causal_encoder.h says why)
+  std::vector<float> taken;   // this step's samples
+  std::vector<float> raw;     // their filterbank frames
+  std::vector<float> frames;  // normalised frames first.. that positions still read
+  int64_t first = 0;
+  int64_t samples = 0, t = 0;  // decoded so far; positions encoded
+  bool finishing = false, finished = false;
+  int64_t ready = 0;           // positions this step encodes
+  std::vector<float> inputs;   // their windows of frames [ready, features]
+  std::vector<float> logits;   // their logits [ready, classes]
+  RecognitionTimes times;
+
+  // ---- handed out ----
+  mutable std::mutex out;
+  std::vector<CtcToken> settled;
+  std::vector<RecognizedWord> settled_words;
+  std::vector<CtcToken> tentative;
+  std::vector<RecognizedWord> tentative_words;
+  bool done = false;
+  int64_t samples_out = 0, positions_out = 0;
+  RecognitionTimes times_out;
+};
+
+}  // namespace lt::speech
