@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api_internal.h"
+#include "lt/image_batch.h"
 #include "lt/image_generation.h"
 #include "lt/random.h"
 
@@ -98,3 +99,68 @@ lt_status lt_image_complete(lt_model* model, const uint8_t* values, const uint8_
     std::memcpy(pixels, out.data(), out.size());
   });
 }
+
+// ---- continuous batching ----
+
+struct lt_image_batch {
+  lt_model* model = nullptr;
+  std::unique_ptr<lt::ImageBatch> batch;
+};
+
+struct lt_image_job {
+  lt_image_batch* batch = nullptr;
+  lt::ImageJob* job = nullptr;
+};
+
+lt_status lt_image_batch_new(lt_model* model, lt_image_batch** batch) {
+  if (batch) *batch = nullptr;
+  return lt::api::guarded([&] {
+    lt::ImageModel& m = image_model(model, "lt_image_batch_new");
+    lt::api::require(batch, "batch");
+    auto b = std::make_unique<lt_image_batch>();
+    b->model = model;
+    b->batch = std::make_unique<lt::ImageBatch>(m, model->precision);
+    *batch = b.release();
+  });
+}
+
+lt_status lt_image_batch_add(lt_image_batch* batch, uint64_t seed, const uint8_t* values, const uint8_t* known,
+                             lt_image_job** job) {
+  if (job) *job = nullptr;
+  return lt::api::guarded([&] {
+    lt::api::require(batch, "batch");
+    lt::api::require(job, "job");
+    if (!values != !known) throw lt::api::ArgumentError("lt_image_batch_add: values and known are both given or both NULL");
+    const int64_t S = batch->model->image->config().subpixels();
+    lt::ImageConstraint c;
+    if (values) {
+      c.values.assign(values, values + S);
+      c.known.assign(known, known + S);
+    }
+    auto j = std::make_unique<lt_image_job>();
+    j->batch = batch;
+    // The seed as lt_image_sample's first batch and lt-complete's first input draw from it.
+    j->job = batch->batch->add(lt::splitmix64(seed), values ? &c : nullptr);
+    *job = j.release();
+  });
+}
+
+lt_status lt_image_batch_step(lt_image_batch* batch, int64_t* running) {
+  return lt::api::guarded([&] {
+    lt::api::require(batch, "batch");
+    const int64_t n = batch->batch->step();
+    if (running) *running = n;
+  });
+}
+
+int64_t lt_image_job_decided(const lt_image_job* job) { return job ? job->job->decided : 0; }
+const uint8_t* lt_image_job_pixels(const lt_image_job* job) { return job ? job->job->pixels.data() : nullptr; }
+int lt_image_job_done(const lt_image_job* job) { return job && job->job->done() ? 1 : 0; }
+
+void lt_image_job_free(lt_image_job* job) {
+  if (!job) return;
+  lt::api::guarded([&] { job->batch->batch->remove(job->job); });  // cannot fail: the job is its batch's
+  delete job;
+}
+
+void lt_image_batch_free(lt_image_batch* batch) { delete batch; }

@@ -30,8 +30,7 @@ ImageGenerator::ImageGenerator(ImageModel& model, int64_t batch, const Precision
   nll_ = Tensor::empty({batch}, d);
 }
 
-// Inverse CDF of the histogram at a uniform draw; 0 when there is none.
-static int32_t first_subpixel(const std::vector<double>& histogram, uint64_t seed, int64_t row) {
+int32_t first_subpixel(const std::vector<double>& histogram, uint64_t seed, int64_t row) {
   double total = 0;
   for (double h : histogram) total += h;
   if (total <= 0) return 0;

@@ -27,6 +27,10 @@ struct ImageConstraint {
   int64_t known_prefix() const;
 };
 
+// The first subpixel of image `row` drawn with seed: the inverse CDF of the
+// histogram at a uniform draw; 0 when there is none.
+int32_t first_subpixel(const std::vector<double>& histogram, uint64_t seed, int64_t row);
+
 // Called once subpixel t of every image of the batch is decided; pixels is
 // the batch's [B, subpixels] bytes so far (later subpixels are 0).
 using SubpixelCallback = std::function<void(int64_t t, const std::vector<uint8_t>& pixels)>;
