@@ -104,4 +104,26 @@ struct AsrBenchOptions {
 };
 void run_asr_bench(const AsrBenchOptions& o, Writer& out);
 
+struct StreamsBenchOptions {
+  std::vector<std::string> modes{"batched", "alone"};
+  int64_t streams = 64;        // N, or where --find starts
+  bool find = false;           // the largest N in real time
+  int64_t max_streams = 4096;  // --find stops here
+  std::string model, phone_lm;  // empty: the shipped ones; phone_lm "none": no phone model
+  std::vector<std::string> audio;  // recordings to replay (empty: sentences spoken by espeak-ng)
+  double seconds = 10;    // each stream's audio
+  double arrival = 4;     // streams start at random within this many seconds
+  double chunk_ms = 20;   // audio arrives in pieces this long (a microphone's or RTP's 20 ms frames)
+  double interval_ms = 10;  // the compute loop steps at most this often
+  double max_delay = 0.5; // the decoders' (lt-asr's default)
+  int beam = 64;          // lt-asr's default
+  double lag_bound_ms = 0;  // 0: max_delay + 100 ms
+  double lag_bound() const { return lag_bound_ms > 0 ? lag_bound_ms : 1e3 * max_delay + 100; }
+  int64_t images = 0;       // > 0: N image requests instead of speech
+  std::string image_model;  // empty: the shipped mnist model
+  bool bf16 = false;
+  bool verbose = true;
+};
+void run_streams_bench(const StreamsBenchOptions& o, Writer& out);
+
 }  // namespace lt::bench

@@ -125,6 +125,26 @@ int main(int argc, char** argv) {
   recognition->add_option("-r,--repetitions", asr.repetitions, "offline: timed runs after one warm-up")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_flag("--bf16", asr.bf16, "cpu: the encoder's products in bf16 with fp32 sums (AVX512_BF16)");
 
+  lt::bench::StreamsBenchOptions st;
+  CLI::App* streams = app.add_subcommand("streams", "many live speech streams at real-time pace: streams held, lag of settled phones, memory per stream; batched vs each alone vs lt-asr processes (--images: image requests)");
+  streams->add_option("--mode", st.modes, "batched (one stream group), alone (each stream stepped on its own, in one process), processes (lt-asr --stream each)")->capture_default_str();
+  streams->add_option("-n,--streams", st.streams, "concurrent streams (with --find: the first tried)")->capture_default_str()->check(lt::app::kPositive);
+  streams->add_flag("--find", st.find, "search for the most streams that keep real time: doubling from --streams, then bisection");
+  streams->add_option("--max-streams", st.max_streams, "--find tries no more")->capture_default_str()->check(lt::app::kPositive);
+  streams->add_option("-m,--model", st.model, "streaming speech model (default: the shipped asr-stream.safetensors)");
+  streams->add_option("--phone-lm", st.phone_lm, "phone n-gram model, or none (default: the shipped speech-phones.arpa.gz, as lt-asr)");
+  streams->add_option("--audio", st.audio, "recordings the streams replay, looped (default: eight sentences spoken by espeak-ng)");
+  streams->add_option("--seconds", st.seconds, "audio per stream")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
+  streams->add_option("--arrival", st.arrival, "streams start at random times within this many seconds")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  streams->add_option("--chunk-ms", st.chunk_ms, "audio arrives in pieces this long")->capture_default_str()->check(CLI::Range(10.0, 10000.0));
+  streams->add_option("--interval-ms", st.interval_ms, "the compute loop steps at most this often: audio that arrives meanwhile joins the next step")->capture_default_str()->check(lt::app::kNonNegative);
+  streams->add_option("--max-delay", st.max_delay, "seconds a decoder may hold a phone back (lt-asr's --max-delay)")->capture_default_str()->check(CLI::Range(0.001, 3600.0));
+  streams->add_option("--beam", st.beam, "CTC beam width (lt-asr's default)")->capture_default_str()->check(CLI::Range(1, 1024));
+  streams->add_option("--lag-bound-ms", st.lag_bound_ms, "real time: p95 lag and every final result within this (0: --max-delay + 100 ms)")->capture_default_str()->check(lt::app::kNonNegative);
+  streams->add_option("--images", st.images, "instead of speech: this many single-image requests arriving at random within --arrival, through a continuous image batch and one at a time")->capture_default_str()->check(lt::app::kNonNegative);
+  streams->add_option("--image-model", st.image_model, "image model for --images (default: the shipped mnist.safetensors)");
+  streams->add_flag("--bf16", st.bf16, "cpu, AVX512_BF16: the encoder's (or image model's) products in bf16");
+
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
@@ -149,6 +169,9 @@ int main(int argc, char** argv) {
       asr.verbose = !quiet;
       lt::check(asr.d_model % asr.heads == 0, "--d-model must be a multiple of --heads");
       lt::bench::run_asr_bench(asr, writer);
+    } else if (*streams) {
+      st.verbose = !quiet;
+      lt::bench::run_streams_bench(st, writer);
     }
     if (lt::World::get().leader()) writer.finish();  // under mpirun, rank 0 reports
   } catch (const std::exception& e) {
