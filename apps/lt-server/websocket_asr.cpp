@@ -1,0 +1,123 @@
+// Vosk's protocol over a WebSocket, into the batched streams (websocket_asr.h).
+#include "websocket_asr.h"
+
+namespace lt::server {
+
+namespace {
+constexpr size_t kMaxOwedReplies = 64;
+// An utterance ends after this pause behind its last word (the recognizer
+// starts afresh after lt_recognizer_options.pause_seconds, 0.4 s).
+constexpr double kEndpointSeconds = 0.4;
+}  // namespace
+
+template <class Stream>
+AsrSession<Stream>::AsrSession(ServerContext& server, Stream&& stream, ConnectionHold connection, SlotHold stream_slot)
+    : Base(server, std::move(stream), std::move(connection)),
+      input_(server.models.stream_names, server.options.max_stream_seconds),
+      stream_slot_(std::move(stream_slot)) {}
+
+template <class Stream>
+AsrSession<Stream>::~AsrSession() {
+  on_gone();
+}
+
+template <class Stream>
+void AsrSession<Stream>::run(Request upgrade, const std::string& protocol) {
+  this->accept(std::move(upgrade), protocol);
+}
+
+template <class Stream>
+void AsrSession<Stream>::on_open() {
+  // Updates come on the compute thread; they are posted to this session's
+  // strand, and dropped if it is gone.
+  auto weak = this->weak_from_this();
+  auto executor = this->ws_.get_executor();
+  stream_ = this->server_.compute.open_stream([weak, executor](StreamUpdate u) {
+    net::post(executor, [weak, u = std::move(u)]() mutable {
+      if (auto self = weak.lock()) self->on_update(std::move(u));
+    });
+  });
+  this->arm_idle();
+  this->read_message();
+}
+
+template <class Stream>
+void AsrSession<Stream>::read_if_room() {
+  if (!this->closing() && answers_.size() < kMaxOwedReplies) this->read_message();
+}
+
+template <class Stream>
+void AsrSession<Stream>::on_message(bool text, std::string_view bytes) {
+  try {
+    VoskEvent e = text ? input_.text(bytes) : input_.binary(bytes);
+    ComputeLoop& compute = this->server_.compute;
+    switch (e.kind) {
+      case VoskEvent::config:
+        break;  // Vosk answers a config with nothing
+      case VoskEvent::audio:
+        if (!resampler_) resampler_ = std::make_unique<StreamResampler>(input_.config().sample_rate);
+        compute.push_audio(stream_, resampler_->process(e.samples.data(), e.samples.size()), true);
+        answers_.push_back(Answer::audio);
+        break;
+      case VoskEvent::reset:
+        compute.push_reset(stream_);
+        answers_.push_back(Answer::reset);
+        break;
+      case VoskEvent::eof:
+        if (resampler_) {
+          std::vector<float> tail = resampler_->flush();
+          if (!tail.empty()) compute.push_audio(stream_, std::move(tail), false);
+        }
+        compute.end_stream(stream_);
+        eof_ = true;
+        this->stop_idle();
+        break;
+    }
+  } catch (const HttpError& e) {
+    return this->fail(e.close_code(), e.what(), e.close_code() == kClosePolicy ? "stream_length" : "bad_frame");
+  } catch (const std::exception& e) {
+    return this->fail(kCloseInternal, e.what(), "internal");
+  }
+  if (!eof_) this->arm_idle();
+  read_if_room();  // after eof too: a frame then is an error, a close is seen
+}
+
+template <class Stream>
+void AsrSession<Stream>::on_update(StreamUpdate u) {
+  if (ended_ || this->closing()) return;
+  if (!u.error.empty()) {
+    ended_ = true;
+    return this->fail(kCloseInternal, u.error, "recognition");
+  }
+  if (!replies_) replies_.emplace(input_.config().words, kEndpointSeconds);
+  std::vector<Answer> kinds;
+  for (int i = 0; i < u.answers && !answers_.empty(); ++i) {
+    kinds.push_back(answers_.front());
+    answers_.pop_front();
+  }
+  for (std::string& m : replies_->replies(u.results, kinds, u.final)) this->send(std::move(m));
+  if (u.final) {
+    ended_ = true;
+    // A stream the server ended (a drain's deadline) says why.
+    if (eof_)
+      this->close(kCloseNormal, "");
+    else
+      this->close(kCloseGoingAway, "the server is shutting down");
+    return;
+  }
+  if (!eof_) this->arm_idle();  // owed replies may have paused the reading: the wait was ours
+  read_if_room();
+}
+
+template <class Stream>
+void AsrSession<Stream>::on_gone() {
+  if (stream_ != 0 && !ended_) this->server_.compute.close_stream(stream_);
+  ended_ = true;
+  stream_ = 0;
+  stream_slot_.release();
+}
+
+template class AsrSession<PlainStream>;
+template class AsrSession<TlsStream>;
+
+}  // namespace lt::server
