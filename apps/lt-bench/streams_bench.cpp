@@ -106,6 +106,7 @@ struct Result {
   std::vector<double> finish_ms;  // of every stream: its final result after its last audio
   double rss_per_stream_mb = 0;
   double step_ms = 0, streams_per_step = 0, positions_per_step = 0;
+  double encoder_share = 0;  // of the steps' time, the batched encoder's
   int64_t steps = 0;
   bool timed_out = false;
 };
@@ -182,7 +183,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
   const double base = rss_mb();
   const double t0 = now_s();
   std::vector<double> step_ms;
-  double stepped = 0, positions = 0;
+  double stepped = 0, positions = 0, encoder_s = 0;
   auto take = [&](size_t i, double t) {
     lt_transcript* tr = nullptr;
     check(lt_stream_take_settled(streams[i], &tr) == LT_OK, lt_last_error());
@@ -206,6 +207,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
         moved += s.positions;
         if (s.positions > 0) {
           step_ms.push_back(1e3 * s.seconds);
+          encoder_s += s.encoder_seconds;
           stepped += double(s.stepped);
           positions += double(s.positions);
         }
@@ -233,6 +235,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
   res.steps = int64_t(step_ms.size());
   res.streams_per_step = step_ms.empty() ? 0 : stepped / double(step_ms.size());
   res.positions_per_step = step_ms.empty() ? 0 : positions / double(step_ms.size());
+  res.encoder_share = s.mean > 0 ? 1e3 * encoder_s / (s.mean * double(step_ms.size())) : 0;
   for (lt_stream* s : streams) lt_stream_free(s);
   for (lt_stream_group* g : groups) lt_stream_group_free(g);
   return res;
@@ -329,7 +332,7 @@ Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n
   row.set("lag_mean_ms", mean).set("lag_p95_ms", p95).set("lag_max_ms", percentile(r.lags_ms, 1.0));
   row.set("final_max_ms", finish_max).set("lag_bound_ms", bound);
   row.set("memory_per_stream_mb", r.rss_per_stream_mb);
-  row.set("step_ms", r.step_ms).set("streams_per_step", r.streams_per_step).set("positions_per_step", r.positions_per_step);
+  row.set("step_ms", r.step_ms).set("encoder_share", r.encoder_share).set("streams_per_step", r.streams_per_step).set("positions_per_step", r.positions_per_step);
   row.set("phones", int64_t(r.lags_ms.size())).set("seconds", o.seconds).set("chunk_ms", o.chunk_ms);
   return row;
 }
