@@ -14,6 +14,14 @@ needed, only the installed library. Arrays go in and out as NumPy arrays.
     asr = lt.Recognizer("asr.safetensors")
     asr.transcribe("utt.wav")["phones"]              # [("HH", 0.12, 0.18), ...]
 
+    live = lt.Recognizer("asr-stream.safetensors").group()   # many streams, one batched step
+    a, b = live.open(), live.open()                  # push from any thread
+    a.push(samples); live.step(); a.take_settled()
+
+    batch = model.image_batch()                      # continuous batching of images
+    job = batch.add(seed=3)                          # joins at the next step
+    while not job.done: batch.step()
+
     lt.train("copy", steps=1000, output="copy.safetensors")   # lt-train's run (lt.training)
 
 The library is found through $LT_LIBRARY, then beside the package in an
@@ -25,7 +33,8 @@ import os
 
 import numpy as np
 
-__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "version", "set_threads", "train", "evaluate", "export"]
+__all__ = ["Error", "Model", "State", "Recognizer", "Stream", "StreamGroup", "ImageBatch", "ImageJob", "version",
+           "set_threads", "train", "evaluate", "export"]
 
 
 class Error(RuntimeError):
@@ -128,6 +137,26 @@ _stream_finish = _declare("lt_stream_finish", _status, _p)
 _stream_take_settled = _declare("lt_stream_take_settled", _status, _p, ctypes.POINTER(_p))
 _stream_tentative = _declare("lt_stream_tentative", _status, _p, ctypes.POINTER(_p))
 _stream_free = _declare("lt_stream_free", None, _p)
+_stream_done = _declare("lt_stream_done", ctypes.c_int, _p)
+
+
+class _GroupStats(ctypes.Structure):
+    _fields_ = [("streams", _i64), ("stepped", _i64), ("positions", _i64), ("rounds", _i64), ("finished", _i64),
+                ("seconds", ctypes.c_double), ("encoder_seconds", ctypes.c_double)]
+
+
+_stream_group_new = _declare("lt_stream_group_new", _status, _p, ctypes.POINTER(_p))
+_stream_group_open = _declare("lt_stream_group_open", _status, _p, ctypes.POINTER(_p))
+_stream_group_step = _declare("lt_stream_group_step", _status, _p, ctypes.POINTER(_GroupStats))
+_stream_group_free = _declare("lt_stream_group_free", None, _p)
+_image_batch_new = _declare("lt_image_batch_new", _status, _p, ctypes.POINTER(_p))
+_image_batch_add = _declare("lt_image_batch_add", _status, _p, ctypes.c_uint64, _p, _p, ctypes.POINTER(_p))
+_image_batch_step = _declare("lt_image_batch_step", _status, _p, ctypes.POINTER(_i64))
+_image_job_decided = _declare("lt_image_job_decided", _i64, _p)
+_image_job_pixels = _declare("lt_image_job_pixels", ctypes.POINTER(ctypes.c_uint8), _p)
+_image_job_done = _declare("lt_image_job_done", ctypes.c_int, _p)
+_image_job_free = _declare("lt_image_job_free", None, _p)
+_image_batch_free = _declare("lt_image_batch_free", None, _p)
 
 
 def _check(status):
@@ -234,6 +263,78 @@ class Model:
         _check(_image_complete(self._handle, image.ctypes.data, known.ctypes.data, int(count), ctypes.byref(options),
                                out.ctypes.data))
         return out
+
+    def image_batch(self):
+        """A continuous batch of image requests (ImageBatch)."""
+        return ImageBatch(self)
+
+
+class ImageBatch:
+    """Many images sampled or completed at once: a request joins at the next
+    step and leaves when its last subpixel is drawn. Each image is the one
+    Model.sample_images(1, seed) or Model.complete(image, known, 1, seed)
+    gives. Use a batch and its jobs from one thread at a time."""
+
+    def __init__(self, model):
+        if model.shape is None:
+            raise Error("a %s model has no images" % model.family)
+        self.model = model
+        handle = _p()
+        _check(_image_batch_new(model._handle, ctypes.byref(handle)))
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _image_batch_free(self._handle)
+            self._handle = None
+
+    def add(self, seed, image=None, known=None):
+        """An image drawn from seed, or with image and known a completion (as Model.complete)."""
+        if (image is None) != (known is None):
+            raise Error("ImageBatch.add: give both image and known, or neither")
+        values = mask = None
+        if image is not None:
+            values = _array(image, np.uint8, self.model.shape)
+            mask = _array(np.asarray(known) != 0, np.uint8, self.model.shape)
+        handle = _p()
+        _check(_image_batch_add(self._handle, int(seed), values.ctypes.data if values is not None else None,
+                                mask.ctypes.data if mask is not None else None, ctypes.byref(handle)))
+        return ImageJob(self, handle)
+
+    def step(self):
+        """Decides the next subpixel of every unfinished job; returns how many are still unfinished."""
+        running = _i64()
+        _check(_image_batch_step(self._handle, ctypes.byref(running)))
+        return running.value
+
+
+class ImageJob:
+    """One request of an ImageBatch; it keeps its batch alive."""
+
+    def __init__(self, batch, handle):
+        self.batch = batch
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _image_job_free(self._handle)
+            self._handle = None
+
+    @property
+    def decided(self):
+        """Subpixels decided so far."""
+        return _image_job_decided(self._handle)
+
+    @property
+    def done(self):
+        return bool(_image_job_done(self._handle))
+
+    @property
+    def pixels(self):
+        """A copy of the image so far, uint8 [height, width, channels] (undecided subpixels 0)."""
+        shape = self.batch.model.shape
+        n = int(np.prod(shape))
+        return np.ctypeslib.as_array(_image_job_pixels(self._handle), shape=(n,)).copy().reshape(shape)
 
 
 class State:
@@ -363,13 +464,54 @@ class Recognizer:
         _check(_stream_new(self._handle, ctypes.byref(handle)))
         return Stream(self, handle)
 
+    def group(self):
+        """Streams stepped together (StreamGroup)."""
+        return StreamGroup(self)
+
+
+class StreamGroup:
+    """Many streams of one recognizer, decoded together: each step() runs
+    every stream's new audio through one batched encoder step per position.
+    A stream's results are those it gets alone. Push to its streams from any
+    thread, also while another thread steps (the library releases the GIL)."""
+
+    def __init__(self, recognizer):
+        self.recognizer = recognizer
+        handle = _p()
+        _check(_stream_group_new(recognizer._handle, ctypes.byref(handle)))
+        self._handle = handle
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _stream_group_free(self._handle)
+            self._handle = None
+
+    def open(self):
+        """A stream of the group: push only queues its audio; step() decodes it. It keeps the group alive."""
+        handle = _p()
+        _check(_stream_group_open(self._handle, ctypes.byref(handle)))
+        return Stream(self.recognizer, handle, self)
+
+    def step(self):
+        """Decodes everything queued in every stream; returns what the step did
+        (streams, stepped, positions, rounds, finished, seconds, encoder_seconds)."""
+        stats = _GroupStats()
+        _check(_stream_group_step(self._handle, ctypes.byref(stats)))
+        return dict((name, getattr(stats, name)) for name, _ in _GroupStats._fields_)
+
 
 class Stream:
-    """Audio pushed in any pieces, decoded as it comes."""
+    """Audio pushed in any pieces, decoded as it comes (by its group's steps, in a StreamGroup)."""
 
-    def __init__(self, recognizer, handle):
+    def __init__(self, recognizer, handle, group=None):
         self.recognizer = recognizer
+        self.group = group  # freed after its streams
         self._handle = handle
+
+    @property
+    def done(self):
+        """finish() was called and everything has settled."""
+        return bool(_stream_done(self._handle))
 
     def __del__(self):
         if getattr(self, "_handle", None):
