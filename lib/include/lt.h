@@ -273,7 +273,9 @@ LT_API void lt_transcript_free(lt_transcript* transcript);            /* NULL is
 /* Audio that arrives in pieces, decoded as it comes by a causal linear model
  * run as an RNN (asr-stream.safetensors): constant memory, and each phone
  * handed out once it is final. Its phones equal lt_transcribe's on the whole
- * recording. Other models are refused. */
+ * recording (a step per position here, chunks there: the same up to float
+ * rounding). Other models are refused. A stream of its own decodes at every
+ * push; a group's (below) when its group steps. */
 LT_API lt_status lt_stream_new(lt_recognizer* recognizer, lt_stream** stream);
 LT_API lt_status lt_stream_push(lt_stream* stream, const float* samples, int64_t count); /* 16 kHz mono */
 /* The end of the audio: what is left settles. */

@@ -5,7 +5,8 @@
 // history, the position code passes any it was trained on, and recognition
 // decays (docs/speech.md, "Long recordings"). Starting again in the pauses
 // keeps each segment as long as the speech between them. Offline recognition
-// and a stream both encode through this, so they cut at the same positions.
+// encodes through this; a stream steps a pool row position by position and
+// restarts it by the same PauseFinder rule, so both cut at the same positions.
 #pragma once
 #include <cstdint>
 #include <vector>
