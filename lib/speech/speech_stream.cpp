@@ -94,23 +94,15 @@ void front_end(speech::StreamMember& m, const SpeechFrontEnd& fe) {
   m.times.frontend += seconds_since(t0);
 }
 
-// The decoders over the step's logits, then what is settled handed out.
+// The decoders over the step's logits, and what settles handed out.
 void decode(speech::StreamMember& m, int64_t classes) {
   auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(m.out);
   for (int64_t i = 0; i < m.ready; ++i) m.decoder.push(m.logits.data() + i * classes);
   if (m.finishing) m.decoder.finish();
-  std::vector<CtcToken> phones;
-  std::vector<RecognizedWord> words;
-  m.decoder.take_settled(phones, &words);
-  std::vector<CtcToken> tentative = m.decoder.tentative_phones();
-  std::vector<RecognizedWord> tentative_words = m.decoder.tentative_words();
+  m.decoder.take_settled(m.settled, &m.settled_words);
   m.times.decoder += seconds_since(t0);
   if (m.finishing) m.finished = true;
-  std::lock_guard<std::mutex> lock(m.out);
-  m.settled.insert(m.settled.end(), phones.begin(), phones.end());
-  m.settled_words.insert(m.settled_words.end(), words.begin(), words.end());
-  m.tentative = std::move(tentative);
-  m.tentative_words = std::move(tentative_words);
   m.done = m.finished;
   m.samples_out = m.samples;
   m.positions_out = m.t;
@@ -249,12 +241,12 @@ void SpeechStream::take_settled(std::vector<CtcToken>& phones, std::vector<Recog
 
 std::vector<CtcToken> SpeechStream::tentative() const {
   std::lock_guard<std::mutex> lock(member_->out);
-  return member_->tentative;
+  return member_->decoder.tentative_phones();
 }
 
 std::vector<RecognizedWord> SpeechStream::tentative_words() const {
   std::lock_guard<std::mutex> lock(member_->out);
-  return member_->tentative_words;
+  return member_->decoder.tentative_words();
 }
 
 bool SpeechStream::done() const {

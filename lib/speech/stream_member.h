@@ -1,8 +1,9 @@
 // One stream of a SpeechStreamGroup, in three parts by who touches them:
 // what callers queue (any thread, under `in`), what the group's step works
-// on (its thread and OpenMP's, never the callers'), and what the step hands
-// out (any thread, under `out`). A SpeechStream holds it beside the group, so
-// either may go first.
+// on (its thread and OpenMP's, never the callers'), and the decoder with
+// what it settled (the step and any caller, under `out`: a caller asks the
+// decoder for the tentative tail only when it wants it). A SpeechStream
+// holds it beside the group, so either may go first.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -19,7 +20,7 @@ namespace lt::speech {
 
 struct StreamMember {
   StreamMember(const SpeechModel& model, const RecognizerOptions& options, int64_t pause)
-      : fbank(model.frontend.fbank()), decoder(model.model->config().head.width(), options), pauses(pause) {}
+      : fbank(model.frontend.fbank()), pauses(pause), decoder(model.model->config().head.width(), options) {}
 
   // ---- queued by callers ----
   std::mutex in;
@@ -30,7 +31,6 @@ struct StreamMember {
   // ---- the step's ----
   int64_t row = -1;  // in the group's pool, once a step has seen it
   FbankStream fbank;
-  Decoding decoder;
   PauseFinder pauses;  // a pause restarts the row (causal_encoder.h says why)
   std::vector<float> taken;   // this step's samples
   std::vector<float> raw;     // their filterbank frames
@@ -43,12 +43,11 @@ struct StreamMember {
   std::vector<float> logits;   // their logits [ready, classes]
   RecognitionTimes times;
 
-  // ---- handed out ----
+  // ---- decoded and handed out ----
   mutable std::mutex out;
+  Decoding decoder;
   std::vector<CtcToken> settled;
   std::vector<RecognizedWord> settled_words;
-  std::vector<CtcToken> tentative;
-  std::vector<RecognizedWord> tentative_words;
   bool done = false;
   int64_t samples_out = 0, positions_out = 0;
   RecognitionTimes times_out;
