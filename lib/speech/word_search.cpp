@@ -133,7 +133,7 @@ struct WordSearch::Impl {
   // mapped so that it never allocates after its first use. A memo of a pure
   // function changes no result.
   struct Memo {
-    const LanguageModel* lm = nullptr;
+    uint64_t model = 0;  // LanguageModel::instance(); 0: empty
     uint64_t key = 0;
     double score = 0;
     LmState next;
@@ -145,20 +145,20 @@ struct WordSearch::Impl {
   }
   static uint64_t memo_key(LmState from, int32_t word) { return uint64_t(uint32_t(from.context)) << 32 | uint32_t(word); }
   Memo& memo_slot(uint64_t key) const {
-    return memo()[size_t(mix64(key ^ uint64_t(uintptr_t(lm)))) & (kMemoSlots - 1)];
+    return memo()[size_t(mix64(key ^ mix64(lm->instance()))) & (kMemoSlots - 1)];
   }
   bool memoized(LmState from, int32_t word) const {
     const uint64_t k = memo_key(from, word);
     const Memo& m = memo_slot(k);
-    return m.key == k && m.lm == lm;
+    return m.key == k && m.model == lm->instance();
   }
   double lm_score(LmState from, int32_t word, LmState* to) const {
     const uint64_t k = memo_key(from, word);
     Memo& m = memo_slot(k);
-    if (m.key != k || m.lm != lm) {
+    if (m.key != k || m.model != lm->instance()) {
       m.score = lm->score(from, word, &m.next);
       m.key = k;
-      m.lm = lm;
+      m.model = lm->instance();
     }
     *to = m.next;
     return m.score;

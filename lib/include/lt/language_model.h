@@ -17,6 +17,7 @@
 // back-off weight; the recursion ends at the unigram p(w). Scores are
 // natural logarithms.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,10 @@ class LanguageModel {
     if (arc_slots_) __builtin_prefetch(&arcs_[first_slot(key(from.context, word))]);
   }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
+  // A number no other model made in this process has (copies share it: they
+  // score alike), so that a memo of scores can tell models apart even when
+  // one is freed and another takes its address.
+  uint64_t instance() const { return instance_; }
   // The state of a history given as word ids (oldest first), and a state's history.
   LmState state_of(const std::vector<int32_t>& history) const;
   std::vector<int32_t> history(LmState state) const;
@@ -64,6 +69,11 @@ class LanguageModel {
  private:
   friend class ArpaReader;
   friend class LanguageModelFile;
+  static uint64_t new_instance() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
+  }
+  uint64_t instance_ = new_instance();
   std::string name_;
   // A history the model can use: an n-gram of order < N, or the context of a
   // longer one (closed under prefixes, so the search below finds every one).
