@@ -8,6 +8,7 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <vector>
 #include <variant>
 
 #include "command_line.h"
@@ -40,34 +41,66 @@ int report_unfinished(const lt::TrainResult& r, const std::string& output) {
                  (long long)r.step, output.c_str());
   return 130;
 }
-// A row of lt/recipe_options.h as a flag of app bound to its field of a. The
+// A row of lt/recipe_options.h as a flag of app. Its text is kept as given
+// and set after parsing through set_recipe_option, lt_recipe_set's check and
+// words: a value either refuses is refused by both, with exit status 1. The
 // flags every tool shares (device, precision) take the tools' common text.
-void add_recipe_option(CLI::App& app, const lt::RecipeOption& row, lt::TrainingRecipe& a) {
+struct GivenOption {
+  const lt::RecipeOption* row = nullptr;
+  CLI::Option* option = nullptr;  // null for --bf16 and --tf32, whose flags are shared
+  std::string text;               // a single value
+  std::vector<std::string> texts; // a repeatable option's values
+  bool flag = false;              // a bool row
+};
+
+void add_recipe_option(CLI::App& app, GivenOption& g, const lt::TrainingRecipe& defaults, bool& bf16, bool& tf32) {
+  const lt::RecipeOption& row = *g.row;
+  using Takes = lt::RecipeOption::Takes;
   if (row.help.empty()) {
-    if (row.name() == "device") lt::app::add_device_option(app, a.device);
-    if (row.name() == "bf16") lt::app::add_precision_flags(app, a.bf16, a.tf32, lt::app::PrecisionUse::training);
+    if (row.name() == "device") g.option = lt::app::add_device_option(app, g.text = defaults.device);
+    if (row.name() == "bf16") lt::app::add_precision_flags(app, bf16, tf32, lt::app::PrecisionUse::training);
     return;
   }
-  using Takes = lt::RecipeOption::Takes;
   std::visit(
       [&](auto member) {
-        auto& field = a.*member;
-        using F = std::decay_t<decltype(field)>;
+        using F = std::decay_t<decltype(defaults.*member)>;
         if constexpr (std::is_same_v<F, bool>) {
-          app.add_flag(row.flags, field, row.help);
+          g.option = app.add_flag(row.flags, g.flag, row.help);
         } else {
-          CLI::Option* o = app.add_option(row.flags, field, row.help);
-          if (row.show_default) o->capture_default_str();
-          constexpr bool whole = std::is_integral_v<F>;
-          if (row.takes == Takes::non_negative) o->check(whole ? lt::app::kNonNegative : CLI::NonNegativeNumber);
-          if (row.takes == Takes::positive) o->check(whole ? lt::app::kPositive : CLI::PositiveNumber);
-          if (row.takes == Takes::range)
-            o->check(whole ? CLI::Range(int64_t(row.lo), int64_t(row.hi)) : CLI::Range(row.lo, row.hi));
-          if (row.takes == Takes::choices) o->check(CLI::IsMember(row.choices));
-          if (row.takes == Takes::existing_file) o->check(CLI::ExistingFile);
+          constexpr bool many = std::is_same_v<F, std::vector<std::string>> || std::is_same_v<F, std::vector<int64_t>>;
+          if constexpr (many)
+            g.option = app.add_option(row.flags, g.texts, row.help);
+          else
+            g.option = app.add_option(row.flags, g.text, row.help);
+          std::string type = row.takes != Takes::number ? "TEXT" : std::is_unsigned_v<F> ? "UINT" : row.whole() ? "INT" : "FLOAT";
+          if (row.takes == Takes::choices) {
+            type += ":{";
+            for (size_t i = 0; i < row.choices.size(); ++i) type += (i ? "," : "") + row.choices[i];
+            type += "}";
+          }
+          g.option->type_name(type);
+          if (row.show_default) g.option->default_str(lt::recipe_value_text(defaults, row));
         }
       },
       row.field);
+}
+
+// Sets each option given on the command line in a, through the table's checks.
+void set_given_options(const std::vector<GivenOption>& given, bool bf16, bool tf32, lt::TrainingRecipe& a) {
+  for (const GivenOption& g : given) {
+    const std::string name = g.row->name();
+    if (name == "bf16" || name == "tf32") {
+      if (name == "bf16" ? bf16 : tf32) lt::set_recipe_option(a, name, "true");
+      continue;
+    }
+    if (!g.option || g.option->count() == 0) continue;
+    if (g.row->takes == lt::RecipeOption::Takes::flag)
+      lt::set_recipe_option(a, name, g.flag ? "true" : "false");
+    else if (!g.texts.empty())
+      for (const std::string& t : g.texts) lt::set_recipe_option(a, name, t);
+    else
+      lt::set_recipe_option(a, name, g.text);
+  }
 }
 }  // namespace
 
@@ -88,17 +121,18 @@ int main(int argc, char** argv) {
                                              {"model", app.add_option_group("model", "model (0 or empty: the preset's value)")},
                                              {"optimization", app.add_option_group("optimization")},
                                              {"speech", app.add_option_group("speech", "--task asr")}};
-  for (const lt::RecipeOption& row : lt::recipe_options()) add_recipe_option(*groups.at(row.group), row, a);
+  std::vector<GivenOption> given(lt::recipe_options().size());
+  bool bf16 = false, tf32 = false;
+  for (size_t i = 0; i < given.size(); ++i) {
+    given[i].row = &lt::recipe_options()[i];
+    add_recipe_option(*groups.at(given[i].row->group), given[i], a, bf16, tf32);
+  }
   lt::app::add_threads_option(app, threads);
 
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-train"); status >= 0) return status;
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
-  for (const CLI::Option* o : app.get_options([](const CLI::Option* o) { return o->count() > 0; }))
-    if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
-  for (const auto* group : app.get_subcommands([](const CLI::App*) { return true; }))
-    for (const CLI::Option* o : group->get_options([](const CLI::Option* o) { return o->count() > 0; }))
-      if (!o->get_lnames().empty()) a.given.insert("--" + o->get_lnames().front());
   try {
+    set_given_options(given, bf16, tf32, a);
     lt::set_num_threads(threads);
     // Before the device is opened: a flag that cannot apply is the first thing to say.
     const lt::Device device = lt::parse_device(a.device);

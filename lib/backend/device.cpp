@@ -40,7 +40,7 @@ const char* device_name(Device d) { return d == Device::cuda ? "cuda" : "cpu"; }
 
 Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::cpu;
-  if (name == "cuda" || name == "gpu") return Device::cuda;
+  if (name == "cuda") return Device::cuda;
   throw Error("unknown device '" + name + "' (expected cpu or cuda)");
 }
 

@@ -6,6 +6,7 @@
 
 #include "lt/backend.h"
 #include "lt/error.h"
+#include "lt/recipe_options.h"
 #include "lt/training_run.h"
 #include "task_family.h"
 
@@ -23,12 +24,8 @@ std::unique_ptr<TaskFamily> checkpoint_family(const std::string& kind) {
 std::map<std::string, std::string> parse_notes(const TrainingRecipe& a) {
   std::map<std::string, std::string> meta;
   for (const std::string& note : a.notes) {
-    const size_t eq = note.find('=');
-    const std::string key = note.substr(0, eq);
-    check(eq != std::string::npos && !key.empty() &&
-              std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-'; }),
-          "--note '" + note + "': expected KEY=TEXT, KEY of letters, digits, '_', '.' or '-'");
-    meta["note." + key] = note.substr(eq + 1);
+    const auto [key, text] = split_note(note);
+    meta["note." + key] = text;
   }
   return meta;
 }

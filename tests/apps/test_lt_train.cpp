@@ -60,8 +60,8 @@ TEST_CASE("lt-train --help lists every option with its default") {
   CommandResult r = lt_train(dir, "--help");
   REQUIRE(r.exit_code == 0);
   for (const char* s : {"--task TEXT:{image,copy,asr}=image", "-o,--output TEXT=model.safetensors", "--resume",
-                        "--eval", "--export", "--attention TEXT=causal-linear", "--optimizer TEXT=radam",
-                        "--schedule TEXT=constant", "--milestones", "--gamma FLOAT=0.1", "--warmup INT=0",
+                        "--eval", "--export", "--attention TEXT=causal-linear", "--optimizer TEXT:{radam,adam}=radam",
+                        "--schedule TEXT:{constant,step,cosine}=constant", "--milestones", "--gamma FLOAT=0.1", "--warmup INT=0",
                         "--clip FLOAT=1", "--epochs INT=1", "-s,--seed UINT=1", "--checkpoint-every INT=500",
                         "-f,--format TEXT:{text,json}=text", "-d,--device TEXT=cpu", "--log"})
     CHECK_MESSAGE(r.out.find(s) != std::string::npos, "--help lacks " << s);

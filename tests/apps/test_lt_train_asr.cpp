@@ -116,9 +116,9 @@ TEST_CASE("lt-train --export of a speech model scores --score manifests and adds
   CHECK(ck.tensors.count("optimizer.exp_avg") == 0);
 
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note '=x'"),
-           "--note '=x': expected KEY=TEXT");
+           "--note: '=x' is not KEY=TEXT");
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("b.safetensors") + "' --note 'a b=x'"),
-           "expected KEY=TEXT");
+           "--note: 'a b=x' is not KEY=TEXT");
   one_line(run_tool(tmp, "lt-train", "--eval -m '" + model + "' --data '" + train + "' --note a=b"),
            "--score, --note and --average are options of --export");
   one_line(run_tool(tmp, "lt-train", "--export -m '" + model + "' -o '" + tmp.file("c.safetensors") + "' --score '" +
@@ -273,7 +273,7 @@ TEST_CASE("lt-train --task asr refuses bad input with one line naming the proble
   // Waveform augmentation flags: refused before any data is read.
   const std::string data = "--task asr --data '" + missing + "' " + kTiny + " --steps 1 -o '" + tmp.file("m3") + "'";
   one_line(run_tool(tmp, "lt-train", data + " --speed 1:0.3:0.9"), "--speed: factors outside 0.5 .. 2");
-  one_line(run_tool(tmp, "lt-train", data + " --codec 2"), "--codec '2': expected P or P:LO:HI");
+  one_line(run_tool(tmp, "lt-train", data + " --codec 2"), "--codec: '2' is not a probability in 0..1");
   one_line(run_tool(tmp, "lt-train", "--task image --noise 0.5 --steps 1"), "--noise");
   CHECK(!std::filesystem::exists(tmp.file("m3")));
 }

@@ -213,7 +213,7 @@ TEST_CASE("Ctrl-C to mpirun stops every rank at one step, whose checkpoint rank 
   REQUIRE(::kill(run.mpirun(), SIGINT) == 0);
   const auto [seconds, status] = run.wait_end(30);
   CHECK(seconds < 30);
-  CHECK(status != 0);
+  CHECK(status == 1);  // mpirun's, where lt-train alone exits 130 (docs/training.md)
   const std::string text = read_text(run.err);
   INFO("mpirun's stderr: " << text);
   const size_t at = text.find("lt-train: interrupted at step ");
