@@ -1,12 +1,17 @@
 // lt.h: the recurrent state as a value (new, fork, reset, step, continue,
 // save, load). The state remembers its model and position; a saved state
 // carries the model's architecture and a checksum of its weights, so that
-// loading it into another model fails with a line saying what differs.
+// loading it into another model fails with a line saying what differs, and
+// a checksum of its bytes, so that a damaged one is refused.
+#include <zlib.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "api_internal.h"
+#include "io/file_bytes.h"
 #include "lt/safetensors.h"
 #include "lt/world.h"
 
@@ -145,11 +150,80 @@ std::map<std::string, std::string> state_metadata(const lt_state& s) {
   return meta;
 }
 
-// A saved state (a file, or bytes) for `model`: refused, naming ck.path and
-// what differs, when it belongs to another model.
-std::unique_ptr<lt_state> state_of(lt_model* model, const lt::Checkpoint& ck) {
-  const std::string& name = ck.path;
+// The checksum of a saved state: zlib's crc32 of every byte of it (header
+// and tensor) with the 8 hex digits of the checksum itself read as
+// "00000000", written as lowercase hex into the metadata key lt.state.crc32.
+// So a change to any byte, the position's digits or the tensor's alike, is
+// found; a truncation too.
+constexpr char kChecksumKey[] = "lt.state.crc32";
+constexpr char kUnset[] = "00000000";
+
+// Where the checksum's 8 digits start in bytes (a safetensors file whose
+// header read_safetensors accepted), or npos when the header has no
+// "lt.state.crc32" key. In the JSON header a quote inside a string is
+// escaped, so the key's text with its quotes can only be that key.
+size_t checksum_at(const std::string& name, const uint8_t* bytes, size_t size) {
+  uint64_t header = 0;
+  if (size >= 8) std::memcpy(&header, bytes, 8);  // little-endian, as the format says
+  lt::check(size >= 8 && header <= size - 8, name + ": not a saved state (its header is cut off)");
+  const std::string field = std::string("\"") + kChecksumKey + "\":\"";
+  const char* begin = reinterpret_cast<const char*>(bytes) + 8;
+  const std::string_view text(begin, header);
+  const size_t found = text.find(field);
+  if (found == std::string_view::npos) return std::string_view::npos;
+  const size_t at = found + field.size();
+  lt::check(text.find(field, found + 1) == std::string_view::npos && at + 8 < text.size() && text[at + 8] == '"',
+            name + ": damaged: its " + kChecksumKey + " is not one 8-digit value");
+  return 8 + at;
+}
+
+uint32_t checksum_of(const uint8_t* bytes, size_t size, size_t at) {
+  uLong c = crc32_z(0L, Z_NULL, 0);
+  c = crc32_z(c, bytes, at);
+  c = crc32_z(c, reinterpret_cast<const Bytef*>(kUnset), 8);
+  c = crc32_z(c, bytes + at + 8, size - at - 8);
+  return uint32_t(c);
+}
+
+std::string hex32(uint32_t v) {
+  char hex[12];
+  std::snprintf(hex, sizeof hex, "%08" PRIx32, v);
+  return hex;
+}
+
+// The bytes lt_state_save writes: the safetensors file with its checksum.
+std::string state_bytes(const lt_state& s) {
+  std::map<std::string, std::string> meta = state_metadata(s);
+  meta[kChecksumKey] = kUnset;
+  std::string out = lt::safetensors_bytes({{"state", s.state.buffer}}, meta);
+  auto* bytes = reinterpret_cast<uint8_t*>(out.data());
+  const size_t at = checksum_at("state bytes", bytes, out.size());
+  lt::check(at != std::string::npos, "state bytes: the checksum was not written");
+  out.replace(at, 8, hex32(checksum_of(bytes, out.size(), at)));
+  return out;
+}
+
+// Refuses bytes (named `name`) whose checksum does not match them, or that
+// have none: states saved before lt wrote one cannot be told from damaged
+// ones (docs/api.md).
+void check_state_checksum(const std::string& name, const uint8_t* bytes, size_t size, const lt::Checkpoint& ck) {
+  const size_t at = checksum_at(name, bytes, size);
+  if (at == std::string::npos)
+    throw lt::Error(name + ": a state without a checksum (" + kChecksumKey +
+                    "): damaged, or saved before lt's states carried one; refused, since it cannot be checked");
+  const std::string saved(reinterpret_cast<const char*>(bytes) + at, 8);
+  const std::string computed = hex32(checksum_of(bytes, size, at));
+  if (saved != computed || ck.meta(kChecksumKey, "") != saved)
+    throw lt::Error(name + ": damaged: its checksum (" + kChecksumKey + " " + saved + ") does not match its bytes (" +
+                    computed + ")");
+}
+
+// A saved state (a file, or bytes) for `model`: refused, naming the file or
+// "state bytes", when it is damaged or belongs to another model.
+std::unique_ptr<lt_state> state_of(lt_model* model, const std::string& name, const uint8_t* bytes, size_t size) {
+  const lt::Checkpoint ck = lt::parse_safetensors(name, bytes, size);
   lt::check(ck.metadata.count("lt.state.batch") != 0, name + ": not a saved state (no lt.state.batch)");
+  check_state_checksum(name, bytes, size, ck);
   for (const auto& [k, v] : architecture(*model)) {
     const std::string saved = ck.meta("lt.state.model." + k, "(none)");
     if (saved != v) throw lt::Error(name + ": a state of another model: its " + k + " is " + saved + ", this model's " + v);
@@ -179,7 +253,8 @@ lt_status lt_state_save(const lt_state* state, const char* path) {
   return lt::api::guarded([&] {
     require(state, "state");
     require(path, "path");
-    lt::save_safetensors(path, {{"state", state->state.buffer}}, state_metadata(*state));
+    const std::string bytes = state_bytes(*state);
+    lt::io::write_file_atomically(path, bytes.data(), bytes.size());
   });
 }
 
@@ -189,7 +264,8 @@ lt_status lt_state_load(lt_model* model, const char* path, lt_state** state) {
     require(model, "model");
     require(path, "path");
     require(state, "state");
-    *state = state_of(model, lt::load_safetensors(path)).release();
+    const std::vector<uint8_t> bytes = lt::io::read_file_bytes(path);
+    *state = state_of(model, path, bytes.data(), bytes.size()).release();
   });
 }
 
@@ -200,7 +276,7 @@ lt_status lt_state_to_bytes(const lt_state* state, uint8_t** bytes, size_t* size
     require(state, "state");
     require(bytes, "bytes");
     require(size, "size");
-    const std::string out = lt::safetensors_bytes({{"state", state->state.buffer}}, state_metadata(*state));
+    const std::string out = state_bytes(*state);
     *bytes = caller_copy(reinterpret_cast<const uint8_t*>(out.data()), out.size());
     *size = out.size();
   });
@@ -212,7 +288,7 @@ lt_status lt_state_from_bytes(lt_model* model, const uint8_t* bytes, size_t size
     require(model, "model");
     require(bytes, "bytes");
     require(state, "state");
-    *state = state_of(model, lt::parse_safetensors("state bytes", bytes, size)).release();
+    *state = state_of(model, "state bytes", bytes, size).release();
   });
 }
 

@@ -125,9 +125,11 @@ LT_API lt_status lt_state_step(lt_state* state, const int32_t* tokens, float* he
  * in one parallel pass and writes heads[batch x count x head_width]: the
  * same numbers as count steps, up to float rounding. */
 LT_API lt_status lt_state_continue(lt_state* state, const int32_t* tokens, int64_t count, float* heads);
-/* Writes the state to a file (safetensors, with its model's architecture
- * and a checksum of its weights), and loads one for the same model: a state
- * of another model is refused, naming the file and what differs. */
+/* Writes the state to a file (safetensors, with its model's architecture,
+ * a checksum of its weights and a crc32 of its own bytes), and loads one for
+ * the same model: a state of another model is refused, naming the file and
+ * what differs, and so is a damaged one (its crc32 does not match) or one
+ * without a crc32 (saved before states had one: docs/api.md). */
 LT_API lt_status lt_state_save(const lt_state* state, const char* path);
 LT_API lt_status lt_state_load(lt_model* model, const char* path, lt_state** state);
 /* The same as bytes in memory: *bytes (of *size) is the caller's, released
