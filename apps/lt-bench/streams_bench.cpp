@@ -33,6 +33,7 @@
 #include "benchmarks.h"
 #include "lt.h"
 #include "lt/audio.h"
+#include "lt/backend.h"
 #include "lt/error.h"
 #include "shipped_model.h"
 
@@ -322,7 +323,7 @@ double percentile(std::vector<double> v, double p) {
 }
 
 Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n, const Result& r) {
-  Row row = environment_row("cpu", 0);
+  Row row = environment_row("cpu", num_threads());
   const double bound = o.lag_bound();
   const double p95 = percentile(r.lags_ms, 0.95), finish_max = percentile(r.finish_ms, 1.0);
   const bool realtime = !r.timed_out && !r.lags_ms.empty() && p95 <= bound && finish_max <= bound;
@@ -393,7 +394,7 @@ void images(const StreamsBenchOptions& o, Writer& out) {
       }
     }
     const double span = now_s() - t0 - arrive.front();
-    Row row = environment_row("cpu", 0);
+    Row row = environment_row("cpu", num_threads());
     row.set("mode", std::string("images ") + mode).set("requests", o.images).set("arrival_s", o.arrival);
     row.set("images_per_s", double(o.images) / span).set("latency_mean_s", Stats::of(latency).mean);
     row.set("latency_p95_s", percentile(latency, 0.95)).set("precision", o.bf16 ? "bf16" : "fp32");

@@ -24,7 +24,8 @@ constexpr int64_t kPiece = 4096;
 }  // namespace
 
 struct SpeechStreamGroup::Impl {
-  explicit Impl(SpeechModel& model, const RecognizerOptions& options) : pool(*model.model, options.precision) {}
+  // A row to start with: a stream alone is a group of one, and a group doubles as it fills.
+  explicit Impl(SpeechModel& model, const RecognizerOptions& options) : pool(*model.model, options.precision, 1) {}
   StatePool pool;
   std::mutex members_mutex;  // members: opened and closed from any thread
   std::vector<std::shared_ptr<speech::StreamMember>> members;
