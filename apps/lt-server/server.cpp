@@ -69,6 +69,9 @@ void Server::accept() {
       retry->async_wait([this, retry](beast::error_code) { accept(); });
       return;
     }
+    // Replies are small and each answers a frame: send them at once (no Nagle).
+    beast::error_code nodelay_ec;
+    socket.set_option(tcp::no_delay(true), nodelay_ec);
     beast::error_code peer_ec;
     const auto peer = socket.remote_endpoint(peer_ec);
     const std::string client = peer_ec ? "unknown" : peer.address().to_string();
