@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "command_line.h"
+
 namespace lt::app {
 
 inline CLI::Option* add_device_option(CLI::App& app, std::string& device) {
@@ -12,7 +14,7 @@ inline CLI::Option* add_device_option(CLI::App& app, std::string& device) {
 }
 
 inline CLI::Option* add_threads_option(CLI::App& app, int& threads) {
-  return app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")->capture_default_str();
+  return app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")->capture_default_str()->check(kNonNegative);
 }
 
 // --bf16 and --tf32 (lt/precision_flags.h turns them into a Precision).
@@ -41,13 +43,14 @@ inline const char* precision_name(bool bf16, bool tf32) {
 
 // The sampling seed of lt-sample-image and lt-complete.
 inline CLI::Option* add_sampling_seed_option(CLI::App& app, uint64_t& seed) {
-  return app.add_option("-s,--seed", seed, "random seed (default: a fresh one, printed)");
+  return app.add_option("-s,--seed", seed, "random seed (default: a fresh one, printed)")->check(kUnsigned);
 }
 
 // A checkpoint to read, defaulting to a shipped model.
 inline CLI::Option* add_model_option(CLI::App& app, std::string& model, const std::string& shipped) {
   return app.add_option("-m,--model", model,
-                        "checkpoint (default: " + shipped + " in $LT_WEIGHTS if set, else the shipped weights/)");
+                        "checkpoint (default: " + shipped + " in $LT_WEIGHTS if set, else the shipped weights/)")
+      ->check(kNonEmpty);
 }
 
 }  // namespace lt::app

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("-m,--model", a.model,
                  std::string("speech model (default: ") + kOfflineModel + ", or " + kStreamingModel +
-                     " with --stream, in $LT_WEIGHTS if set, else the shipped weights/)");
+                     " with --stream, in $LT_WEIGHTS if set, else the shipped weights/)")->check(lt::app::kNonEmpty);
   app.add_option("-f,--format", a.format, "text (path TAB phones) or json (one object per input)")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
@@ -64,53 +64,60 @@ int main(int argc, char** argv) {
                  "a beam's hypotheses that still disagree about a phone (or word) this many seconds old give way to "
                  "the best one, so a stream prints each phone at most this long after its audio")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
+      ->check(lt::app::real_in(0.001, 3600.0));
   app.add_option("--prune", a.recognizer.prune,
                  "a beam search does not extend a phone whose log-probability at a position is below this (cost "
                  "falls with it; -1e30: exact)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(lt::app::kFinite);
   app.add_option("--pause", a.recognizer.pause_seconds,
                  "recognition starts afresh after this many seconds of blank, so long recordings and streams do not "
                  "decay (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(lt::app::real_in(0.0, 3600.0));
   app.add_option("--phone-lm", a.phone_lm,
                  std::string("phone n-gram model (ARPA, plain or gzip) that a beam search decodes the phones with, or "
                              "'none' (default: ") +
-                     kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)");
+                     kPhoneModel + " in $LT_WEIGHTS if set, else the shipped weights/; greedy decoding uses none)")
+      ->check(lt::app::kNonEmpty);
   app.add_option("--phone-lm-weight", a.recognizer.phone_lm_weight, "weight of the phone model's log-probability")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(lt::app::real_at_least(0));
   app.add_option("--phone-bonus", a.recognizer.phone_bonus, "log-score added per phone with a phone model")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(lt::app::kFinite);
   app.add_flag("--stream", a.stream,
                "decode as the audio arrives (a causal-linear model as an RNN: constant memory), printing phones "
                "as they settle; a terminal shows the tentative ones too");
   app.add_option("--follow", a.follow,
                  "--stream: a file ends only after it has not grown for this many seconds (0: at its end)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(lt::app::real_at_least(0));
   app.add_flag("--words", a.words,
                "decode words too: a lexicon-constrained CTC beam search with a word n-gram model (text: path TAB words "
                "TAB phones)");
   app.add_option("--lm", a.lm, std::string("--words: ARPA word model, plain or gzip, or 'none' (default: ") + kWordModel +
-                                   " in $LT_WEIGHTS if set, else the shipped weights/)");
+                                   " in $LT_WEIGHTS if set, else the shipped weights/)")->check(lt::app::kNonEmpty);
   app.add_option("--vocabulary", a.vocabulary,
                  "--words: recognise only these words (a word list, pronounced by --lexicon), each as likely as "
-                 "the next: command-style use; no word model unless --lm names one");
+                 "the next: command-style use; no word model unless --lm names one")
+      ->check(lt::app::kNonEmpty);
   app.add_option("--grammar", a.grammar,
                  "--words: recognise only these phrases (one a line, pronounced by --lexicon), each said alone and "
                  "whole, each as likely as the next: command-style use (the word search then cuts no phone, so "
                  "that a whole phrase always fits)")
+      ->check(lt::app::kNonEmpty)
       ->excludes("--vocabulary")
       ->excludes("--lm");
   app.add_option("--lm-weight", a.recognizer.lm_weight, "--words: weight of the word model's log-probability")
-      ->capture_default_str();
-  app.add_option("--word-bonus", a.recognizer.word_bonus, "--words: log-score added per word")->capture_default_str();
+      ->capture_default_str()
+      ->check(lt::app::real_at_least(0));
+  app.add_option("--word-bonus", a.recognizer.word_bonus, "--words: log-score added per word")->capture_default_str()->check(lt::app::kFinite);
   app.add_option("--word-beam", a.recognizer.word_beam, "--words: hypotheses kept per frame")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--ref", a.ref, "score against references: a manifest TSV or a LibriSpeech folder (PER on stderr, or in the JSON)");
-  app.add_option("--lexicon", a.lexicon, "pronunciations of --words' vocabulary and of --ref's words (CMU dict format; default: pocketsphinx's CMU dict)");
+  app.add_option("--ref", a.ref, "score against references: a manifest TSV or a LibriSpeech folder (PER on stderr, or in the JSON)")->check(lt::app::kNonEmpty);
+  app.add_option("--lexicon", a.lexicon, "pronunciations of --words' vocabulary and of --ref's words (CMU dict format; default: pocketsphinx's CMU dict)")->check(lt::app::kNonEmpty);
   app.add_option("--raw-rate", a.raw_rate, "inputs are raw PCM at this sample rate (no header)")->check(CLI::Range(1000, 384000));
   app.add_option("--raw-channels", a.raw_channels, "raw PCM channels")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--raw-format", a.raw_format, "raw PCM samples: s16le, s24le, s32le, f32le or u8")

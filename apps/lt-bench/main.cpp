@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   bool quiet = false, tf32 = false;
   int background = 0;
-  app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str();
+  app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str()->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   lt::app::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
   app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
@@ -52,13 +52,13 @@ int main(int argc, char** argv) {
   CLI::App* attention = app.add_subcommand("attention", "forward+backward time and peak memory per sample vs sequence length (paper Figure 1)");
   attention->add_option("-a,--attention", att.kinds, "softmax, causal-softmax, linear, causal-linear, favor (FAVOR+ features), causal-favor, lsh-1, lsh-4 (Reformer, 1 or 4 hashing rounds; CPU only), causal-lsh-1, causal-lsh-4 or all")->capture_default_str();
   attention->add_option("-d,--device", att.devices, "cpu and/or cuda")->capture_default_str();
-  attention->add_option("--min-length", att.min_length, "shortest sequence (doubling up to --max-length)")->capture_default_str();
-  attention->add_option("--max-length", att.max_length, "longest sequence")->capture_default_str();
-  attention->add_option("--tokens", att.tokens, "tokens per batch: batch = tokens / N")->capture_default_str();
-  attention->add_option("--heads", att.heads, "attention heads")->capture_default_str();
-  attention->add_option("--head-dim", att.head_dim, "query/value dimension per head")->capture_default_str();
+  attention->add_option("--min-length", att.min_length, "shortest sequence (doubling up to --max-length)")->capture_default_str()->check(lt::app::kPositive);
+  attention->add_option("--max-length", att.max_length, "longest sequence")->capture_default_str()->check(lt::app::kPositive);
+  attention->add_option("--tokens", att.tokens, "tokens per batch: batch = tokens / N")->capture_default_str()->check(lt::app::kPositive);
+  attention->add_option("--heads", att.heads, "attention heads")->capture_default_str()->check(lt::app::kPositive);
+  attention->add_option("--head-dim", att.head_dim, "query/value dimension per head")->capture_default_str()->check(lt::app::kPositive);
   attention->add_option("-r,--repetitions", att.repetitions, "timed repetitions after one warm-up")->capture_default_str()->check(lt::app::kPositive);
-  attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str();
+  attention->add_option("--max-memory", att.max_memory_gb, "skip cases needing more than this many GB")->capture_default_str()->check(lt::app::kPositiveReal);
 
   lt::bench::GenerateBenchOptions gen;
   CLI::App* generate = app.add_subcommand("generate", "images/s and memory of recurrent (linear) vs KV-cache (softmax) vs recomputing (Reformer) sampling vs batch size");
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   generate->add_flag("--openblas", gen.openblas, "cpu: the step's products through OpenBLAS instead of weights packed once (for comparison)")
       ->excludes(bf16);
   generate->add_flag("!--no-cuda-graphs", gen.cuda_graphs, "cuda: launch every kernel of each step instead of replaying the stack's recorded launches (for comparison)");
-  generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str();
+  generate->add_option("--max-memory", gen.max_memory_gb, "skip batches whose state needs more than this many GB")->capture_default_str()->check(lt::app::kPositiveReal);
 
   lt::bench::TrainBenchOptions tr;
   CLI::App* train = app.add_subcommand("train", "training examples/s and dense-layer GFLOP/s against the sgemm rate");
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   speech->add_option("--heads", sp.heads, "attention heads")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--lstm-layers", sp.lstm_layers, "bilstm: layers")->capture_default_str()->check(lt::app::kPositive);
   speech->add_option("--lstm-hidden", sp.lstm_hidden, "bilstm: hidden units per direction")->capture_default_str()->check(lt::app::kPositive);
-  speech->add_option("--hours", sp.hours, "report an epoch of this many hours of audio")->capture_default_str();
+  speech->add_option("--hours", sp.hours, "report an epoch of this many hours of audio")->capture_default_str()->check(lt::app::kPositiveReal);
   speech->add_option("-d,--device", sp.devices, "cpu and/or cuda")->capture_default_str();
   speech->add_option("-r,--repetitions", sp.repetitions, "timed steps after one warm-up")->capture_default_str()->check(lt::app::kPositive);
   speech->add_flag("--bf16", sp.bf16, "cpu: the linear layers' products in bf16 with fp32 sums (AVX512_BF16)");
@@ -109,16 +109,16 @@ int main(int argc, char** argv) {
   lt::bench::AsrBenchOptions asr;
   CLI::App* recognition = app.add_subcommand("asr", "real-time factor of offline and streaming recognition, front end / encoder / decoder apart, stream memory");
   recognition->add_option("--mode", asr.modes, "offline and/or stream")->capture_default_str();
-  recognition->add_option("-m,--model", asr.model, "speech model (default: a random model of --layers/--d-model/--heads, bidirectional offline, causal-linear streaming)");
+  recognition->add_option("-m,--model", asr.model, "speech model (default: a random model of --layers/--d-model/--heads, bidirectional offline, causal-linear streaming)")->check(lt::app::kNonEmpty);
   recognition->add_option("--layers", asr.layers, "random model's layers")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_option("--d-model", asr.d_model, "random model's width (head dim = width / heads)")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_option("--heads", asr.heads, "random model's heads")->capture_default_str()->check(lt::app::kPositive);
   recognition->add_option("--frame-stack", asr.stack, "random model's 10 ms frames per position")->capture_default_str()->check(CLI::Range(1, 16));
   recognition->add_option("--ff-conv", asr.ff_conv, "random models' feed-forward convolution taps, odd (0: none), as lt-train's --ff-conv")->capture_default_str()->check(lt::app::kNonNegative);
   recognition->add_option("--context", asr.context, "random model's context frames on each side of a position (the streaming model: before it only), as lt-train's default")->capture_default_str()->check(CLI::Range(0, 64));
-  recognition->add_option("--seconds", asr.seconds, "offline: length of the recording")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
-  recognition->add_option("--stream-seconds", asr.stream_seconds, "stream: length of the stream (memory is read at 10 s and at the end)")->capture_default_str()->check(CLI::Range(10.0, 86400.0));
-  recognition->add_option("--chunk-ms", asr.chunk_ms, "stream: audio arrives in pieces of this many ms")->capture_default_str()->check(CLI::Range(10.0, 10000.0));
+  recognition->add_option("--seconds", asr.seconds, "offline: length of the recording")->capture_default_str()->check(lt::app::real_in(1.0, 3600.0));
+  recognition->add_option("--stream-seconds", asr.stream_seconds, "stream: length of the stream (memory is read at 10 s and at the end)")->capture_default_str()->check(lt::app::real_in(10.0, 86400.0));
+  recognition->add_option("--chunk-ms", asr.chunk_ms, "stream: audio arrives in pieces of this many ms")->capture_default_str()->check(lt::app::real_in(10.0, 10000.0));
   recognition->add_option("--beam", asr.beam, "CTC prefix beam width (1: greedy)")->capture_default_str()->check(CLI::Range(1, 1024));
   recognition->add_option("--thread-counts", asr.thread_counts, "CPU threads, one row each")->capture_default_str()->check(CLI::Range(1, 1024));
   recognition->add_option("-d,--device", asr.devices, "cpu and/or cuda")->capture_default_str();
@@ -131,14 +131,14 @@ int main(int argc, char** argv) {
   streams->add_option("-n,--streams", st.streams, "concurrent streams (with --find: the first tried)")->capture_default_str()->check(lt::app::kPositive);
   streams->add_flag("--find", st.find, "search for the most streams that keep real time: doubling from --streams, then bisection");
   streams->add_option("--max-streams", st.max_streams, "--find tries no more")->capture_default_str()->check(lt::app::kPositive);
-  streams->add_option("-m,--model", st.model, "streaming speech model (default: the shipped asr-stream.safetensors)");
+  streams->add_option("-m,--model", st.model, "streaming speech model (default: the shipped asr-stream.safetensors)")->check(lt::app::kNonEmpty);
   streams->add_option("--phone-lm", st.phone_lm, "phone n-gram model, or none (default: the shipped speech-phones.arpa.gz, as lt-asr)");
   streams->add_option("--audio", st.audio, "recordings the streams replay, looped (default: eight sentences spoken by espeak-ng)");
-  streams->add_option("--seconds", st.seconds, "audio per stream")->capture_default_str()->check(CLI::Range(1.0, 3600.0));
-  streams->add_option("--arrival", st.arrival, "streams start at random times within this many seconds")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  streams->add_option("--chunk-ms", st.chunk_ms, "audio arrives in pieces this long")->capture_default_str()->check(CLI::Range(10.0, 10000.0));
+  streams->add_option("--seconds", st.seconds, "audio per stream")->capture_default_str()->check(lt::app::real_in(1.0, 3600.0));
+  streams->add_option("--arrival", st.arrival, "streams start at random times within this many seconds")->capture_default_str()->check(lt::app::real_in(0.0, 3600.0));
+  streams->add_option("--chunk-ms", st.chunk_ms, "audio arrives in pieces this long")->capture_default_str()->check(lt::app::real_in(10.0, 10000.0));
   streams->add_option("--interval-ms", st.interval_ms, "the compute loop steps at most this often: audio that arrives meanwhile joins the next step")->capture_default_str()->check(lt::app::kNonNegative);
-  streams->add_option("--max-delay", st.max_delay, "seconds a decoder may hold a phone back (lt-asr's --max-delay)")->capture_default_str()->check(CLI::Range(0.001, 3600.0));
+  streams->add_option("--max-delay", st.max_delay, "seconds a decoder may hold a phone back (lt-asr's --max-delay)")->capture_default_str()->check(lt::app::real_in(0.001, 3600.0));
   streams->add_option("--beam", st.beam, "CTC beam width (lt-asr's default)")->capture_default_str()->check(CLI::Range(1, 1024));
   streams->add_option("--lag-bound-ms", st.lag_bound_ms, "real time: p95 lag and every final result within this (0: --max-delay + 100 ms)")->capture_default_str()->check(lt::app::kNonNegative);
   streams->add_option("--images", st.images, "instead of speech: this many single-image requests arriving at random within --arrival, through a continuous image batch and one at a time")->capture_default_str()->check(lt::app::kNonNegative);
@@ -149,6 +149,8 @@ int main(int argc, char** argv) {
   try {
     lt::set_num_threads(threads);
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
+    lt::check(!*attention || att.min_length <= att.max_length,
+              "--min-length " + std::to_string(att.min_length) + " is above --max-length " + std::to_string(att.max_length));
     gen.tf32 = tr.tf32 = sp.tf32 = tf32;
     lt::bench::Writer writer(format);
     lt::bench::set_background_load(load->count());

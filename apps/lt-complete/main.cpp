@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   lt::app::add_model_option(app, a.model, "mnist.safetensors");
-  app.add_option("-o,--output", a.output, "the completion of a single input (with -n 1)");
-  app.add_option("--out-dir", a.out_dir, "write <name>_completion_<k>.png and <name>_sheet.png per input");
+  app.add_option("-o,--output", a.output, "the completion of a single input (with -n 1)")->check(lt::app::kNonEmpty);
+  app.add_option("--out-dir", a.out_dir, "write <name>_completion_<k>.png and <name>_sheet.png per input")->check(lt::app::kNonEmpty);
   app.add_option("-n,--completions", a.completions, "completions per input")->capture_default_str()->check(lt::app::kPositive);
   app.add_option("--keep-rows", a.keep_rows, "keep the top K rows of each input, complete the rest")->check(lt::app::kNonNegative);
   app.add_option("--keep-pixels", a.keep_pixels, "keep the first N pixels in raster order (the reference's offset)")->check(lt::app::kNonNegative);

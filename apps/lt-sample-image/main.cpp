@@ -94,9 +94,9 @@ int main(int argc, char** argv) {
   app.add_option("-n,--count", a.count, "images to sample")->capture_default_str()->check(lt::app::kPositive);
   app.add_option("-b,--batch", a.batch, "images sampled together")->capture_default_str()->check(lt::app::kPositive);
   auto* seed = lt::app::add_sampling_seed_option(app, a.seed);
-  app.add_option("-o,--output", a.output, "write all images as one PNG grid");
-  app.add_option("--out-dir", a.out_dir, "write one PNG per image (sample_0000.png, ...)");
-  app.add_option("--columns", a.columns, "images per row of the grid (0: square)")->capture_default_str();
+  app.add_option("-o,--output", a.output, "write all images as one PNG grid")->check(lt::app::kNonEmpty);
+  app.add_option("--out-dir", a.out_dir, "write one PNG per image (sample_0000.png, ...)")->check(lt::app::kNonEmpty);
+  app.add_option("--columns", a.columns, "images per row of the grid (0: square)")->capture_default_str()->check(lt::app::kNonNegative);
   app.add_option("--scale", a.scale, "PNG pixels per image pixel")->capture_default_str()->check(CLI::Range(1, 64));
   lt::app::add_device_option(app, a.device);
   lt::app::add_threads_option(app, a.threads);

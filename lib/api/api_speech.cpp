@@ -1,6 +1,7 @@
 // lt.h: speech recognition of recordings and streams, set up as lt-asr sets
 // it up (lib/include/lt/recognizer.h does the work).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -106,7 +107,18 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     if (o.grammar && !o.lexicon) throw lt::Error("lt_recognizer_new: a grammar needs a lexicon to pronounce it");
     if (o.grammar && (o.word_list || o.word_lm))
       throw lt::Error("lt_recognizer_new: a grammar takes the place of a word list and a word model");
-    if (o.max_delay < 0 || o.pause_seconds < 0) throw ArgumentError("lt_recognizer_new: max_delay and pause_seconds must be >= 0");
+    // Written so that NaN fails each test: every comparison with it is false.
+    if (!(o.max_delay >= 0 && o.max_delay <= 3600 && o.pause_seconds >= 0 && o.pause_seconds <= 3600))
+      throw ArgumentError("lt_recognizer_new: max_delay and pause_seconds must be seconds in 0..3600, got " +
+                          std::to_string(o.max_delay) + " and " + std::to_string(o.pause_seconds));
+    if (!std::isfinite(o.prune))
+      throw ArgumentError("lt_recognizer_new: prune must be a finite log-probability, got " + std::to_string(o.prune));
+    if (!(std::isfinite(o.phone_lm_weight) && o.phone_lm_weight >= 0 && std::isfinite(o.lm_weight) && o.lm_weight >= 0))
+      throw ArgumentError("lt_recognizer_new: phone_lm_weight and lm_weight must be finite and >= 0, got " +
+                          std::to_string(o.phone_lm_weight) + " and " + std::to_string(o.lm_weight));
+    if (!(std::isfinite(o.phone_bonus) && std::isfinite(o.word_bonus)))
+      throw ArgumentError("lt_recognizer_new: phone_bonus and word_bonus must be finite, got " +
+                          std::to_string(o.phone_bonus) + " and " + std::to_string(o.word_bonus));
     if (o.word_beam < 1) throw ArgumentError("lt_recognizer_new: word_beam must be >= 1, got " + std::to_string(o.word_beam));
     auto r = std::make_unique<lt_recognizer>();
     const lt::Device device = lt::parse_device(o.device);

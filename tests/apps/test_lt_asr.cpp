@@ -398,10 +398,10 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   const CommandResult r = run_tool(tmp, "lt-asr", "--help");
   CHECK(r.exit_code == 0);
   for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=64", "--stream",
-                        "--follow FLOAT:NONNEGATIVE=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
-                        "--threads INT=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT=1.25",
-                        "--phone-bonus FLOAT=2.5", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT=-12",
-                        "--word-beam INT:INT in [1 - 4096]=64", "--lm-weight FLOAT=1", "--word-bonus FLOAT=0",
+                        "--follow FLOAT:FLOAT >= 0=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
+                        "--threads INT:INT>=0=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT:FLOAT >= 0=1.25",
+                        "--phone-bonus FLOAT:FINITE=2.5", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT:FINITE=-12",
+                        "--word-beam INT:INT in [1 - 4096]=64", "--lm-weight FLOAT:FLOAT >= 0=1", "--word-bonus FLOAT:FINITE=0",
                         "--pause FLOAT:FLOAT in [0 - 3600]=0.4"})
     CHECK(r.out.find(o) != std::string::npos);
 }
