@@ -2,6 +2,7 @@
 #include "http_session.h"
 
 #include <boost/beast/websocket.hpp>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "file_transcription.h"
@@ -60,7 +61,8 @@ template <class Stream>
 void HttpSession<Stream>::read_header() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
-  parser_->body_limit(uint64_t(server_.options.max_message_bytes));
+  // The body's limit depends on the endpoint: set once the header is read.
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   route_ = Route::none;
   endpoint_ = "other";
   close_after_ = false;

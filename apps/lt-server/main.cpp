@@ -87,6 +87,10 @@ int main(int argc, char** argv) {
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-server"); status >= 0) return status;
 
   std::signal(SIGPIPE, SIG_IGN);
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    std::fprintf(stderr, "lt-server: --tls-cert and --tls-key go together\n");
+    return 1;
+  }
   try {
     lt::server::Models models = lt::server::load_models(o);
     std::fprintf(stderr, "lt-server: models %s (/asr), %s (files), %s (images); %zu API key(s)%s\n",
