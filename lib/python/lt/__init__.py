@@ -25,13 +25,21 @@ needed, only the installed library. Arrays go in and out as NumPy arrays.
     lt.train("copy", steps=1000, output="copy.safetensors")   # lt-train's run (lt.training)
 
 The library is found through $LT_LIBRARY, then beside the package in an
-installed prefix (PREFIX/lib/liblt.so.0), then the system's library path.
+installed prefix (PREFIX/lib/liblt.so.0), then the system's library path;
+import fails with an ImportError naming where it looked, or a library of
+another version (lt.__version__ against lt_version()).
+
+Inputs are checked before they reach the library, each refusal one lt.Error:
+tokens are integers within the vocabulary, images uint8, audio float32
+samples in [-1, 1] or int16 ones (read as x / 32768).
 """
 import ctypes
 import ctypes.util
 import os
 
 import numpy as np
+
+__version__ = "0.1.0"  # liblt's version this binding is written for (CMakeLists.txt's project version)
 
 __all__ = ["Error", "Model", "State", "Recognizer", "Stream", "StreamGroup", "ImageBatch", "ImageJob", "version",
            "set_threads", "train", "evaluate", "export"]
@@ -41,19 +49,33 @@ class Error(RuntimeError):
     """A failure reported by liblt: its one-line message."""
 
 
-def _find_library():
+def _load_library():
+    """liblt.so.0 from $LT_LIBRARY, else beside the package, else the system's
+    library path; an ImportError naming each place looked otherwise."""
     explicit = os.environ.get("LT_LIBRARY")
     if explicit:
-        return explicit
-    here = os.path.dirname(os.path.abspath(__file__))
-    # PREFIX/lib/pythonX.Y/dist-packages/lt -> PREFIX/lib
-    beside = os.path.normpath(os.path.join(here, "..", "..", "..", "liblt.so.0"))
-    if os.path.exists(beside):
-        return beside
-    return ctypes.util.find_library("lt") or "liblt.so.0"
+        places = [("$LT_LIBRARY=" + explicit, explicit)]
+    else:
+        here = os.path.dirname(os.path.abspath(__file__))
+        # PREFIX/lib/pythonX.Y/dist-packages/lt -> PREFIX/lib
+        beside = os.path.normpath(os.path.join(here, "..", "..", "..", "liblt.so.0"))
+        system = ctypes.util.find_library("lt") or "liblt.so.0"
+        places = [(beside, beside), ("the system's library path (%s)" % system, system)]
+    failures = []
+    for name, path in places:
+        if path.startswith("/") and not os.path.exists(path):
+            failures.append("%s: no such file" % name)
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            failures.append("%s: %s" % (name, e))
+    unset = [] if explicit else ["$LT_LIBRARY is not set"]
+    raise ImportError("lt: cannot load liblt.so.0 (%s); set LT_LIBRARY to its path"
+                      % "; ".join(unset + failures).replace("\n", " "))
 
 
-_lib = ctypes.CDLL(_find_library())
+_lib = _load_library()
 
 _status = ctypes.c_int
 _p = ctypes.c_void_p
@@ -159,6 +181,19 @@ _image_job_free = _declare("lt_image_job_free", None, _p)
 _image_batch_free = _declare("lt_image_batch_free", None, _p)
 
 
+def _check_library_version(library):
+    """ImportError unless liblt's version text ("0.1.0 (f8f481b)") has this
+    binding's major and minor version: the declarations above are its API."""
+    number = library.split(" ")[0]
+    if number.split(".")[:2] != __version__.split(".")[:2]:
+        raise ImportError("lt: the Python package %s needs liblt %s.x, but %s is liblt %s; install both from one build "
+                          "(or set LT_LIBRARY)" % (__version__, ".".join(__version__.split(".")[:2]), _lib._name,
+                                                   library))
+
+
+_check_library_version(_version().decode("utf-8", "replace"))
+
+
 def _check(status):
     if status != 0:
         raise Error(_last_error().decode("utf-8", "replace"))
@@ -170,6 +205,49 @@ def _array(values, dtype, shape):
     if a.size != int(np.prod(shape)):
         raise Error("expected %s values (shape %s), got shape %s" % (int(np.prod(shape)), tuple(shape), a.shape))
     return a.reshape(shape)
+
+
+def _tokens(values, vocabulary, what):
+    """values as a C-contiguous int32 array: integers in 0..vocabulary-1, or
+    Error (a float such as 3.7, or 2**32 + 5, is not a token)."""
+    a = np.asarray(values)
+    if a.size == 0 and a.dtype == np.float64:
+        a = a.astype(np.int64)  # [] is no float
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise Error("%s: tokens must be integers in 0..%d, got an array of %s" % (what, vocabulary - 1, a.dtype))
+    outside = (a < 0) | (a >= vocabulary)
+    if outside.any():
+        raise Error("%s: token %d is outside the vocabulary 0..%d" % (what, int(a[outside].flat[0]), vocabulary - 1))
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _image(values, shape, what):
+    """values as a C-contiguous uint8 image of shape, or Error: a float image
+    (0..1 or 0..255) is refused rather than truncated."""
+    a = np.asarray(values)
+    if a.dtype != np.uint8:
+        hint = "; scale and convert it yourself, e.g. (image * 255).round().astype(np.uint8) for one in [0, 1]" \
+            if np.issubdtype(a.dtype, np.floating) else "; convert it with .astype(np.uint8) if its values are 0..255"
+        raise Error("%s: the image must be uint8 (0..255), got an array of %s%s" % (what, a.dtype, hint))
+    return _array(a, np.uint8, shape)
+
+
+def _samples(audio, what):
+    """16 kHz mono samples as a C-contiguous float32 array: float32 in [-1, 1]
+    as they are, int16 as x / 32768; Error for anything else."""
+    a = np.asarray(audio)
+    if a.ndim > 1:
+        raise Error("%s: audio must be one channel, a 1-d array, got shape %s" % (what, a.shape))
+    if a.dtype == np.int16:
+        return np.ascontiguousarray(a.reshape(-1), dtype=np.float32) / np.float32(32768)
+    if a.dtype != np.float32:
+        raise Error("%s: audio must be float32 samples in [-1, 1] or int16 ones (read as x / 32768), got an array "
+                    "of %s" % (what, a.dtype))
+    a = np.ascontiguousarray(a.reshape(-1))
+    if a.size and not (np.isfinite(a).all() and np.abs(a).max() <= 1):
+        bad = a[~(np.abs(a) <= 1)].flat[0]
+        raise Error("%s: float32 audio must be in [-1, 1], got %g" % (what, bad))
+    return a
 
 
 def version():
@@ -256,7 +334,7 @@ class Model:
         is set, as lt-complete -n count -s seed."""
         if self.shape is None:
             raise Error("a %s model has no images" % self.family)
-        image = _array(image, np.uint8, self.shape)
+        image = _image(image, self.shape, "Model.complete")
         known = _array(np.asarray(known) != 0, np.uint8, self.shape)
         out = np.empty((int(count),) + self.shape, dtype=np.uint8)
         options = _ImageOptions(int(seed), 0, None, None)
@@ -294,7 +372,7 @@ class ImageBatch:
             raise Error("ImageBatch.add: give both image and known, or neither")
         values = mask = None
         if image is not None:
-            values = _array(image, np.uint8, self.model.shape)
+            values = _image(image, self.model.shape, "ImageBatch.add")
             mask = _array(np.asarray(known) != 0, np.uint8, self.model.shape)
         handle = _p()
         _check(_image_batch_add(self._handle, int(seed), values.ctypes.data if values is not None else None,
@@ -359,15 +437,15 @@ class State:
         return _state_batch(self._handle)
 
     def step(self, tokens):
-        """Consumes tokens [batch]; returns heads float32 [batch, head_width]."""
-        tokens = _array(tokens, np.int32, (self.batch,))
+        """Consumes tokens [batch] (integers in 0..vocabulary-1); returns heads float32 [batch, head_width]."""
+        tokens = _array(_tokens(tokens, self.model.vocabulary, "State.step"), np.int32, (self.batch,))
         heads = np.empty((self.batch, self.model.head_width), dtype=np.float32)
         _check(_state_step(self._handle, tokens.ctypes.data, heads.ctypes.data))
         return heads
 
     def extend(self, tokens):
         """Consumes tokens [batch, count] in one parallel pass; returns heads float32 [batch, count, head_width]."""
-        tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        tokens = _tokens(tokens, self.model.vocabulary, "State.extend")
         count = tokens.size // max(self.batch, 1)
         tokens = _array(tokens, np.int32, (self.batch, count))
         heads = np.empty((self.batch, count, self.model.head_width), dtype=np.float32)
@@ -449,12 +527,13 @@ class Recognizer:
             self._handle = None
 
     def transcribe(self, audio):
-        """A file path (any rate and channels libsndfile reads) or 16 kHz mono samples in [-1, 1]."""
+        """A file path (any rate and channels libsndfile reads) or 16 kHz mono
+        samples: float32 in [-1, 1], or int16 (read as x / 32768)."""
         out = _p()
         if isinstance(audio, (str, bytes, os.PathLike)):
             _check(_transcribe_file(self._handle, os.fsencode(audio), ctypes.byref(out)))
         else:
-            samples = np.ascontiguousarray(audio, dtype=np.float32).reshape(-1)
+            samples = _samples(audio, "Recognizer.transcribe")
             _check(_transcribe(self._handle, samples.ctypes.data, samples.size, ctypes.byref(out)))
         return _transcript(out)
 
@@ -519,8 +598,8 @@ class Stream:
             self._handle = None
 
     def push(self, samples):
-        """16 kHz mono samples in [-1, 1]."""
-        samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
+        """16 kHz mono samples: float32 in [-1, 1], or int16 (read as x / 32768)."""
+        samples = _samples(samples, "Stream.push")
         _check(_stream_push(self._handle, samples.ctypes.data, samples.size))
 
     def finish(self):

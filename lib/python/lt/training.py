@@ -12,6 +12,8 @@ Options are lt-train's long flags with '_' for '-' (d_model=192,
 spec_augment=True); a list gives a repeatable option once per value. A
 progress function may return True to stop the run after the step in
 progress: its checkpoint is written, and train(..., resume=True) goes on.
+An exception raised in a progress function stops the run the same way and
+is raised again from train, once the run has stopped.
 """
 import ctypes
 
@@ -71,18 +73,30 @@ def train(task, progress=None, **options):
     error_rate, lr, examples_per_s, epoch, path, rows."""
     recipe = _Recipe(task, options)
     stop = ctypes.c_int(0)
+    raised = []  # what progress raised: ctypes would print it and go on
 
     def relay(event, _user):
+        if raised:
+            return  # stopping: progress is not called again
         e = event.contents
         out = {"kind": _KINDS.get(e.kind, str(e.kind)), "path": (e.path or b"").decode("utf-8", "replace")}
         for name in ("step", "loss", "accuracy", "error_rate", "lr", "examples_per_s", "epoch", "rows"):
             out[name] = getattr(e, name)
-        if progress(out):
+        try:
+            if progress(out):
+                stop.value = 1
+        except BaseException as error:  # KeyboardInterrupt too
+            raised.append(error)
             stop.value = 1
 
     callback = _Progress(relay) if progress else _Progress()
     result = _Result()
-    _check(_train(recipe._handle, callback, None, ctypes.byref(stop), ctypes.byref(result)))
+    status = _train(recipe._handle, callback, None, ctypes.byref(stop), ctypes.byref(result))
+    if raised:
+        if result.score:
+            _string_free(result.score)
+        raise raised[0]
+    _check(status)
     return {"finished": bool(result.finished), "step": result.step,
             "score": _take_string(result.score) if result.score else None}
 
