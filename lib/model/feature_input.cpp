@@ -4,6 +4,7 @@
 // table, so a stream (the causal model run as an RNN) has no length limit.
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "lt/ops.h"
 #include "model/grown_view.h"
@@ -35,20 +36,23 @@ class FeatureInput final : public InputPart {
     concat_position_forward(proj, pe, x3);
   }
 
-  void forward_at(const Tensor& frames, const int64_t* positions, Tensor& x) override {
+  void forward_at(const Tensor& frames, const int64_t* positions, Tensor& x, int slot) override {
     if (frames.dtype() != DType::f32 || frames.ndim() != 2 || frames.dim(1) != features_)
       throw Error("feature input must be float [B, " + std::to_string(features_) + "], got " +
                   shape_str(frames.shape()));
     const int64_t B = frames.dim(0);
     const Device dev = params_.device();
-    Tensor pe = grown_view(pe_, {B, d_ / 2}, dev);
+    Tensor pe = grown_view(pe_at_[size_t(slot)], {B, d_ / 2}, dev);
     for (int64_t b = 0; b < B; ++b) {
       if (positions[b] < 0) throw Error("feature positions start at 0, not " + std::to_string(positions[b]));
       Tensor row = pe.rows(b, b + 1);
       position_code(positions[b], row);
     }
-    Tensor proj = grown_view(proj_, {B, d_ / 2}, dev);
-    if (!step_.W.defined() && step_.packed.out() == 0) prepare_step(false);
+    Tensor proj = grown_view(proj_at_[size_t(slot)], {B, d_ / 2}, dev);
+    if (!step_.W.defined() && step_.packed.out() == 0) {
+      if (slot != 0) throw Error("prepare_step before steps on several threads");
+      prepare_step(false);
+    }
     step_.forward(frames, params_.value(b_), proj);
     Tensor x3 = x.reshape({1, B, d_});
     concat_position_forward(proj.reshape({1, B, d_ / 2}), pe, x3);
@@ -88,6 +92,7 @@ class FeatureInput final : public InputPart {
   size_t w_, b_;
   Tensor pe_, proj_, dproj_;
   StepLinear step_;  // input_projection for forward_at
+  std::vector<Tensor> pe_at_ = std::vector<Tensor>(kStepSlots), proj_at_ = std::vector<Tensor>(kStepSlots);  // forward_at's, per slot
 };
 
 }  // namespace

@@ -17,7 +17,7 @@ class FrameInput final : public InputPart {
               shape_str(x.shape()) + ", got " + shape_str(frames.shape()));
     x.copy_from(frames);
   }
-  void forward_at(const Tensor& /*frames*/, const int64_t* /*positions*/, Tensor& /*x*/) override {
+  void forward_at(const Tensor& /*frames*/, const int64_t* /*positions*/, Tensor& /*x*/, int /*slot*/) override {
     throw Error("frames as they are feed a Bi-LSTM, which has no recurrent form");
   }
   void backward(const Tensor& /*frames*/, const Tensor& /*dx*/) override {}  // no tensors to train

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "lt/parameters.h"
+#include "lt/transformer.h"
 #include "model/step_linear.h"
 #include "lt/tensor.h"
 
@@ -23,10 +24,13 @@ class InputPart {
   virtual void forward(const Tensor& inputs, int64_t offset, Tensor& x) = 0;
   // One position per row, each at its own: x [B, 1, d] from inputs [B] (or
   // [B, features]), row b at positions[b] (a state pool's rows). A row's
-  // result does not depend on the others. Allocation-free after the largest B.
-  virtual void forward_at(const Tensor& inputs, const int64_t* positions, Tensor& x) = 0;
-  // Products of forward_at at the recurrent step's precision, packed when
-  // pack (the weights as they are now; call again after they change).
+  // result does not depend on the others. Allocation-free after the largest
+  // B. slot (0..kStepSlots-1) picks the buffers: threads stepping slices of
+  // a pool at once each pass their own, after prepare_step.
+  virtual void forward_at(const Tensor& inputs, const int64_t* positions, Tensor& x, int slot) = 0;
+  // What forward_at needs made once: its products at the recurrent step's
+  // precision, packed when pack (the weights as they are now; call again
+  // after they change), and any table.
   virtual void prepare_step(bool /*pack*/) {}
   // dx [B, T, d] of a forward over the same inputs: parameter gradients accumulate.
   virtual void backward(const Tensor& inputs, const Tensor& dx) = 0;

@@ -103,7 +103,7 @@ struct SequenceModel::Buffers {
   int64_t step_B = 0;
   Tensor step_x, step_y;    // [B, 1, d], [B, d]
   Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
-  Tensor rows_x, rows_y;    // step_rows' [B, 1, d], [B, d], grown
+  std::vector<Tensor> rows_x = std::vector<Tensor>(kStepSlots), rows_y = std::vector<Tensor>(kStepSlots);  // step_rows' [B, 1, d], [B, d] per slot, grown
   StepLinear predictor;     // the head's product of a step, prepared by prepare_step
 };
 
@@ -356,16 +356,17 @@ void SequenceModel::predict_step(const Tensor& y, Tensor& head) {
 }
 
 void SequenceModel::step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions,
-                              const Tensor& inputs, Tensor& head) {
+                              const Tensor& inputs, Tensor& head, int slot) {
   TransformerStack& stack = recurrent_form("step_rows");
   const int64_t d = config_.transformer.d_model;
   check_inputs(config_, inputs, false, "step");
   const int64_t B = inputs.dim(0);
   check_shape(head, {B, config_.head.width()}, "step head");
   Buffers& b = *buf_;
-  Tensor x = grown_view(b.rows_x, {B, 1, d}, device_), y = grown_view(b.rows_y, {B, d}, device_);
-  input_->forward_at(inputs, positions, x);
-  stack.step_rows(state, rows, x.reshape({B, d}), y);
+  if (slot < 0 || slot >= kStepSlots) throw Error("step slot " + std::to_string(slot) + " outside 0.." + std::to_string(kStepSlots - 1));
+  Tensor x = grown_view(b.rows_x[size_t(slot)], {B, 1, d}, device_), y = grown_view(b.rows_y[size_t(slot)], {B, d}, device_);
+  input_->forward_at(inputs, positions, x, slot);
+  stack.step_rows(state, rows, x.reshape({B, d}), y, slot);
   predict_step(y, head);
 }
 

@@ -1,5 +1,6 @@
 // TokenInput: value embedding beside the sinusoidal position code, d/2 each.
 #include <random>
+#include <vector>
 
 #include "lt/ops.h"
 #include "model/grown_view.h"
@@ -20,10 +21,7 @@ class TokenInput final : public InputPart {
     check(offset >= 0 && offset + T <= max_positions_,
           "positions " + std::to_string(offset) + ".." + std::to_string(offset + T - 1) + " outside the model's 0.." +
               std::to_string(max_positions_ - 1));
-    if (!pe_.defined()) {  // on the parameters' device, which is known once they are allocated
-      pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
-      position_code(0, pe_);
-    }
+    prepare_step(false);
     Tensor emb = grown_view(emb_, {B, T, d_ / 2}, params_.device());
     Shape ids_by_channel = tokens.shape();
     ids_by_channel.push_back(d_ / 2);
@@ -33,23 +31,29 @@ class TokenInput final : public InputPart {
     concat_position_forward(emb, pe_.rows(offset, offset + T), x3);
   }
 
-  void forward_at(const Tensor& tokens, const int64_t* positions, Tensor& x) override {
+  void forward_at(const Tensor& tokens, const int64_t* positions, Tensor& x, int slot) override {
     const int64_t B = tokens.dim(0);
     for (int64_t b = 0; b < B; ++b)
       if (positions[b] < 0 || positions[b] >= max_positions_)
         throw Error("position " + std::to_string(positions[b]) + " outside the model's 0.." +
                     std::to_string(max_positions_ - 1));
     if (!pe_.defined()) {
-      pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
-      position_code(0, pe_);
+      if (slot != 0) throw Error("prepare_step before steps on several threads");
+      prepare_step(false);
     }
-    Tensor emb = grown_view(emb_, {B, d_ / 2}, params_.device());
+    Tensor emb = grown_view(emb_at_[size_t(slot)], {B, d_ / 2}, params_.device());
     embedding_forward(tokens, params_.value(table_), emb);
-    Tensor pe = grown_view(pe_rows_, {B, d_ / 2}, params_.device());
+    Tensor pe = grown_view(pe_rows_[size_t(slot)], {B, d_ / 2}, params_.device());
     for (int64_t b = 0; b < B; ++b) pe.rows(b, b + 1).copy_from(pe_.rows(positions[b], positions[b] + 1));
     // The B rows as one sequence of B positions, each beside its own code.
     Tensor x3 = x.reshape({1, B, d_});
     concat_position_forward(emb.reshape({1, B, d_ / 2}), pe, x3);
+  }
+
+  void prepare_step(bool /*pack*/) override {
+    if (pe_.defined()) return;  // on the parameters' device, which is known once they are allocated
+    pe_ = Tensor::empty({max_positions_, d_ / 2}, params_.device());
+    position_code(0, pe_);
   }
 
   void backward(const Tensor& tokens, const Tensor& dx) override {
@@ -74,7 +78,8 @@ class TokenInput final : public InputPart {
   Parameters& params_;
   int64_t d_, max_positions_;
   size_t table_;
-  Tensor pe_, emb_, demb_, pe_rows_;
+  Tensor pe_, emb_, demb_;
+  std::vector<Tensor> emb_at_ = std::vector<Tensor>(kStepSlots), pe_rows_ = std::vector<Tensor>(kStepSlots);  // forward_at's, per slot
 };
 
 }  // namespace

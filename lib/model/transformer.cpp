@@ -88,7 +88,7 @@ int64_t TransformerConfig::parameter_count() const {
 
 TransformerStack::TransformerStack(const TransformerConfig& config, Parameters& params, const std::string& prefix,
                                    Device device)
-    : config_(config), params_(params), prefix_(prefix) {
+    : config_(config), params_(params), prefix_(prefix), step_(kStepSlots) {
   config_.validate();
   const int64_t d = config_.d_model, ff = config_.ff_dim;
   FeatureMapOptions fo;
@@ -156,7 +156,7 @@ void TransformerStack::release_buffers() {
   grads_.reset();
   final_mean_ = final_rstd_ = arena_ = Tensor();
   B_ = L_ = 0;
-  step_.reset();
+  for (auto& b : step_) b.reset();
 }
 
 TransformerStack::~TransformerStack() = default;

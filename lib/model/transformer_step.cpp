@@ -129,7 +129,7 @@ void TransformerStack::step(RecurrentState& state, const Tensor& x, Tensor& y) {
   ++state.position;
 }
 
-void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y) {
+void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y, int slot) {
   const int64_t d = config_.d_model, H = config_.heads, E = config_.head_dim, t = state.position;
   if (x.ndim() != 2 || x.dim(1) != d)
     throw Error("step input must be [B, " + std::to_string(d) + "], got " + shape_str(x.shape()));
@@ -140,23 +140,28 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
     throw Error("a step over a pool's rows needs linear attention: a softmax state's KV cache grows with its position");
   if (config_.attention == AttentionKind::softmax && (t < 0 || t >= state.max_len))
     throw Error("step position " + std::to_string(t) + " is past the KV cache length " + std::to_string(state.max_len));
-  if (!packed_) prepare_step(step_products_);
+  if (slot < 0 || slot >= kStepSlots) throw Error("step slot " + std::to_string(slot) + " outside 0.." + std::to_string(kStepSlots - 1));
+  if (!packed_) {
+    if (slot != 0) throw Error("prepare_step before steps on several threads");
+    prepare_step(step_products_);
+  }
   // Buffers for the largest batch so far; a smaller one steps in views of
   // their first rows, so a pool's steps of changing sizes allocate nothing.
-  if (!step_ || step_->B < B || step_->cur.device() != x.device()) {
-    step_ = std::make_unique<StepBuffers>();
-    step_->B = B;
-    step_->qkv = Tensor::empty({B, 3 * d}, x.device());
-    for (Tensor* b : {&step_->att, &step_->o, &step_->x1, &step_->cur, &step_->next})
-      *b = Tensor::empty({B, d}, x.device());
+  // One set per slot: a pool steps slices of its rows on several threads.
+  std::unique_ptr<StepBuffers>& mine = step_[size_t(slot)];
+  if (!mine || mine->B < B || mine->cur.device() != x.device()) {
+    mine = std::make_unique<StepBuffers>();
+    mine->B = B;
+    mine->qkv = Tensor::empty({B, 3 * d}, x.device());
+    for (Tensor* b : {&mine->att, &mine->o, &mine->x1, &mine->cur, &mine->next}) *b = Tensor::empty({B, d}, x.device());
     if (config_.attention == AttentionKind::softmax)
-      for (Tensor* b : {&step_->q, &step_->k, &step_->v}) *b = Tensor::empty({B, d}, x.device());
-    step_->h = Tensor::empty({B, config_.ff_dim}, x.device());
-    if (config_.ff_conv > 0) step_->hc = Tensor::empty({B, config_.ff_dim}, x.device());
-    step_->mean = Tensor::empty({B}, x.device());
-    step_->rstd = Tensor::empty({B}, x.device());
+      for (Tensor* b : {&mine->q, &mine->k, &mine->v}) *b = Tensor::empty({B, d}, x.device());
+    mine->h = Tensor::empty({B, config_.ff_dim}, x.device());
+    if (config_.ff_conv > 0) mine->hc = Tensor::empty({B, config_.ff_dim}, x.device());
+    mine->mean = Tensor::empty({B}, x.device());
+    mine->rstd = Tensor::empty({B}, x.device());
   }
-  StepBuffers& all = *step_;
+  StepBuffers& all = *mine;
   auto first = [&](const Tensor& t) { return t.defined() ? t.rows(0, B) : t; };
   struct {
     Tensor qkv, q, k, v, att, o, x1, cur, next, h, hc, mean, rstd;
@@ -247,7 +252,7 @@ void TransformerStack::prepare_step(Products products, bool pack_weights) {
   }
   packed_ = std::move(w);
   step_products_ = products;
-  step_.reset();  // a recorded step holds the old weights' addresses
+  for (auto& b : step_) b.reset();  // a recorded step holds the old weights' addresses
 }
 
 void TransformerStack::prefill(const Tensor& x, Tensor& y, RecurrentState& state) {

@@ -165,6 +165,8 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
   const void* xs = x.data();
   if (bf16) {
+    // Per thread: a state pool runs products of its row slices on several threads at once.
+    thread_local Tensor xb_;
     if (!xb_.defined() || xb_.numel() < rows * k) xb_ = Tensor::empty({rows * k}, Device::cpu, DType::i32);
     uint32_t* xb = reinterpret_cast<uint32_t*>(xb_.data_i32());
     round_rows(x.data(), rows, in_, xb, k);

@@ -23,8 +23,8 @@ class PackedLinear {
   void repack(const Tensor& W);
   // y = x W^T + b (then max(0, .) when relu); x [..., in], y [..., out], b
   // [out] or undefined. Every output is computed by one thread in a fixed
-  // order: the result does not depend on the number of threads. Not
-  // reentrant (bf16 rounds the input into a buffer of this object).
+  // order: the result does not depend on the number of threads. Threads may
+  // call it at once (bf16 rounds the input into a buffer of the thread's).
   void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const;
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
@@ -37,7 +37,6 @@ class PackedLinear {
   // Tensors, so that memory accounting (lt-bench's peak) sees them: fp32
   // panels, or bf16 pairs stored as one i32 each.
   Tensor packed_;
-  mutable Tensor xb_;  // the input rounded to bf16 pairs
 };
 
 }  // namespace lt

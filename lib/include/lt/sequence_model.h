@@ -157,8 +157,10 @@ class SequenceModel {
   // (lt/state_pool.h), each at its own position positions[b]: inputs [B] or
   // [B, F] -> head [B, head width]. The state's position is not used or
   // moved. A causal linear transformer on the CPU (TransformerStack::step_rows).
+  // slot: threads stepping slices of one pool at once pass their own
+  // (0..kStepSlots-1), after prepare_step.
   void step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions, const Tensor& inputs,
-                 Tensor& head);
+                 Tensor& head, int slot = 0);
   void reset_state_element(RecurrentState& state, int64_t row) const;
   // Continues state (positions 0..t0-1, t0 its position) over inputs (tokens
   // int32 [B, T] or frames float [B, T, F]) at positions t0..t0+T-1 in one

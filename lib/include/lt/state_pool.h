@@ -19,6 +19,7 @@
 //   pool.release(a);
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "lt/sequence_model.h"
@@ -67,6 +68,10 @@ class StatePool {
   std::vector<char> used_;
   std::vector<int64_t> free_;  // free rows, the lowest last
   std::vector<int64_t> step_positions_;  // one step's, grown
+  std::vector<std::exception_ptr> slice_errors_;
+  // Rows below which a step is not cut into slices for the threads (a tile
+  // of PackedLinear is 8 rows).
+  static constexpr int64_t kSliceRows = 8;
   int64_t live_ = 0;
 };
 

@@ -107,6 +107,10 @@ struct RecurrentState {
   RecurrentState fork() const;  // an independent copy, at the same position
 };
 
+// Sets of step buffers a stack, model and input part keep: threads stepping
+// slices of a state pool's rows at once use one each (StatePool::step).
+constexpr int kStepSlots = 64;
+
 class TransformerStack final : public Encoder {
  public:
   // Declares the stack's parameters in params under prefix ("transformer.");
@@ -167,7 +171,9 @@ class TransformerStack final : public Encoder {
   // state's position does not move: a pool keeps each row's. rows null is
   // step() without moving the position. Each row's result is the same
   // whatever the other rows (PackedLinear computes every output row alike).
-  void step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y);
+  // slot (0..kStepSlots-1) picks one set of step buffers: threads that step
+  // slices of a pool's rows at once each take their own, after prepare_step.
+  void step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y, int slot = 0);
   // Zeros row `row` of every layer's state: that element's empty prefix.
   void reset_state_element(RecurrentState& state, int64_t row) const;
   // Prepares the current weights for step()'s matrix products at this
@@ -246,7 +252,7 @@ class TransformerStack final : public Encoder {
   Tensor final_mean_, final_rstd_;
   ForwardOptions pass_;  // of the last forward, which backward repeats
   std::unique_ptr<GradBuffers> grads_;
-  std::unique_ptr<StepBuffers> step_;
+  std::vector<std::unique_ptr<StepBuffers>> step_;  // kStepSlots sets, made on use
   std::unique_ptr<StepWeights> packed_;
   Products step_products_ = Products::fp32;
 };
