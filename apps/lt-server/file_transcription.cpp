@@ -88,14 +88,14 @@ void handle_transcription(ServerContext& server, const Request& request, Respond
   require(file != nullptr, "the form has no 'file' field (the audio to transcribe)");
   std::string format = "json";
   if (const FormPart* f = find_part(parts, "response_format")) format = std::string(f->body);
-  require(is_transcription_format(format), "response_format '" + format.substr(0, 40) +
-                                               "' is not one of json, text, verbose_json, srt, vtt");
+  require(is_transcription_format(format),
+          "response_format '" + shown_text(format, 40) + "' is not one of json, text, verbose_json, srt, vtt");
   if (const FormPart* m = find_part(parts, "model")) check_model_name(std::string(m->body), server.models.offline_names,
                                                                       "transcription");
   if (const FormPart* l = find_part(parts, "language")) {
     const std::string_view language = l->body;
     require(language.empty() || language == "en" || language == "english" || language == "auto",
-            "language '" + std::string(language.substr(0, 20)) + "': this server recognises English only (en)");
+            "language '" + shown_text(language, 20) + "': this server recognises English only (en)");
   }
   server.files.submit(std::string(file->body), format, std::move(respond));
 }

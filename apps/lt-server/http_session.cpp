@@ -125,7 +125,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
     if (target.path == r.path) found = &r;
   if (!found) {
     if (server_.web.find(target.path) == nullptr)
-      return refuse(404, "no endpoint " + std::string(verb_name(req.method())) + " " + target.path.substr(0, 100),
+      return refuse(404, "no endpoint " + std::string(verb_name(req.method())) + " " + shown_text(target.path, 100),
                     "not_found");
     static const RouteInfo page{"/", http::verb::get, int(Route::page), "page", false, false, false};
     found = &page;
@@ -133,8 +133,8 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   endpoint_ = found->endpoint;
   if (req.method() != found->method) {
     close_after_ = true;
-    Response r = error_response(405, std::string(verb_name(req.method())) + " is not allowed on " + target.path +
-                                         " (use " + verb_name(found->method) + ")");
+    Response r = error_response(405, std::string(verb_name(req.method())) + " is not allowed on " +
+                                         shown_text(target.path, 100) + " (use " + verb_name(found->method) + ")");
     r.set(http::field::allow, verb_name(found->method));
     server_.metrics.rejected("method");
     return answer(std::move(r));

@@ -10,7 +10,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 build="$1" work="$2" limit="$3"
 shift 3
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(safetensors png idx idx_gzip cifar10 image_dataset model audio manifest language_model recognizer)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(safetensors png idx idx_gzip cifar10 image_dataset model audio manifest language_model recognizer server_requests)
 # One thread: the folder reader decodes with OpenMP, and the runs share cores.
 export OMP_NUM_THREADS=1
 mkdir -p "$work/artifacts"

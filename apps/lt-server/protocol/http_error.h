@@ -5,6 +5,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace lt::server {
 
@@ -42,4 +43,7 @@ inline void require(bool ok, const std::string& message) {
 namespace lt::server {
 // {"error": message} as JSON text; bytes that are not UTF-8 become U+FFFD.
 std::string error_json(const std::string& message);
+// A client's bytes quoted in an error: at most `max` of them, control bytes
+// as '?', "..." when cut, so that an error stays one line.
+std::string shown_text(std::string_view bytes, size_t max = 60);
 }  // namespace lt::server

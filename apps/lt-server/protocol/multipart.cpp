@@ -89,8 +89,7 @@ std::string multipart_boundary(std::string_view content_type) {
     }
   });
   if (!iequals(type, "multipart/form-data"))
-    throw HttpError(415, "expected a multipart/form-data body, got Content-Type '" +
-                             std::string(type.substr(0, 80)) + "'");
+    throw HttpError(415, "expected a multipart/form-data body, got Content-Type '" + shown_text(type) + "'");
   require(seen, "Content-Type multipart/form-data without a boundary");
   require(!boundary.empty() && boundary.size() <= 70 && printable(boundary),
           "multipart boundary must be 1 to 70 printable characters");

@@ -16,12 +16,7 @@ int hex(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
-std::string shown(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 40)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  return out + (s.size() > 40 ? "..." : "");
-}
+std::string shown(std::string_view s) { return shown_text(s, 40); }
 }  // namespace
 
 std::string percent_decode(std::string_view s, bool plus_is_space) {

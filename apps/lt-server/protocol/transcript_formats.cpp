@@ -19,6 +19,8 @@ ordered_json tokens(const std::vector<Token>& list, const char* key) {
   for (const Token& t : list) a.push_back({{key, t.text}, {"start", t.start}, {"end", t.end}});
   return a;
 }
+// Text that is not UTF-8 becomes U+FFFD rather than an exception.
+std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 }  // namespace
 
 std::vector<Segment> segments_of(const std::vector<Token>& words) {
@@ -48,8 +50,8 @@ std::string subtitle_time(double seconds, char decimal) {
 }
 
 FormattedBody format_transcription(const Transcription& t, std::string_view format) {
-  require(is_transcription_format(format), "response_format '" + std::string(format.substr(0, 40)) +
-                                               "' is not one of json, text, verbose_json, srt, vtt");
+  require(is_transcription_format(format),
+          "response_format '" + shown_text(format, 40) + "' is not one of json, text, verbose_json, srt, vtt");
   const std::string text = joined_text(t.words);
   if (format == "text") return {text + "\n", "text/plain; charset=utf-8"};
   if (format == "json") {
@@ -57,7 +59,7 @@ FormattedBody format_transcription(const Transcription& t, std::string_view form
     j["text"] = text;
     j["words"] = tokens(t.words, "word");
     j["phones"] = tokens(t.phones, "phone");
-    return {j.dump(), "application/json"};
+    return {dump(j), "application/json"};
   }
   const std::vector<Segment> segs = segments_of(t.words);
   if (format == "verbose_json") {
@@ -73,7 +75,7 @@ FormattedBody format_transcription(const Transcription& t, std::string_view form
     j["segments"] = s;
     j["words"] = tokens(t.words, "word");
     j["phones"] = tokens(t.phones, "phone");
-    return {j.dump(), "application/json"};
+    return {dump(j), "application/json"};
   }
   std::string out = format == "vtt" ? "WEBVTT\n\n" : "";
   const char decimal = format == "vtt" ? '.' : ',';

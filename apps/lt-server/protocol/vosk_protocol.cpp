@@ -25,11 +25,8 @@ bool flag(const nlohmann::json& v, const char* what) {
   return v.get<double>() != 0;
 }
 
-std::string short_text(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 60)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  return out + (s.size() > 60 ? "..." : "");
-}
+// Text that is not UTF-8 becomes U+FFFD rather than an exception.
+std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 ordered_json tokens_json(const std::vector<Token>& tokens, const char* key) {
   ordered_json a = ordered_json::array();
@@ -51,9 +48,9 @@ VoskInput::VoskInput(std::vector<std::string> model_names, double max_seconds)
 VoskEvent VoskInput::text(std::string_view message) {
   require(!ended_, "a frame after eof");
   const nlohmann::json j = nlohmann::json::parse(message.begin(), message.end(), nullptr, false);
-  require(!j.is_discarded(), "a text frame that is not JSON: '" + short_text(message) + "'");
+  require(!j.is_discarded(), "a text frame that is not JSON: '" + shown_text(message) + "'");
   require(j.is_object() && j.size() == 1 && (j.contains("config") || j.contains("eof") || j.contains("reset")),
-          "expected {\"config\": {...}}, {\"eof\": 1} or {\"reset\": 1}, got '" + short_text(message) + "'");
+          "expected {\"config\": {...}}, {\"eof\": 1} or {\"reset\": 1}, got '" + shown_text(message) + "'");
   VoskEvent e;
   if (j.contains("eof")) {
     require(flag(j["eof"], "eof"), "{\"eof\": 0} does not end a stream: send {\"eof\": 1}");
@@ -81,7 +78,7 @@ VoskEvent VoskInput::text(std::string_view message) {
     } else if (key == "format") {
       require(value.is_string(), "config format must be \"s16le\" or \"f32le\"");
       const std::string f = value.get<std::string>();
-      require(f == "s16le" || f == "f32le", "config format '" + short_text(f) + "' is not s16le or f32le");
+      require(f == "s16le" || f == "f32le", "config format '" + shown_text(f) + "' is not s16le or f32le");
       next.format = f == "s16le" ? SampleFormat::s16le : SampleFormat::f32le;
     } else if (key == "model") {
       require(value.is_string(), "config model must be a model's name");
@@ -89,7 +86,7 @@ VoskEvent VoskInput::text(std::string_view message) {
       std::string known;
       for (const std::string& m : model_names_) known += (known.empty() ? "" : ", ") + m;
       require(std::find(model_names_.begin(), model_names_.end(), name) != model_names_.end(),
-              "unknown model '" + short_text(name) + "' (this server streams with: " + known + ")");
+              "unknown model '" + shown_text(name) + "' (this server streams with: " + known + ")");
     }
     // Vosk's other keys (phrase_list, max_alternatives, ...) are accepted and not used.
   }
@@ -143,7 +140,7 @@ std::string VoskReplies::result_message() {
   j["phones"] = tokens_json(phones_pending_, "phone");
   utterance_.clear();
   phones_pending_.clear();
-  return j.dump();
+  return dump(j);
 }
 
 std::string VoskReplies::partial_message() {
@@ -156,7 +153,7 @@ std::string VoskReplies::partial_message() {
   j["phones"] = tokens_json(phones_pending_, "phone");
   j["tentative_phones"] = tokens_json(tentative_phones_, "phone");
   phones_pending_.clear();
-  return j.dump();
+  return dump(j);
 }
 
 std::vector<std::string> VoskReplies::replies(const StreamResults& r, const std::vector<Answer>& answers, bool final) {
