@@ -22,22 +22,31 @@ int main(int argc, char** argv) {
   app.set_help_flag("-h,--help", "show every option with its default");
   app.add_option("-m,--model", o.model,
                  "offline speech model for /inference and /v1/audio/transcriptions (default: asr.safetensors in "
-                 "$LT_WEIGHTS if set, else the shipped weights/)");
+                 "$LT_WEIGHTS if set, else the shipped weights/)")
+      ->check(lt::app::kNonEmpty);
   app.add_option("--stream-model", o.stream_model,
-                 "causal speech model for /asr (default: asr-stream.safetensors, found likewise)");
-  app.add_option("--image-model", o.image_model, "image model (default: mnist.safetensors, found likewise)");
+                 "causal speech model for /asr (default: asr-stream.safetensors, found likewise)")
+      ->check(lt::app::kNonEmpty);
+  app.add_option("--image-model", o.image_model, "image model (default: mnist.safetensors, found likewise)")
+      ->check(lt::app::kNonEmpty);
   app.add_option("--beam", o.beam, "CTC beam width of both speech models (lt-asr's --beam)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   app.add_option("--phone-lm", o.phone_lm,
                  "phone n-gram model (ARPA, plain or gzip) for the beam search, or 'none' (default: "
-                 "speech-phones.arpa.gz, found likewise)");
-  app.add_option("--lexicon", o.lexicon, "pronunciations of the words (CMU dict format; default: pocketsphinx's CMU dict)");
-  app.add_option("--lm", o.lm, "ARPA word model, plain or gzip, or 'none' (default: speech-words.arpa.gz, found likewise)");
+                 "speech-phones.arpa.gz, found likewise)")
+      ->check(lt::app::kNonEmpty);
+  app.add_option("--lexicon", o.lexicon, "pronunciations of the words (CMU dict format; default: pocketsphinx's CMU dict)")
+      ->check(lt::app::kNonEmpty);
+  app.add_option("--lm", o.lm, "ARPA word model, plain or gzip, or 'none' (default: speech-words.arpa.gz, found likewise)")
+      ->check(lt::app::kNonEmpty);
   lt::app::add_device_option(app, o.device);
   lt::app::add_threads_option(app, o.threads);
-  app.add_option("--web", o.web, "the web page's folder (default: <prefix>/share/lt/web, else the source tree's)");
-  app.add_option("--host", o.host, "address to listen on (0.0.0.0 or :: for every interface)")->capture_default_str();
+  app.add_option("--web", o.web, "the web page's folder (default: <prefix>/share/lt/web, else the source tree's)")
+      ->check(lt::app::kNonEmpty);
+  app.add_option("--host", o.host, "address to listen on (0.0.0.0 or :: for every interface)")
+      ->capture_default_str()
+      ->check(lt::app::kNonEmpty);
   app.add_option("--port", o.port, "port to listen on (0: any free one, printed on stderr)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
@@ -46,9 +55,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--api-key", o.api_keys,
                  "a key clients must present (Authorization: Bearer KEY, the WebSocket subprotocol lt-key.KEY, or "
-                 "?api_key=KEY) on every endpoint but /health and the page; repeat for several");
-  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve HTTPS and WSS only (with --tls-key)");
-  app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert");
+                 "?api_key=KEY) on every endpoint but /health and the page; repeat for several")
+      ->check(CLI::Validator(
+          [](std::string& k) -> std::string {
+            for (unsigned char c : k)
+              if (c <= 0x20 || c >= 0x7f || c == ',') return "expected printable ASCII without spaces or commas";
+            return k.empty() ? "expected a key, got ''" : "";
+          },
+          ""));
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve HTTPS and WSS only (with --tls-key)")
+      ->check(lt::app::kNonEmpty);
+  app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert")->check(lt::app::kNonEmpty);
   app.add_option("--max-connections", o.max_connections, "open connections at once (more are answered 503)")
       ->capture_default_str()
       ->check(lt::app::kPositive);
@@ -63,15 +80,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t(1024), int64_t(1) << 40));
   app.add_option("--max-stream-seconds", o.max_stream_seconds, "seconds of audio in one /asr stream")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(lt::app::kPositiveReal);
   app.add_option("--idle-seconds", o.idle_seconds,
                  "a client silent this long is dropped (and a request's header or body must arrive within it)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(lt::app::kPositiveReal);
   app.add_option("--requests-per-second", o.requests_per_second,
                  "requests a second per client address, with bursts of twice that (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(lt::app::real_at_least(0));
   app.add_option("--max-images", o.max_images, "images in one request")
       ->capture_default_str()
       ->check(lt::app::kPositive);
@@ -79,7 +96,7 @@ int main(int argc, char** argv) {
                  "on SIGTERM or SIGINT, how long live streams may go on before they are ended with their final "
                  "results")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(lt::app::real_at_least(0));
   app.add_option("--step-interval-ms", o.step_interval_ms,
                  "the compute loop gathers audio from every stream this long between batched steps")
       ->capture_default_str()
