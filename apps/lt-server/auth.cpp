@@ -5,6 +5,9 @@
 #include <openssl/sha.h>
 
 #include <cctype>
+#include <fstream>
+
+#include "lt/error.h"
 
 namespace lt::server {
 
@@ -43,6 +46,23 @@ bool Auth::accepts(std::string_view candidate) const {
   int match = 0;
   for (const auto& k : digests_) match |= CRYPTO_memcmp(d.data(), k.data(), d.size()) == 0;  // every key, no early exit
   return match != 0 && !candidate.empty();
+}
+
+void read_api_keys(const std::string& path, std::vector<std::string>& keys) {
+  std::ifstream in(path);
+  lt::check(in.good(), path + ": cannot read the API keys");
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t hash = line.find('#');
+    std::string_view key = trim(std::string_view(line).substr(0, hash));
+    if (!key.empty() && key.back() == '\r') key.remove_suffix(1);
+    if (key.empty()) continue;
+    for (unsigned char c : key)
+      lt::check(c > 0x20 && c < 0x7f && c != ',',
+                path + ":" + std::to_string(number) + ": a key must be printable ASCII without spaces or commas");
+    keys.emplace_back(key);
+  }
+  lt::check(!in.bad(), path + ": cannot read the API keys");
 }
 
 std::string bearer_token(std::string_view authorization) {

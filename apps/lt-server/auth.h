@@ -26,6 +26,12 @@ class Auth {
   std::vector<std::array<unsigned char, 32>> digests_;
 };
 
+// Appends the keys of a file, one a line (blank lines and '#' comments
+// skipped); throws, naming the file and line, for one that has spaces,
+// commas or bytes outside printable ASCII (keys travel in headers and
+// subprotocol lists).
+void read_api_keys(const std::string& path, std::vector<std::string>& keys);
+
 // The key of an Authorization header's value "Bearer KEY", or "".
 std::string bearer_token(std::string_view authorization);
 // The key of a Sec-WebSocket-Protocol list "lt, lt-key.KEY", or "".

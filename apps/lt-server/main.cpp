@@ -9,6 +9,7 @@
 
 #include "command_line.h"
 #include "common_options.h"
+#include "auth.h"
 #include "models.h"
 #include "process_setup.h"
 #include "server.h"
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
             return k.empty() ? "expected a key, got ''" : "";
           },
           ""));
+  app.add_option("--api-key-file", o.api_key_file,
+                 "keys as --api-key, one a line ('#' starts a comment), so that they do not show in the process's "
+                 "arguments")
+      ->check(CLI::ExistingFile);
   app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve HTTPS and WSS only (with --tls-key)")
       ->check(lt::app::kNonEmpty);
   app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert")->check(lt::app::kNonEmpty);
@@ -109,6 +114,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
+    if (!o.api_key_file.empty()) lt::server::read_api_keys(o.api_key_file, o.api_keys);
     lt::server::Models models = lt::server::load_models(o);
     std::fprintf(stderr, "lt-server: models %s (/asr), %s (files), %s (images); %zu API key(s)%s\n",
                  models.stream_names[0].c_str(), models.offline_names[0].c_str(), models.image_names[0].c_str(),

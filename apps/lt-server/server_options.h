@@ -25,6 +25,7 @@ struct ServerOptions {
   int port = 8080;           // 0: any free port (printed)
   int io_threads = 2;
   std::vector<std::string> api_keys;  // empty: no key needed
+  std::string api_key_file;           // more keys, one a line (kept out of the process's arguments)
   std::string tls_cert, tls_key;      // both: HTTPS and WSS only
 
   // Limits.

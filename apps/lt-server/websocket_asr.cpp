@@ -5,9 +5,11 @@ namespace lt::server {
 
 namespace {
 constexpr size_t kMaxOwedReplies = 64;
-// An utterance ends after this pause behind its last word (the recognizer
-// starts afresh after lt_recognizer_options.pause_seconds, 0.4 s).
-constexpr double kEndpointSeconds = 0.4;
+// An utterance ends once this much audio has followed its last word with
+// nothing tentative after it: the recognizer's pause (it starts afresh after
+// lt_recognizer_options.pause_seconds, 0.4 s) plus as long again for the
+// phones of a next word, which surface a little after their audio.
+constexpr double kEndpointSeconds = 0.8;
 }  // namespace
 
 template <class Stream>

@@ -6,6 +6,7 @@ frames and requests get one error each while another connection's stream
 goes on untouched."""
 import asyncio
 import json
+import os
 import socket
 import struct
 import time
@@ -45,7 +46,10 @@ def ws_refused(url, **kw):
 
 
 def test_api_keys():
-    with Server("--api-key", "first-key", "--api-key", "second-key") as server:
+    keys = os.path.join(h.WORK, "keys.txt")
+    with open(keys, "w") as f:
+        f.write("# the second key\n\nsecond-key   # a comment\n")
+    with Server("--api-key", "first-key", "--api-key-file", keys) as server:
         u = server.url
         assert h.http("GET", u + "/health")[0] == 200
         assert h.http("GET", u + "/")[0] == 200 and h.http("GET", u + "/app.js")[0] == 200
