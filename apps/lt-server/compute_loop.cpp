@@ -206,7 +206,7 @@ void ComputeLoop::step_streams(std::unordered_map<uint64_t, Pending> work, bool 
     unsettled_ = false;
     return;
   }
-  metrics_.stream_step(stats.stepped, stats.seconds, audio_seconds);
+  if (stats.stepped > 0) metrics_.stream_step(stats.stepped, stats.seconds, audio_seconds);
 
   // Every live stream's news: a stream that got nothing new settles nothing
   // new, but one that is finishing may settle now.

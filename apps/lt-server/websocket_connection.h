@@ -36,6 +36,7 @@ class WebSocketConnection : public std::enable_shared_from_this<Derived> {
   Derived& derived() { return static_cast<Derived&>(*this); }
 
   void accept(Request req, const std::string& protocol) {
+    upgrade_ = std::move(req);  // kept while the handshake runs
     websocket::stream_base::timeout t{};
     t.handshake_timeout = std::chrono::seconds(10);
     t.idle_timeout = websocket::stream_base::none();  // our own idle timer says why it closes
@@ -47,7 +48,7 @@ class WebSocketConnection : public std::enable_shared_from_this<Derived> {
     }));
     ws_.read_message_max(0);  // read_message() bounds messages itself
     ws_.auto_fragment(false);
-    ws_.async_accept(req, [self = this->shared_from_this()](beast::error_code ec) {
+    ws_.async_accept(upgrade_, [self = this->shared_from_this()](beast::error_code ec) {
       if (ec) return self->gone();
       self->derived().on_open();
     });
@@ -164,6 +165,7 @@ class WebSocketConnection : public std::enable_shared_from_this<Derived> {
 
   ConnectionHold connection_;
   BusyHold busy_;
+  Request upgrade_;
   net::steady_timer idle_;
   beast::flat_buffer buffer_;
   std::deque<std::string> outbox_;
