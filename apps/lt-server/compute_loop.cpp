@@ -41,13 +41,22 @@ void ComputeLoop::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Image requests hold their sessions (through their answers): they go now,
+  // while the sessions' io_context still exists.
+  for (Running& r : running_)
+    for (lt_image_job* j : r.jobs) lt_image_job_free(j);
+  running_.clear();
+  // Deliveries hold their sessions' strands, which must not outlive the
+  // io_context either.
+  for (auto& [id, l] : live_) l.deliver = nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  image_queue_.clear();
+  pending_.clear();
 }
 
 ComputeLoop::~ComputeLoop() {
   stop();
   for (auto& [id, l] : live_) lt_stream_free(l.stream);
-  for (Running& r : running_)
-    for (lt_image_job* j : r.jobs) lt_image_job_free(j);
   lt_image_batch_free(images_);
   lt_stream_group_free(group_);
 }

@@ -71,8 +71,8 @@ class ComputeLoop {
   ComputeLoop(lt_recognizer* recognizer, lt_model* image_model, std::chrono::milliseconds step_interval,
               Metrics& metrics);
   ~ComputeLoop();  // stops the thread and frees every stream and job
-  // Stops the thread (no callback runs after it returns); the handles stay
-  // until the destructor.
+  // Stops the thread (no callback runs after it returns) and drops the image
+  // requests; the streams' handles stay until the destructor.
   void stop();
   ComputeLoop(const ComputeLoop&) = delete;
   ComputeLoop& operator=(const ComputeLoop&) = delete;

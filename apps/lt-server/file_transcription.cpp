@@ -33,6 +33,10 @@ void FileTranscriber::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Queued jobs hold their sessions: they go now, while the sessions'
+  // io_context still exists.
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_.clear();
 }
 
 FileTranscriber::~FileTranscriber() { stop(); }
