@@ -91,6 +91,32 @@ def test_drain_deadline_ends_open_streams():
         assert server.proc.wait(30) == 0
 
 
+def test_second_signal_stops_at_once():
+    """A second signal ends everything now: a live stream and images being
+    drawn are dropped, and the process still exits 0 (and cleanly: the
+    sanitizer builds run this too)."""
+    path = h.espeak("interrupted before the end", "cut.wav")
+    rate, _, _, pcm = h.read_wav(path)
+    with Server("--drain-seconds", "60") as server:
+        async def clients():
+            async with websockets.connect(server.ws_url + "/asr") as ws, \
+                    websockets.connect(server.ws_url + "/images/stream", close_timeout=1) as images:
+                await images.send(json.dumps({"count": 4, "seed": 1}))
+                await images.recv()
+                await ws.send(json.dumps({"config": {"sample_rate": rate}}))
+                await send_frames(ws, pcm, rate, 0, len(pcm) // 2 // 2 * 2, 0)
+                server.proc.send_signal(signal.SIGTERM)
+                await asyncio.sleep(0.3)
+                t0 = time.time()
+                server.proc.send_signal(signal.SIGINT)
+                code = await asyncio.get_running_loop().run_in_executor(None, server.proc.wait, 20)
+                return code, time.time() - t0
+
+        code, waited = asyncio.run(clients())
+        assert code == 0 and waited < 5, (code, waited)
+        assert any("second signal" in line for line in server.log), server.log
+
+
 def test_sigint_when_idle():
     with Server() as server:
         assert h.http("GET", server.url + "/health")[0] == 200
