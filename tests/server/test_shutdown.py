@@ -99,7 +99,7 @@ def test_second_signal_stops_at_once():
     rate, _, _, pcm = h.read_wav(path)
     with Server("--drain-seconds", "60") as server:
         async def clients():
-            async with websockets.connect(server.ws_url + "/asr") as ws, \
+            async with websockets.connect(server.ws_url + "/asr", close_timeout=1) as ws, \
                     websockets.connect(server.ws_url + "/images/stream", close_timeout=1) as images:
                 await images.send(json.dumps({"count": 4, "seed": 1}))
                 await images.recv()
