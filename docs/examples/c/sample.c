@@ -2,7 +2,7 @@
  * subpixel by subpixel, and prints it as text: each step costs the same,
  * whatever came before. Built against the installed package:
  *   cmake -S . -B build -DCMAKE_PREFIX_PATH=<prefix> && cmake --build build
- *   cc sample.c $(pkg-config --cflags --libs lt) -o sample
+ *   cc sample.c $(pkg-config --cflags --libs lt) -Wl,-rpath,$(pkg-config --variable=libdir lt) -o sample
  *   ./sample <prefix>/share/lt/weights/mnist.safetensors 42
  */
 #include <lt.h>
