@@ -101,7 +101,7 @@ int run(const Args& a) {
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
   const lt_model_info c = lt::api::model_info(model.get());
-  lt::check(c.height > 0, model_path + ": a " + c.family + " model, not an image model");
+  lt::check(c.height > 0, model_path + ": " + lt::with_article(c.family) + " model, not an image model");
   const int64_t P = c.height * c.width, S = P * c.channels, K = a.completions;
 
   // Read and check every input before any work, so bad input leaves no output.

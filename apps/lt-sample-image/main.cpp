@@ -37,7 +37,7 @@ int run(const Args& a) {
   if (!a.out_dir.empty()) lt::app::create_output_folder(a.out_dir);
   const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
   const lt_model_info info = lt::api::model_info(model.get());
-  lt::check(info.height > 0, model_path + ": a " + info.family + " model, not an image model");
+  lt::check(info.height > 0, model_path + ": " + lt::with_article(info.family) + " model, not an image model");
   const int64_t S = info.height * info.width * info.channels, batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   const std::string precision = a.bf16 || a.tf32 ? std::string(", ") + info.precision : "";

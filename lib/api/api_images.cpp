@@ -13,7 +13,7 @@
 namespace {
 lt::ImageModel& image_model(lt_model* m, const char* what) {
   lt::api::require(m, "model");
-  if (!m->image) throw lt::Error(std::string(what) + ": " + m->path + " is a " + m->family + " model, not an image model");
+  if (!m->image) throw lt::Error(std::string(what) + ": " + m->path + " is " + lt::with_article(m->family) + " model, not an image model");
   return *m->image;
 }
 }  // namespace
@@ -25,6 +25,7 @@ lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint6
     lt::api::require(heads, "heads");
     lt::api::require(bytes, "bytes");
     if (rows < 1) throw lt::api::ArgumentError("lt_image_draw: rows must be >= 1, got " + std::to_string(rows));
+    if (position < 1 || position > m.core().config().max_positions) throw lt::api::ArgumentError("lt_image_draw: position must be in 1.." + std::to_string(m.core().config().max_positions) + " (the subpixel drawn after the first), got " + std::to_string(position));
     const int64_t W = m.config().head_width();
     lt::Tensor head = lt::Tensor::wrap(const_cast<float*>(heads), {rows, W}, lt::Device::cpu);
     lt::Tensor out = lt::Tensor::wrap(bytes, {rows}, lt::Device::cpu, lt::DType::i32);

@@ -54,7 +54,7 @@ lt_status lt_model_load(const char* path, const lt_model_options* options, lt_mo
     else if (m->family == "copy")
       m->sequence = lt::load_copy_model(path, m->device);
     else
-      throw lt::Error(std::string(path) + ": a " + m->family +
+      throw lt::Error(std::string(path) + ": " + lt::with_article(m->family) +
                       " model, not an image or copy model (speech models: lt_recognizer_new)");
     *model = m.release();
   });

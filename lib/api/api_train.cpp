@@ -11,6 +11,10 @@ using lt::api::require;
 
 struct lt_recipe {
   lt::TrainingRecipe recipe;
+  // The run's command line as the checkpoint records it (lt.train.command):
+  // "lt_train --task copy --steps 6 ...", the options in the order they were
+  // set, so that a checkpoint says it came through the API and with what.
+  std::string command;
 };
 
 static_assert(int(lt::TrainEvent::step) == LT_TRAIN_STEP && int(lt::TrainEvent::eval) == LT_TRAIN_EVAL &&
@@ -19,6 +23,16 @@ static_assert(int(lt::TrainEvent::step) == LT_TRAIN_STEP && int(lt::TrainEvent::
 
 namespace {
 char* caller_string(const std::string& text) { return caller_copy(text.c_str(), text.size() + 1); }
+
+// An option's value as a shell word: quoted when it holds more than [A-Za-z0-9_./:=,+-].
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_./:=,+-") == std::string::npos;
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
 }  // namespace
 
 lt_status lt_recipe_new(const char* task, lt_recipe** recipe) {
@@ -29,6 +43,7 @@ lt_status lt_recipe_new(const char* task, lt_recipe** recipe) {
     auto r = std::make_unique<lt_recipe>();
     r->recipe.name = "lt";
     lt::set_recipe_option(r->recipe, "task", task);
+    r->command = "lt_train --task " + shell_word(task);
     *recipe = r.release();
   });
 }
@@ -39,6 +54,7 @@ lt_status lt_recipe_set(lt_recipe* recipe, const char* option, const char* value
     require(option, "option");
     require(value, "value");
     lt::set_recipe_option(recipe->recipe, option, value);
+    recipe->command += std::string(" --") + option + " " + shell_word(value);
   });
 }
 
@@ -51,7 +67,9 @@ lt_status lt_train(const lt_recipe* recipe, lt_train_progress progress, void* us
     require(recipe, "recipe");
     require(result, "result");
     std::atomic<bool> stopping{stop && *stop};
-    const lt::TrainResult r = lt::run_training(recipe->recipe, &stopping, [&](const lt::TrainEvent& e) {
+    lt::TrainingRecipe run = recipe->recipe;
+    run.command = recipe->command;
+    const lt::TrainResult r = lt::run_training(run, &stopping, [&](const lt::TrainEvent& e) {
       if (progress) {
         const lt_train_event event{lt_train_event_kind(e.kind), e.step_index, e.loss,   e.accuracy, e.error_rate,
                                    e.lr, e.examples_per_s, e.epoch, e.path.c_str(), e.rows};

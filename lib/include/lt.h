@@ -63,6 +63,13 @@ typedef enum lt_status {
   LT_ERROR_MEMORY = 3    /* an allocation failed */
 } lt_status;
 
+/* The version of this header, the same as lt_version()'s number (CMake's
+ * project version: lib/CMakeLists.txt refuses to configure when they differ,
+ * and a test compares them with the library's). */
+#define LT_VERSION_MAJOR 0
+#define LT_VERSION_MINOR 1
+#define LT_VERSION_PATCH 0
+
 /* The library's version and commit, e.g. "0.1.0 (f8f481b)". */
 LT_API const char* lt_version(void);
 /* The calling thread's last failure, one line; "" when none failed yet. */
@@ -142,8 +149,8 @@ LT_API void lt_state_free(lt_state* state); /* NULL is ignored */
 /* ---- images ---- */
 
 /* Draws bytes[rows] from the image model's heads[rows x head_width] for
- * subpixel `position`: a pure function of (seed, position, row), the same on
- * every device. */
+ * subpixel `position` (1..positions of lt_model_info; others are refused):
+ * a pure function of (seed, position, row), the same on every device. */
 LT_API lt_status lt_image_draw(lt_model* model, const float* heads, int64_t rows, uint64_t seed, int64_t position,
                                int32_t* bytes);
 
@@ -336,7 +343,12 @@ LT_API lt_status lt_recipe_new(const char* task, lt_recipe** recipe);
  * "steps", "lr", "spec-augment") to its text as lt-train reads it ("true" or
  * "false" for a flag); a repeatable one ("milestones", "score", "average",
  * "note") adds a value a call. An unknown option or a value it cannot take
- * is LT_ERROR. Progress goes to stderr unless "quiet" is "true". */
+ * is LT_ERROR, with lt-train's line for it ("--batch: '-4' is not a whole
+ * number >= 1, or 0 (the preset's)"): a range and the sentinels its --help
+ * documents, one of its choices ("cpu" or "cuda", not "gpu"), a path that is
+ * not empty. Progress goes to stderr unless "quiet" is "true". A run records
+ * the options as set ("lt_train --task copy --steps 6 ...") in its
+ * checkpoint's lt.train.command. */
 LT_API lt_status lt_recipe_set(lt_recipe* recipe, const char* option, const char* value);
 LT_API void lt_recipe_free(lt_recipe* recipe); /* NULL is ignored */
 

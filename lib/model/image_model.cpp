@@ -194,7 +194,7 @@ std::vector<double> read_histogram(const Checkpoint& ck) {
 std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device device) {
   const Checkpoint ck = load_safetensors(path);
   const std::string family = ck.meta("lt.model", "image");
-  check(family == "image", path + ": a " + family + " model, not an image model (metadata lt.model)");
+  check(family == "image", path + ": " + with_article(family) + " model, not an image model (metadata lt.model)");
   ImageModelConfig c;
   read_image_size(ck, c);
   c.first_subpixel_histogram = read_histogram(ck);

@@ -144,7 +144,7 @@ SequenceModelConfig speech_model_config(const LstmConfig& lstm, int64_t features
 SpeechModel load_speech_model(const std::string& path, Device device) {
   const Checkpoint ck = load_safetensors(path);
   check(ck.meta("lt.model", "image") == "speech",
-        path + ": a " + ck.meta("lt.model", "image") + " model, not a speech model (lt.model=speech)");
+        path + ": " + with_article(ck.meta("lt.model", "image")) + " model, not a speech model (lt.model=speech)");
   SpeechModel m{SequenceModel::load(ck, device), SpeechFrontEnd::from_checkpoint(ck)};
   check(m.model->config().input_features == m.frontend.features() && !m.model->config().head.per_position(),
         path + ": its encoder takes " + std::to_string(m.model->config().input_features) +

@@ -52,4 +52,11 @@ inline void check(bool cond, const char* message) {
   if (!cond) throw Error(message);
 }
 
+// "a copy", "an image": a noun (a model family, say) with its article, for
+// messages that name one they were given.
+inline std::string with_article(const std::string& noun) {
+  const bool vowel = !noun.empty() && std::string("aeiouAEIOU").find(noun[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + noun;
+}
+
 }  // namespace lt
