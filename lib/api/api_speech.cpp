@@ -230,6 +230,13 @@ lt_status lt_stream_push(lt_stream* stream, const float* samples, int64_t count)
   });
 }
 
+lt_status lt_stream_set_rate(lt_stream* stream, double sample_rate) {
+  return lt::api::guarded([&] {
+    require(stream, "stream");
+    stream->stream->set_input_rate(sample_rate);
+  });
+}
+
 lt_status lt_stream_finish(lt_stream* stream) {
   return lt::api::guarded([&] {
     require(stream, "stream");

@@ -286,7 +286,11 @@ LT_API void lt_transcript_free(lt_transcript* transcript);            /* NULL is
  * rounding). Other models are refused. A stream of its own decodes at every
  * push; a group's (below) when its group steps. */
 LT_API lt_status lt_stream_new(lt_recognizer* recognizer, lt_stream** stream);
-LT_API lt_status lt_stream_push(lt_stream* stream, const float* samples, int64_t count); /* 16 kHz mono */
+LT_API lt_status lt_stream_push(lt_stream* stream, const float* samples, int64_t count); /* mono, 16 kHz or the rate set */
+/* The sample rate of what lt_stream_push receives (16000 until set; 1000 to
+ * 384000), resampled to 16 kHz as it arrives (libsoxr, high quality); set
+ * before the first push. */
+LT_API lt_status lt_stream_set_rate(lt_stream* stream, double sample_rate);
 /* The end of the audio: what is left settles. */
 LT_API lt_status lt_stream_finish(lt_stream* stream);
 /* The phones (and words) settled since the last call, and the best guess at

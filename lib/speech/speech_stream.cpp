@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "core/clock.h"
+#include "lt/audio.h"
 #include "lt/error.h"
 #include "lt/recognizer.h"
 #include "lt/state_pool.h"
@@ -71,9 +72,16 @@ void front_end(speech::StreamMember& m, const SpeechFrontEnd& fe) {
   auto t0 = std::chrono::steady_clock::now();
   const int bins = fe.fbank_config().bins;
   const FrameWindow& w = fe.window();
+  const std::vector<float>* audio = &m.taken;
+  if (m.resampler) {
+    m.resampled.clear();
+    m.resampler->process(m.taken.data(), m.taken.size(), m.resampled);
+    if (m.finishing) m.resampler->flush(m.resampled);
+    audio = &m.resampled;
+  }
   m.raw.clear();
-  m.fbank.push(m.taken.data(), int64_t(m.taken.size()), m.raw);
-  m.samples += int64_t(m.taken.size());
+  m.fbank.push(audio->data(), int64_t(audio->size()), m.raw);
+  m.samples += int64_t(audio->size());
   fe.normalize(m.raw.data(), int64_t(m.raw.size()) / bins);
   m.frames.insert(m.frames.end(), m.raw.begin(), m.raw.end());
   const int64_t held = int64_t(m.frames.size()) / bins, frames = m.first + held;
@@ -216,11 +224,21 @@ void SpeechStream::push(const float* samples, int64_t n) {
     {
       std::lock_guard<std::mutex> lock(member_->in);
       if (member_->finish_asked) throw Error("SpeechStream: push after finish");
+      member_->pushed = true;
       member_->queued.insert(member_->queued.end(), samples + at, samples + at + take);
     }
     at += take;
     if (own_) own_->step();
   } while (at < n);
+}
+
+void SpeechStream::set_input_rate(double rate) {
+  if (!(rate >= 1000 && rate <= 384000))
+    throw Error("SpeechStream: a sample rate of " + std::to_string(rate) + " Hz (1000 to 384000 are read)");
+  std::lock_guard<std::mutex> lock(member_->in);
+  if (member_->pushed) throw Error("SpeechStream: the sample rate is set before the first push");
+  // The step's front end reads it only once audio is queued, which this lock orders after.
+  member_->resampler = rate == kSpeechSampleRate ? nullptr : std::make_unique<audio::Resampler>(rate, "stream");
 }
 
 void SpeechStream::finish() {

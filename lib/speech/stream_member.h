@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "audio/resampler.h"
 #include "lt/fbank.h"
 #include "lt/recognizer.h"
 #include "speech/decoding.h"
@@ -26,10 +27,13 @@ struct StreamMember {
   std::mutex in;
   std::vector<float> queued;  // samples not yet taken by a step
   bool finish_asked = false;
+  bool pushed = false;  // a rate is set before the first push
   std::atomic<bool> closed{false};  // its SpeechStream is gone: the step gives its row back
 
   // ---- the step's ----
   int64_t row = -1;  // in the group's pool, once a step has seen it
+  std::unique_ptr<audio::Resampler> resampler;  // pushes at another rate than 16 kHz
+  std::vector<float> resampled;
   FbankStream fbank;
   PauseFinder pauses;  // a pause restarts the row (causal_encoder.h says why)
   std::vector<float> taken;   // this step's samples

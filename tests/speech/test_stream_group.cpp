@@ -5,7 +5,9 @@
 #include <atomic>
 #include <thread>
 
+#include "audio/resampler.h"
 #include "io/temp_dir.h"
+#include "lt/audio.h"
 #include "lt/recognizer.h"
 #include "speech/random_speech_model.h"
 #include "test_util.h"
@@ -233,4 +235,45 @@ TEST_CASE("a group refuses a model without a fixed-size state, and a stream refu
   g.step();
   CHECK(s->done());
   CHECK(s->samples() == int64_t(audio.size()));
+}
+
+TEST_CASE("a stream told another sample rate resamples what is pushed, in any pieces, as the whole resampled at once") {
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Setup setup = make_setup(rng, seed);
+  const double rate = rng.uniform(0, 1) < 0.5 ? 8000 : 44100;
+  INFO("rate " << rate);
+  const std::vector<float> at16 = test_audio(rng, 1.5);
+  const std::vector<float> audio = audio::resample(at16, kSpeechSampleRate, rate);
+  // The reference: the same resampler over the whole recording, pushed at 16 kHz.
+  std::vector<float> resampled;
+  audio::Resampler whole(rate, "test");
+  whole.process(audio.data(), audio.size(), resampled);
+  whole.flush(resampled);
+  SpeechStream want(setup.model, setup.options);
+  want.push(resampled.data(), int64_t(resampled.size()));
+  want.finish();
+  Seen w;
+  look(want, w);
+  SpeechStreamGroup group(setup.model, setup.options);
+  std::unique_ptr<SpeechStream> s = group.open();
+  s->set_input_rate(rate);
+  for (size_t at = 0; at < audio.size();) {
+    const size_t n = std::min(audio.size() - at, size_t(rng.integer(1, 5000)));
+    s->push(audio.data() + at, int64_t(n));
+    at += n;
+    if (rng.uniform(0, 1) < 0.5) group.step();
+  }
+  s->finish();
+  group.step();
+  Seen got;
+  look(*s, got);
+  CHECK(s->done());
+  CHECK(s->samples() == int64_t(resampled.size()));
+  CHECK(got == w);
+  CHECK(w.settled.size() > 3);
+  CHECK(error_of([&] { s->set_input_rate(16000); }).find("before the first push") != std::string::npos);
+  std::unique_ptr<SpeechStream> other = group.open();
+  CHECK(error_of([&] { other->set_input_rate(100); }).find("sample rate") != std::string::npos);
 }

@@ -125,9 +125,12 @@ class SpeechStream {
   // A stream of its own: push decodes at once.
   explicit SpeechStream(SpeechModel& model, const RecognizerOptions& options = {});
   ~SpeechStream();
-  // 16 kHz samples; decodes every encoder position they complete (in a
-  // group: queues them for the next step). Any thread, in a group.
+  // Samples at 16 kHz or the rate set; decodes every encoder position they
+  // complete (in a group: queues them for the next step). Any thread, in a group.
   void push(const float* samples, int64_t n);
+  // The rate of what push receives (16 kHz until set), resampled to 16 kHz
+  // (libsoxr) as it arrives; set before the first push.
+  void set_input_rate(double rate);
   // The end of the audio: the last partial position, then every phone settles.
   void finish();
   // Appends the phones (and words, when decoded) settled since the last call.
@@ -137,7 +140,7 @@ class SpeechStream {
   std::vector<RecognizedWord> tentative_words() const;
   // finish() was called and a step has settled everything.
   bool done() const;
-  int64_t samples() const;    // decoded so far
+  int64_t samples() const;    // decoded so far, at 16 kHz
   int64_t positions() const;  // encoder positions so far
   RecognitionTimes times() const;
 

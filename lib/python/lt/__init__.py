@@ -160,6 +160,7 @@ _stream_take_settled = _declare("lt_stream_take_settled", _status, _p, ctypes.PO
 _stream_tentative = _declare("lt_stream_tentative", _status, _p, ctypes.POINTER(_p))
 _stream_free = _declare("lt_stream_free", None, _p)
 _stream_done = _declare("lt_stream_done", ctypes.c_int, _p)
+_stream_set_rate = _declare("lt_stream_set_rate", _status, _p, ctypes.c_double)
 
 
 class _GroupStats(ctypes.Structure):
@@ -591,6 +592,10 @@ class Stream:
     def done(self):
         """finish() was called and everything has settled."""
         return bool(_stream_done(self._handle))
+
+    def set_rate(self, sample_rate):
+        """The rate of what push receives (16000 until set), resampled to 16 kHz; before the first push."""
+        _check(_stream_set_rate(self._handle, float(sample_rate)))
 
     def __del__(self):
         if getattr(self, "_handle", None):
