@@ -30,17 +30,36 @@ void AsrSession<Stream>::run(Request upgrade, const std::string& protocol) {
 
 template <class Stream>
 void AsrSession<Stream>::on_open() {
-  // Updates come on the compute thread; they are posted to this session's
-  // strand, and dropped if it is gone.
-  auto weak = this->weak_from_this();
-  auto executor = this->ws_.get_executor();
-  stream_ = this->server_.compute.open_stream([weak, executor](StreamUpdate u) {
-    net::post(executor, [weak, u = std::move(u)]() mutable {
-      if (auto self = weak.lock()) self->on_update(std::move(u));
-    });
-  });
   this->arm_idle();
   this->read_message();
+}
+
+template <class Stream>
+uint64_t AsrSession<Stream>::stream() {
+  // Opened with the first frame that needs it, so that a connection that
+  // fails at its config costs the compute thread nothing. Updates come on
+  // the compute thread; they are posted to this session's strand, and
+  // dropped if it is gone.
+  if (stream_ == 0) {
+    auto weak = this->weak_from_this();
+    auto executor = this->ws_.get_executor();
+    stream_ = this->server_.compute.open_stream([weak, executor](StreamUpdate u) {
+      net::post(executor, [weak, u = std::move(u)]() mutable {
+        if (auto self = weak.lock()) self->on_update(std::move(u));
+      });
+    });
+  }
+  return stream_;
+}
+
+// The idle limit counts only the client's turns: while replies are owed,
+// or after eof, the wait is the server's.
+template <class Stream>
+void AsrSession<Stream>::idle_if_clients_turn() {
+  if (answers_.empty() && !eof_)
+    this->arm_idle();
+  else
+    this->stop_idle();
 }
 
 template <class Stream>
@@ -58,21 +77,20 @@ void AsrSession<Stream>::on_message(bool text, std::string_view bytes) {
         break;  // Vosk answers a config with nothing
       case VoskEvent::audio:
         if (!resampler_) resampler_ = std::make_unique<StreamResampler>(input_.config().sample_rate);
-        compute.push_audio(stream_, resampler_->process(e.samples.data(), e.samples.size()), true);
+        compute.push_audio(stream(), resampler_->process(e.samples.data(), e.samples.size()), true);
         answers_.push_back(Answer::audio);
         break;
       case VoskEvent::reset:
-        compute.push_reset(stream_);
+        compute.push_reset(stream());
         answers_.push_back(Answer::reset);
         break;
       case VoskEvent::eof:
         if (resampler_) {
           std::vector<float> tail = resampler_->flush();
-          if (!tail.empty()) compute.push_audio(stream_, std::move(tail), false);
+          if (!tail.empty()) compute.push_audio(stream(), std::move(tail), false);
         }
-        compute.end_stream(stream_);
+        compute.end_stream(stream());
         eof_ = true;
-        this->stop_idle();
         break;
     }
   } catch (const HttpError& e) {
@@ -80,7 +98,7 @@ void AsrSession<Stream>::on_message(bool text, std::string_view bytes) {
   } catch (const std::exception& e) {
     return this->fail(kCloseInternal, e.what(), "internal");
   }
-  if (!eof_) this->arm_idle();
+  idle_if_clients_turn();
   read_if_room();  // after eof too: a frame then is an error, a close is seen
 }
 
@@ -107,7 +125,7 @@ void AsrSession<Stream>::on_update(StreamUpdate u) {
       this->close(kCloseGoingAway, "the server is shutting down");
     return;
   }
-  if (!eof_) this->arm_idle();  // owed replies may have paused the reading: the wait was ours
+  idle_if_clients_turn();
   read_if_room();
 }
 

@@ -5,7 +5,7 @@
 // here and become Vosk's replies, one per frame, in order. The stream's
 // slot under --max-streams is held for the connection's life. A client that
 // sends frames faster than they are decoded is not read from while 64
-// replies are owed.
+// replies are owed; --idle-seconds counts only while none is owed.
 #pragma once
 #include <deque>
 #include <memory>
@@ -34,6 +34,8 @@ class AsrSession : public WebSocketConnection<Stream, AsrSession<Stream>> {
   void on_gone();
   void on_update(StreamUpdate u);
   void read_if_room();
+  uint64_t stream();  // the compute loop's stream, opened on first use
+  void idle_if_clients_turn();
 
   VoskInput input_;
   std::optional<VoskReplies> replies_;

@@ -51,11 +51,13 @@ function speechWav(text, file) {
     if (id === 'data') data = b.subarray(at + 8, at + 8 + Math.min(size, b.length - at - 8));
     at += 8 + size + (size & 1);
   }
-  // At 48 kHz (linear interpolation: lt-asr hears the same file), the rate
-  // Chromium's fake capture device runs at without a file. The page starts
-  // listening a moment after the capture starts, so the times of its words
-  // are shifted and only the words are compared.
-  const out = 48000, n = Math.floor((data.length / 2 - 1) * out / rate);
+  // At 44.1 kHz, the rate Chromium's fake capture device runs at with a
+  // file (whatever the file's), and so the page's: its samples reach the
+  // page as they are in the file. (Twice espeak-ng's rate, by linear
+  // interpolation; lt-asr hears the same file.) The page starts listening
+  // a moment after the capture starts, so the times of its words are
+  // shifted, and only the words are compared.
+  const out = 44100, n = Math.floor((data.length / 2 - 1) * out / rate);
   const up = Buffer.alloc(2 * n);
   for (let i = 0; i < n; i++) {
     const x = i * rate / out, j = Math.floor(x), f = x - j;

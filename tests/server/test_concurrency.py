@@ -29,9 +29,7 @@ def test_fifty_streams_each_as_alone():
     async def all_at_once(url):
         return await asyncio.gather(*(h.vosk_transcribe(url, p, chunk_seconds=0.1) for p in paths))
 
-    # Opening a stream costs the compute thread ~0.3 s (the word search is built per stream), so
-    # the last of 50 waits long for its first reply: no idle limit here.
-    with Server("--requests-per-second", "0", "--max-streams", str(STREAMS), "--idle-seconds", "600") as server:
+    with Server("--requests-per-second", "0", "--max-streams", str(STREAMS)) as server:
         outcomes = asyncio.run(all_at_once(server.ws_url))
         _, _, metrics = h.http("GET", server.url + "/metrics")
         assert server.stop() == 0
