@@ -15,13 +15,20 @@ namespace lt::speech {
 
 class Decoding {
  public:
-  Decoding(int64_t classes, const RecognizerOptions& options) : classes_(classes), options_(options) {
+  // words: the lexicon's vocabulary made once for many decoders (a stream
+  // group's), or null to make one of its own.
+  Decoding(int64_t classes, const RecognizerOptions& options,
+           const std::shared_ptr<const WordVocabulary>& words = nullptr)
+      : classes_(classes), options_(options) {
     if (options.lexicon || options.phone_lm)
       check(classes == kPhoneClasses, std::string(options.lexicon ? "decoding words" : "a phone language model") +
                                           " needs a model over the " + std::to_string(kPhoneClasses) +
                                           " phone classes, this one has " + std::to_string(classes));
     phones_ = phone_decoder();
-    if (options.lexicon) words_.emplace(*options.lexicon, options.lm, options.words);
+    if (options.lexicon && words)
+      words_.emplace(words, options.lm, options.words);
+    else if (options.lexicon)
+      words_.emplace(*options.lexicon, options.lm, options.words);
   }
   // A new utterance (the word search keeps its lexicon trie).
   void reset() {

@@ -28,6 +28,7 @@ struct SpeechStreamGroup::Impl {
   // A row to start with: a stream alone is a group of one, and a group doubles as it fills.
   explicit Impl(SpeechModel& model, const RecognizerOptions& options) : pool(*model.model, options.precision, 1) {}
   StatePool pool;
+  std::shared_ptr<const WordVocabulary> words;  // the lexicon's, made once for every stream
   std::mutex members_mutex;  // members: opened and closed from any thread
   std::vector<std::shared_ptr<speech::StreamMember>> members;
   std::mutex step_mutex;  // steps one at a time
@@ -45,12 +46,14 @@ SpeechStreamGroup::SpeechStreamGroup(SpeechModel& model, const RecognizerOptions
   check(c.runs_as_rnn(), "streaming needs a causal-linear model (its state has a fixed size); this one is " +
                             c.encoder_name() + ": transcribe whole files instead");
   impl_ = std::make_unique<Impl>(model, options);
+  if (options.lexicon) impl_->words = WordSearch::vocabulary(*options.lexicon, options.lm);
 }
 
 SpeechStreamGroup::~SpeechStreamGroup() = default;
 
 std::unique_ptr<SpeechStream> SpeechStreamGroup::open() {
-  auto m = std::make_shared<speech::StreamMember>(model_, options_, positions_in(model_.frontend, options_.pause_seconds));
+  auto m = std::make_shared<speech::StreamMember>(model_, options_, positions_in(model_.frontend, options_.pause_seconds),
+                                                  impl_->words);
   {
     std::lock_guard<std::mutex> lock(impl_->members_mutex);
     impl_->members.push_back(m);

@@ -20,8 +20,9 @@
 namespace lt::speech {
 
 struct StreamMember {
-  StreamMember(const SpeechModel& model, const RecognizerOptions& options, int64_t pause)
-      : fbank(model.frontend.fbank()), pauses(pause), decoder(model.model->config().head.width(), options) {}
+  StreamMember(const SpeechModel& model, const RecognizerOptions& options, int64_t pause,
+               const std::shared_ptr<const WordVocabulary>& words)
+      : fbank(model.frontend.fbank()), pauses(pause), decoder(model.model->config().head.width(), options, words) {}
 
   // ---- queued by callers ----
   std::mutex in;

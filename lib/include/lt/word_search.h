@@ -63,10 +63,17 @@ struct WordSearchResult {
   double score = 0;
 };
 
+struct WordVocabulary;  // a lexicon's searchable words and their trie, for one language model
+
 class WordSearch {
  public:
   // The lexicon is copied; lm (nullptr: none) must outlive the search.
   WordSearch(const Lexicon& lexicon, const LanguageModel* lm, const WordSearchOptions& options = {});
+  // The same over a vocabulary made once and shared by many searches (a
+  // stream group's streams): vocabulary(lexicon, lm), with the same lm.
+  WordSearch(std::shared_ptr<const WordVocabulary> vocabulary, const LanguageModel* lm,
+             const WordSearchOptions& options = {});
+  static std::shared_ptr<const WordVocabulary> vocabulary(const Lexicon& lexicon, const LanguageModel* lm);
   ~WordSearch();
   WordSearch(WordSearch&&) noexcept;
   WordSearch& operator=(WordSearch&&) noexcept;
