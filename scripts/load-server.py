@@ -133,7 +133,9 @@ async def client(url, recs, frame_seconds, deadline, stats, rng, headers):
             stats.live = max(0, stats.live - 1)
 
 
-async def run_streams(url, recs, n, duration, frame_seconds, pid, sample_seconds, headers, seed):
+async def run_streams(url, recs, n, duration, frame_seconds, pid, sample_seconds, headers, seed, base):
+    """base: the server's resident MB before any stream (freed memory stays
+    with the process, so each run is measured from the first one's start)."""
     stats = Stats()
     deadline = time.monotonic() + duration
     rng = random.Random(seed)
@@ -141,7 +143,6 @@ async def run_streams(url, recs, n, duration, frame_seconds, pid, sample_seconds
                                           headers)) for _ in range(n)]
     samples = []
     t0 = time.monotonic()
-    base = rss_mb(pid) if pid else None
     while not all(t.done() for t in tasks):
         await asyncio.sleep(sample_seconds)
         rss = rss_mb(pid) if pid else None
@@ -230,6 +231,7 @@ def main():
         pid = proc.pid
     else:
         url, pid = a.url, a.pid
+    base = rss_mb(pid) if pid else None
     http_url = url.replace("ws://", "http://").replace("wss://", "https://")
     ws_url = http_url.replace("http://", "ws://").replace("https://", "wss://")
     summary = {"url": http_url}
@@ -242,7 +244,7 @@ def main():
                 low, high = 0, None
                 while True:
                     r = asyncio.run(run_streams(ws_url, recs, n, a.duration, a.frame_seconds, pid, a.sample_seconds,
-                                                headers, a.seed))
+                                                headers, a.seed, base))
                     ok = r["errors"] == 0 and r["p95_lag_s"] is not None and r["p95_lag_s"] <= a.max_lag
                     tried.append({k: r[k] for k in ("streams", "p95_lag_s", "errors", "mb_per_stream")} | {"held": ok})
                     log(f"load-server: {n} streams: p95 lag {r['p95_lag_s']} s, {r['errors']} failed: "
@@ -260,7 +262,7 @@ def main():
                 summary["find"] = {"max_lag_s": a.max_lag, "streams_held": held, "runs": tried}
             else:
                 summary["streams"] = asyncio.run(run_streams(ws_url, recs, a.streams, a.duration, a.frame_seconds,
-                                                             pid, a.sample_seconds, headers, a.seed))
+                                                             pid, a.sample_seconds, headers, a.seed, base))
             if a.files:
                 summary["files"] = transcribe_files(http_url, paths, a.files, a.concurrency, headers)
     finally:
