@@ -21,8 +21,12 @@ function tokensText(tokens, field) {
 
 // ---- speech ----
 
-// What the page heard, for whoever reads it (the browser test does).
-window.ltSpeech = { results: [], words: [], phones: [], samplesSent: 0, sampleRate: 0, done: false, error: '' };
+// What the page heard, for whoever reads it (the browser test does). With
+// ?keep_audio=1 in the page's address it also keeps the audio it sent
+// (sent: Int16Array pieces), so that the server's answers can be checked
+// against the same samples.
+window.ltSpeech = { results: [], words: [], phones: [], samplesSent: 0, sampleRate: 0, done: false, error: '', sent: [] };
+const keepAudio = new URLSearchParams(location.search).get('keep_audio') === '1';
 
 const speech = {
   socket: null, context: null, source: null, node: null, stream: null, stopping: false,
@@ -86,7 +90,8 @@ async function startMicrophone() {
     return;
   }
   const rate = speech.context.sampleRate;
-  Object.assign(window.ltSpeech, { results: [], words: [], phones: [], samplesSent: 0, sampleRate: rate, done: false, error: '' });
+  Object.assign(window.ltSpeech, { results: [], words: [], phones: [], samplesSent: 0, sampleRate: rate, done: false, error: '',
+                                  sent: [] });
   $('results').textContent = '';
   $('phones').textContent = '';
   speech.stopping = false;
@@ -103,10 +108,15 @@ async function startMicrophone() {
     button.classList.remove('on');
     button.disabled = false;
   };
+  // Listening starts now; what is heard while the socket opens is kept and
+  // sent first, so that no word said at once is lost.
+  const early = [];
+  speech.node.port.onmessage = (e) => early.push(e.data);
+  speech.source.connect(speech.node);
   socket.onopen = () => {
     socket.send(JSON.stringify({ config: { sample_rate: rate, words: true } }));
+    early.forEach(sendSamples);
     speech.node.port.onmessage = (e) => sendSamples(e.data);
-    speech.source.connect(speech.node);
     $('asr-status').textContent = 'listening at ' + rate + ' Hz';
     button.textContent = 'Stop';
     button.classList.add('on');
@@ -123,6 +133,7 @@ function sendSamples(samples) {
     pcm[i] = Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32768)));
   }
   socket.send(pcm.buffer);
+  if (keepAudio) window.ltSpeech.sent.push(pcm);
   window.ltSpeech.samplesSent += samples.length;
   $('asr-status').textContent = 'listening: ' + (window.ltSpeech.samplesSent / window.ltSpeech.sampleRate).toFixed(1) + ' s sent';
 }
