@@ -30,9 +30,9 @@
 #include <algorithm>
 #include <string>
 
+#include "attention/attention.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
-#include "lt/attention.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

@@ -1,4 +1,4 @@
-// --- ctc.cu --- CTC loss (lt/ctc.h) on the GPU.
+// --- ctc.cu --- CTC loss (heads/ctc.h) on the GPU.
 #pragma once
 #include <cstdint>
 

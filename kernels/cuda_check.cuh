@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 #define LT_CUDA_CHECK(call)                                                                  \
   do {                                                                                       \

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 namespace lt::kernels {
-// lt::depthwise_conv_forward / _backward (lt/ops.h): x, y, dy, dx [B, L, C],
+// lt::depthwise_conv_forward / _backward (ops/ops.h): x, y, dy, dx [B, L, C],
 // w, dw [C, K], bias, dbias [C], P of the K taps before each output's
 // position; lengths int32 [B] on the device, or nullptr for all L. dw and
 // dbias accumulate.

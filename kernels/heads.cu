@@ -7,9 +7,9 @@
 // and the first out-of-range target come back in one small status copy, which
 // is also the forward pass's only synchronisation.
 #include "cuda_check.cuh"
-#include "heads/logistic_bins.h"
+#include "heads/heads.h"
 #include "kernels.h"
-#include "lt/heads.h"
+#include "math/logistic_bins.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

@@ -1,4 +1,4 @@
-// --- heads.cu --- output heads (lt/heads.h): losses, gradients and samplers.
+// --- heads.cu --- output heads (heads/heads.h): losses, gradients and samplers.
 #pragma once
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 
 #include "cuda_check.cuh"
 #include "layernorm.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

@@ -13,9 +13,9 @@
 // leaves their dphi(q) rows zero.
 #include <algorithm>
 
+#include "attention/attention.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
-#include "lt/attention.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

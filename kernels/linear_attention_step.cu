@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attention/attention.h"
 #include "cuda_check.cuh"
 #include "feature_maps.cuh"
 #include "kernels.h"
-#include "lt/attention.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

@@ -1,4 +1,4 @@
-// --- optim.cu --- optimizer update and gradient clipping (lt/optim.h).
+// --- optim.cu --- optimizer update and gradient clipping (optim/optimizer.h).
 #pragma once
 #include <cstdint>
 

@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "lt/backend.h"
-#include "lt/tensor.h"
-#include "lt/transformer.h"
+#include "backend/device.h"
+#include "core/tensor.h"
+#include "model/transformer.h"
 
 namespace lt::test {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "lt.h"
-#include "lt/progress.h"
 #include "terminal_grid.h"
+#include "train/progress.h"
 
 namespace lt::app {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "lt/png.h"
+#include "io/png.h"
 
 namespace lt::app {
 

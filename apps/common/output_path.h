@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::app {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::app {
 

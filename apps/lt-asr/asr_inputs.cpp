@@ -12,8 +12,9 @@
 #include <deque>
 #include <memory>
 
+#include "audio/audio_stream.h"
+#include "core/error.h"
 #include "lt.hpp"
-#include "lt/error.h"
 
 namespace lt::app {
 

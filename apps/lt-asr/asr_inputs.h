@@ -4,8 +4,8 @@
 #include <string>
 
 #include "asr_output.h"
+#include "audio/audio_file.h"
 #include "lt.h"
-#include "lt/audio.h"
 
 namespace lt::app {
 

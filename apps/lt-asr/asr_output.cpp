@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 
 namespace lt::app {
 

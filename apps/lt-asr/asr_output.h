@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "heads/edit_distance.h"
 #include "lt.h"
-#include "lt/edit_distance.h"
 
 namespace lt::app {
 

@@ -14,11 +14,11 @@
 #include "asr_output.h"
 #include "command_line.h"
 #include "common_options.h"
+#include "core/error.h"
 #include "lt.hpp"
-#include "lt/error.h"
-#include "lt/speech_corpus.h"
 #include "process_setup.h"
 #include "shipped_model.h"
+#include "speech/speech_corpus.h"
 
 namespace {
 

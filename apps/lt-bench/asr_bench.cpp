@@ -10,13 +10,13 @@
 #include <iostream>
 #include <random>
 
+#include "audio/audio_file.h"
+#include "backend/device.h"
+#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "lt/audio.h"
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/recognizer.h"
-#include "lt/speech_corpus.h"
-#include "lt/precision_flags.h"
+#include "core/error.h"
+#include "speech/recognizer.h"
+#include "speech/speech_corpus.h"
 
 namespace lt::bench {
 namespace {

@@ -11,11 +11,11 @@
 #include <iostream>
 #include <random>
 
+#include "attention/attention.h"
+#include "attention/feature_map.h"
 #include "benchmarks.h"
-#include "lt/attention.h"
-#include "lt/feature_map.h"
-#include "lt/ops.h"
-#include "lt/transformer.h"
+#include "model/transformer.h"
+#include "ops/ops.h"
 
 namespace lt::bench {
 namespace {

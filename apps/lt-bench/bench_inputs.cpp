@@ -3,7 +3,7 @@
 #include <random>
 
 #include "benchmarks.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::bench {
 

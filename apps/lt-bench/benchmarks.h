@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lt/image_model.h"
+#include "model/image_model.h"
 #include "report.h"
 
 namespace lt::bench {

@@ -10,10 +10,10 @@
 #include <iostream>
 #include <random>
 
+#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "lt/precision_flags.h"
-#include "lt/error.h"
-#include "lt/image_model.h"
+#include "core/error.h"
+#include "model/image_model.h"
 
 namespace lt::bench {
 namespace {

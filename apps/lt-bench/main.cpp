@@ -5,14 +5,14 @@
 #include <iostream>
 #include <memory>
 
+#include "backend/device.h"
 #include "background_load.h"
 #include "benchmarks.h"
-#include "process_setup.h"
 #include "command_line.h"
 #include "common_options.h"
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/world.h"
+#include "core/error.h"
+#include "process_setup.h"
+#include "train/world.h"
 
 namespace {
 

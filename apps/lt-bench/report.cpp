@@ -4,9 +4,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "lt/blas_description.h"
-#include "lt/backend.h"
-#include "lt/error.h"
+#include "backend/blas_description.h"
+#include "backend/device.h"
+#include "core/error.h"
 
 namespace lt::bench {
 

@@ -7,13 +7,13 @@
 #include <iostream>
 #include <random>
 
+#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "lt/error.h"
-#include "lt/speech.h"
-#include "lt/speech_corpus.h"
-#include "lt/train.h"
-#include "lt/training_loop.h"
-#include "lt/precision_flags.h"
+#include "core/error.h"
+#include "speech/speech_corpus.h"
+#include "speech/speech_model.h"
+#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace lt::bench {
 namespace {

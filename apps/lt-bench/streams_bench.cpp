@@ -30,11 +30,11 @@
 #include <random>
 #include <thread>
 
+#include "audio/audio_file.h"
+#include "backend/device.h"
 #include "benchmarks.h"
+#include "core/error.h"
 #include "lt.h"
-#include "lt/audio.h"
-#include "lt/backend.h"
-#include "lt/error.h"
 #include "shipped_model.h"
 
 namespace lt::bench {

@@ -9,14 +9,14 @@
 #include <iostream>
 #include <random>
 
+#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "lt/precision_flags.h"
-#include "lt/error.h"
-#include "lt/image_model.h"
-#include "lt/image_training.h"
-#include "lt/ops.h"
-#include "lt/train.h"
-#include "lt/world.h"
+#include "core/error.h"
+#include "model/image_model.h"
+#include "ops/ops.h"
+#include "train/image_training.h"
+#include "train/trainer.h"
+#include "train/world.h"
 
 namespace lt::bench {
 namespace {

@@ -13,11 +13,11 @@
 
 #include "command_line.h"
 #include "common_options.h"
+#include "core/error.h"
 #include "image_progress.h"
 #include "image_sheet.h"
+#include "io/png.h"
 #include "lt.hpp"
-#include "lt/error.h"
-#include "lt/png.h"
 #include "output_path.h"
 #include "process_setup.h"
 #include "shipped_model.h"

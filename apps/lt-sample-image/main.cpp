@@ -12,10 +12,10 @@
 
 #include "command_line.h"
 #include "common_options.h"
+#include "core/error.h"
 #include "image_progress.h"
 #include "image_sheet.h"
 #include "lt.hpp"
-#include "lt/error.h"
 #include "output_path.h"
 #include "process_setup.h"
 #include "shipped_model.h"

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <fstream>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::server {
 

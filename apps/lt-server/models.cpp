@@ -4,9 +4,9 @@
 #include <filesystem>
 
 #include "common_options.h"
-#include "lt/error.h"
-#include "lt/speech_corpus.h"
+#include "core/error.h"
 #include "shipped_model.h"
+#include "speech/speech_corpus.h"
 
 namespace lt::server {
 

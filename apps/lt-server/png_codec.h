@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lt/png.h"
+#include "io/png.h"
 
 namespace lt::server {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/error.h"
 #include "http_session.h"
-#include "lt/error.h"
 
 namespace lt::server {
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::server {
 

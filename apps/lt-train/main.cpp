@@ -1,8 +1,8 @@
 // lt-train: trains the paper's models (pixel-by-pixel image models, the copy
 // task, CTC phoneme recognition), evaluates checkpoints (--eval) and exports
 // weights without the optimizer state (--export). The flags fill a
-// TrainingRecipe, one flag per row of lt/recipe_options.h, and the run is the
-// library's (lt/training_run.h). Results on
+// TrainingRecipe, one flag per row of train/recipe_options.h, and the run is the
+// library's (train/training_run.h). Results on
 // stdout, progress on stderr.
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -11,15 +11,15 @@
 #include <vector>
 #include <variant>
 
+#include "backend/device.h"
+#include "backend/precision_flags.h"
 #include "command_line.h"
 #include "common_options.h"
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/precision_flags.h"
-#include "lt/recipe_options.h"
-#include "lt/training_run.h"
-#include "lt/world.h"
+#include "core/error.h"
 #include "process_setup.h"
+#include "train/recipe_options.h"
+#include "train/training_run.h"
+#include "train/world.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -41,7 +41,7 @@ int report_unfinished(const lt::TrainResult& r, const std::string& output) {
                  (long long)r.step, output.c_str());
   return 130;
 }
-// A row of lt/recipe_options.h as a flag of app. Its text is kept as given
+// A row of train/recipe_options.h as a flag of app. Its text is kept as given
 // and set after parsing through set_recipe_option, lt_recipe_set's check and
 // words: a value either refuses is refused by both, with exit status 1. The
 // flags every tool shares (device, precision) take the tools' common text.

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "api_internal.h"
-#include "lt/image_batch.h"
-#include "lt/image_generation.h"
-#include "lt/random.h"
+#include "math/random.h"
+#include "model/image_batch.h"
+#include "model/image_generation.h"
 
 namespace {
 lt::ImageModel& image_model(lt_model* m, const char* what) {

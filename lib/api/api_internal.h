@@ -7,11 +7,11 @@
 #include <new>
 #include <string>
 
+#include "core/error.h"
 #include "lt.h"
-#include "lt/error.h"
-#include "lt/image_generation.h"
-#include "lt/image_model.h"
-#include "lt/sequence_model.h"
+#include "model/image_generation.h"
+#include "model/image_model.h"
+#include "model/sequence_model.h"
 
 struct lt_model {
   std::string path, family;

@@ -3,10 +3,10 @@
 #include <cstring>
 
 #include "api_internal.h"
-#include "lt/backend.h"
-#include "lt/copy_task.h"
-#include "lt/precision_flags.h"
-#include "lt/safetensors.h"
+#include "backend/device.h"
+#include "backend/precision_flags.h"
+#include "io/safetensors.h"
+#include "train/copy_task.h"
 
 using lt::api::ArgumentError;
 

@@ -1,5 +1,5 @@
 // lt.h: speech recognition of recordings and streams, set up as lt-asr sets
-// it up (lib/include/lt/recognizer.h does the work).
+// it up (lib/speech/recognizer.h does the work).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "api_internal.h"
-#include "lt/audio.h"
-#include "lt/backend.h"
-#include "lt/precision_flags.h"
-#include "lt/recognizer.h"
+#include "audio/audio_file.h"
+#include "backend/device.h"
+#include "backend/precision_flags.h"
+#include "speech/recognizer.h"
 
 using lt::api::ArgumentError;
 using lt::api::caller_copy;

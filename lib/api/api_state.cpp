@@ -12,8 +12,8 @@
 
 #include "api_internal.h"
 #include "io/file_bytes.h"
-#include "lt/safetensors.h"
-#include "lt/world.h"
+#include "io/safetensors.h"
+#include "train/world.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
 // lt.h: training, evaluation and export through a recipe of lt-train's
-// options; the run is the library's (lt/training_run.h), as lt-train's is.
+// options; the run is the library's (train/training_run.h), as lt-train's is.
 #include <atomic>
 #include <string>
 
 #include "api_internal.h"
-#include "lt/training_run.h"
+#include "train/training_run.h"
 
 using lt::api::caller_copy;
 using lt::api::require;

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 namespace lt {
 

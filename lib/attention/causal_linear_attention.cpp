@@ -40,12 +40,12 @@
 #include <immintrin.h>
 #endif
 
+#include "attention/attention.h"
 #include "attention/lengths.h"
 #include "backend/cpu_blas.h"
 #include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
 #include "core/bf16.h"
-#include "lt/attention.h"
 
 namespace lt {
 namespace {

@@ -1,11 +1,11 @@
 // The elementwise feature maps (phi of eq. 7) and the registry of every map by
 // name. Elementwise maps keep the head dimension (F = E) and tell the fused
 // recurrent step which function they are, so it applies them as it reads q and k.
-#include "lt/feature_map.h"
+#include "attention/feature_map.h"
 
 #include <utility>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 

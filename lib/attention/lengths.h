@@ -1,11 +1,11 @@
-// The lengths of a padded batch (int32 [N], see lt/attention.h): checked once
+// The lengths of a padded batch (int32 [N], see attention/attention.h): checked once
 // here for every attention form. On the CPU the values are validated; on the
 // GPU they stay on the device, where the kernels read (and clamp) them, so a
 // call costs no device-to-host copy.
 #pragma once
 #include <string>
 
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 namespace lt {
 

@@ -16,12 +16,12 @@
 #include <cstring>
 #include <vector>
 
+#include "attention/attention.h"
 #include "attention/attention_dims.h"
 #include "attention/head_loop.h"
 #include "backend/cpu_blas.h"
 #include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
-#include "lt/attention.h"
 
 namespace lt {
 namespace {
@@ -57,7 +57,7 @@ void key_value_sums(const float* fk, const float* v, int64_t len, int64_t F, int
   }
 }
 
-// The real query rows of a sequence with len real keys (see lt/attention.h).
+// The real query rows of a sequence with len real keys (see attention/attention.h).
 int64_t query_rows(const AttentionDims& d, int64_t len) { return d.L == d.S ? len : d.L; }
 
 void zero_head_rows(float* x, int64_t rows, int64_t width, int64_t ld) {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "attention/attention.h"
 #include "backend/dispatch.h"
 #include "core/bf16.h"
-#include "lt/attention.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "ops/simd_math.h"
 
 namespace lt {

@@ -20,12 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "attention/attention.h"
 #include "attention/attention_dims.h"
 #include "attention/head_loop.h"
 #include "attention/lengths.h"
 #include "backend/cpu_scratch.h"
-#include "lt/attention.h"
-#include "lt/random.h"
+#include "math/random.h"
 #include "ops/simd_math.h"
 
 namespace lt {

@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "attention/attention.h"
 #include "attention/attention_dims.h"
 #include "attention/head_loop.h"
 #include "attention/lengths.h"
 #include "backend/cpu_blas.h"
 #include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
-#include "lt/attention.h"
 #include "ops/simd_math.h"
 
 namespace lt {

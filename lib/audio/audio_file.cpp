@@ -8,11 +8,11 @@
 #include <cstring>
 #include <memory>
 
+#include "audio/audio_file.h"
 #include "audio/pcm.h"
 #include "audio/resampler.h"
 #include "audio/wav_header.h"
-#include "lt/audio.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <thread>
 
+#include "audio/audio_stream.h"
 #include "audio/pcm.h"
 #include "audio/resampler.h"
 #include "audio/wav_header.h"
-#include "lt/audio.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

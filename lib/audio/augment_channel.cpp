@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "audio/audio_file.h"
+#include "audio/augment.h"
 #include "audio/resampler.h"
-#include "lt/audio.h"
-#include "lt/augment.h"
 
 namespace lt::audio {
 

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "audio/audio_file.h"
+#include "audio/augment.h"
 #include "audio/fft_convolve.h"
 #include "audio/resampler.h"
-#include "lt/audio.h"
-#include "lt/augment.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "lt/random.h"
+#include "math/random.h"
 
 namespace lt::audio {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "audio/audio_file.h"
+#include "audio/augment.h"
 #include "audio/augment_draws.h"
 #include "audio/fft_convolve.h"
-#include "lt/audio.h"
-#include "lt/augment.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

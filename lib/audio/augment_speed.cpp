@@ -1,7 +1,7 @@
+#include "audio/audio_file.h"
+#include "audio/augment.h"
 #include "audio/resampler.h"
-#include "lt/audio.h"
-#include "lt/augment.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

@@ -1,7 +1,7 @@
-// The filterbank (lt/fbank.h lists every step and constant): FFTW's
+// The filterbank (audio/fbank.h lists every step and constant): FFTW's
 // real-to-complex transform planned once per configuration, the mel filters
 // kept as one weight row per bin over its span of FFT bins.
-#include "lt/fbank.h"
+#include "audio/fbank.h"
 
 #include <fftw3.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "audio/fft_convolve.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "lt/error.h"
-#include "lt/fbank.h"
+#include "audio/fbank.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "lt/error.h"
-#include "lt/fbank.h"
-#include "lt/random.h"
+#include "audio/fbank.h"
+#include "core/error.h"
+#include "math/random.h"
 
 namespace lt {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "lt/error.h"
-#include "lt/fbank.h"
+#include "audio/fbank.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lt/audio.h"
-#include "lt/error.h"
+#include "audio/audio_file.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

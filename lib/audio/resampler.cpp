@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lt/audio.h"
-#include "lt/error.h"
+#include "audio/audio_file.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::audio {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lt/audio.h"
+#include "audio/audio_file.h"
 
 namespace lt::audio {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "lt/backend.h"
+#include "backend/device.h"
 
 extern "C" void openblas_set_num_threads(int);
 

@@ -1,7 +1,7 @@
 #include "backend/cuda_graph.h"
 
-#include "lt/backend.h"
-#include "lt/error.h"
+#include "backend/device.h"
+#include "core/error.h"
 #ifdef LT_WITH_CUDA
 #include "backend/cuda_module.h"
 #endif

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::cuda {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstddef>
 
-#include "lt/backend.h"
+#include "backend/device.h"
 
 namespace lt {
 void* device_alloc(Device d, size_t bytes);

@@ -1,7 +1,7 @@
 // Precision: names, and whether a device can run it.
-#include "lt/precision.h"
+#include "backend/precision.h"
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -1,6 +1,6 @@
 // Tensor storage: 64-byte aligned host memory or cudaMalloc'd device memory,
 // with per-device byte counters that lt-bench reads as peak memory.
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "backend/device_memory.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "backend/dispatch.h"
-#include "heads/logistic_bins.h"
-#include "lt/heads.h"
+#include "heads/heads.h"
+#include "math/logistic_bins.h"
 #include "ops/simd_math.h"
 
 namespace lt {

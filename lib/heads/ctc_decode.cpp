@@ -2,9 +2,9 @@
 // picks it or prefix beam search (ctc_prefix_beam.cpp), and whole utterances.
 #include <algorithm>
 
+#include "core/error.h"
+#include "heads/ctc.h"
 #include "heads/ctc_decoders.h"
-#include "lt/ctc.h"
-#include "lt/error.h"
 
 namespace lt {
 

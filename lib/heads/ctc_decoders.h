@@ -1,8 +1,8 @@
-// The decoders behind make_ctc_decoder (lt/ctc.h), one file each.
+// The decoders behind make_ctc_decoder (heads/ctc.h), one file each.
 #pragma once
 #include <memory>
 
-#include "lt/ctc.h"
+#include "heads/ctc.h"
 
 namespace lt {
 

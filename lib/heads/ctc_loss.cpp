@@ -8,8 +8,8 @@
 #include <string>
 
 #include "backend/dispatch.h"
+#include "heads/ctc.h"
 #include "heads/log_space.h"
-#include "lt/ctc.h"
 
 namespace lt {
 namespace {

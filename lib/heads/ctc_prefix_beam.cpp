@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "core/error.h"
 #include "heads/ctc_decoders.h"
 #include "heads/log_space.h"
-#include "lt/error.h"
 
 namespace lt {
 

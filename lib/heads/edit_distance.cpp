@@ -1,7 +1,7 @@
 // Levenshtein distance by dynamic programming, and the counts behind an
 // error rate. The table is kept whole so that one minimal alignment can be
 // traced back for its substitutions, deletions and insertions.
-#include "lt/edit_distance.h"
+#include "heads/edit_distance.h"
 
 #include <algorithm>
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/dispatch.h"
-#include "heads/logistic_bins.h"
-#include "lt/heads.h"
+#include "heads/heads.h"
+#include "math/logistic_bins.h"
 
 namespace lt {
 namespace {

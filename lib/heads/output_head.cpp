@@ -1,12 +1,12 @@
 // OutputHead: the head a model was built with, dispatched to its functions.
 // A per-position head scores the positions it is given, compacted when they
 // are not every one; CTC scores whole rows over their real frames.
-#include "lt/heads.h"
+#include "heads/heads.h"
 
 #include <algorithm>
 #include <string>
 
-#include "lt/error.h"
+#include "core/error.h"
 #include "model/grown_view.h"
 
 namespace lt {
@@ -130,7 +130,7 @@ void OutputHead::loss_backward(const Tensor& head, const HeadTargets& t, float s
 }
 
 void OutputHead::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const {
-  check(per_position(), "the ctc head scores whole sequences: it draws no position on its own (lt/ctc.h decodes)");
+  check(per_position(), "the ctc head scores whole sequences: it draws no position on its own (heads/ctc.h decodes)");
   if (kind == HeadKind::categorical)
     categorical_sample(head, seed, step, out);
   else

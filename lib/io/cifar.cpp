@@ -2,9 +2,9 @@
 // bytes, the 1024 red values of the 32x32 image in raster order, then the
 // green plane, then the blue plane. We store pixels interleaved (RGBRGB...),
 // the layout of PNGs and of the pixel sequences the image models consume.
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/dataset.h"
-#include "lt/error.h"
+#include "io/image_dataset.h"
 
 namespace lt {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt::io {
 

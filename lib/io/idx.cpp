@@ -12,9 +12,9 @@
 #include <cstring>
 #include <limits>
 
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/dataset.h"
-#include "lt/error.h"
+#include "io/image_dataset.h"
 
 namespace lt {
 namespace {

@@ -3,8 +3,8 @@
 // of its files must be there and valid.
 #include <filesystem>
 
-#include "lt/dataset.h"
-#include "lt/error.h"
+#include "core/error.h"
+#include "io/image_dataset.h"
 
 namespace fs = std::filesystem;
 

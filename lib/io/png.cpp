@@ -9,7 +9,7 @@
 // and the declared image must be small enough (kMaxImageBytes) and must fit
 // in the compressed data actually present (deflate expands at most 1032:1).
 // stb only ever sees files whose allocations are bounded by their size.
-#include "lt/png.h"
+#include "io/png.h"
 
 #include <stb_image.h>
 #include <stb_image_write.h>
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/error.h"
 
 namespace lt {
 namespace {

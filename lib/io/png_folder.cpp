@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <utility>
 
-#include "lt/dataset.h"
-#include "lt/error.h"
-#include "lt/png.h"
+#include "core/error.h"
+#include "io/image_dataset.h"
+#include "io/png.h"
 
 namespace fs = std::filesystem;
 

@@ -4,7 +4,7 @@
 // buffer) before it allocates anything, so a bad file fails with one line that
 // names the problem; then it reads the buffer once, front to back, straight
 // into the tensors (F32) or through one scratch buffer (F16, BF16).
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>

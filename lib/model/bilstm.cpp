@@ -13,15 +13,15 @@
 // Padding: h, c and the gate gradients of a position past its row's length
 // are zero, so the backward direction of a row starts at its last real frame
 // from a zero state and padded outputs pass no gradient back.
-#include "lt/bilstm.h"
+#include "model/bilstm.h"
 
 #include <cmath>
 #include <random>
 
-#include "lt/ops.h"
-#include "lt/random.h"
+#include "math/random.h"
 #include "model/grown_view.h"
 #include "model/step_linear.h"
+#include "ops/ops.h"
 
 namespace lt {
 

@@ -1,6 +1,6 @@
 #include <cstring>
 
-#include "lt/parameters.h"
+#include "model/parameters.h"
 
 namespace lt {
 

@@ -3,7 +3,7 @@
 // buffers are then sized by the largest batch so far, and smaller ones
 // allocate nothing.
 #pragma once
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 namespace lt {
 

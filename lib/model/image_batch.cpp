@@ -1,11 +1,11 @@
-// ImageBatch (lt/image_batch.h): ImageGenerator's loop for one image at a
+// ImageBatch (model/image_batch.h): ImageGenerator's loop for one image at a
 // time, run for many images at once, each over its own row of a StatePool.
-#include "lt/image_batch.h"
+#include "model/image_batch.h"
 
 #include <algorithm>
 
-#include "lt/error.h"
-#include "lt/random.h"
+#include "core/error.h"
+#include "math/random.h"
 
 namespace lt {
 

@@ -1,12 +1,12 @@
 // ImageGenerator: the sampling loop over ImageModel::step, with prefill and
 // fork for completions, or over ImageModel::recompute_head for a model
 // without a recurrent form.
-#include "lt/image_generation.h"
+#include "model/image_generation.h"
 
 #include <algorithm>
 
-#include "lt/error.h"
-#include "lt/random.h"
+#include "core/error.h"
+#include "math/random.h"
 
 namespace lt {
 

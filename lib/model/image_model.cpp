@@ -2,13 +2,13 @@
 // the first subpixel's histogram and the shift of a row of subpixels into
 // inputs x[:-1] and targets x[1:]; metadata image_height, image_width,
 // image_channels and first_subpixel_histogram (docs/checkpoint-format.md).
-#include "lt/image_model.h"
+#include "model/image_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 
 namespace lt {
 

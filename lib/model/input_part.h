@@ -8,10 +8,10 @@
 #include <memory>
 #include <random>
 
-#include "lt/parameters.h"
-#include "lt/transformer.h"
+#include "core/tensor.h"
+#include "model/parameters.h"
 #include "model/step_linear.h"
-#include "lt/tensor.h"
+#include "model/transformer.h"
 
 namespace lt {
 

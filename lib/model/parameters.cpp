@@ -1,4 +1,4 @@
-#include "lt/parameters.h"
+#include "model/parameters.h"
 
 namespace lt {
 

@@ -2,15 +2,15 @@
 // TransformerStack or the BiLstm) + predictor + output head; training
 // forward/backward and the recurrent form.
 // Save and load are in sequence_model_io.cpp.
-#include "lt/sequence_model.h"
+#include "model/sequence_model.h"
 
 #include <cmath>
 #include <random>
 
-#include "lt/ops.h"
 #include "model/grown_view.h"
 #include "model/input_part.h"
 #include "model/step_linear.h"
+#include "ops/ops.h"
 
 namespace lt {
 

@@ -7,7 +7,7 @@
 // reading the frames themselves). docs/checkpoint-format.md.
 #include <set>
 
-#include "lt/sequence_model.h"
+#include "model/sequence_model.h"
 
 namespace lt {
 
@@ -208,7 +208,7 @@ std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device 
   }
   for (const auto& [name, tensor] : ck.tensors)
     // Besides the model: the reference's position table, a trainer's state,
-    // a speech front end's statistics (lt/speech.h).
+    // a speech front end's statistics (speech/speech_model.h).
     check(used.count(name) || name == "pos_embedding.pe" || name.rfind("optimizer.", 0) == 0 ||
               name.rfind("frontend.", 0) == 0,
           ck.path + ": unexpected tensor '" + name + "' for a " + c.family + " model (" + c.describe_encoder() + ")");

@@ -1,6 +1,6 @@
-// StatePool (lt/state_pool.h): rows of one RecurrentState, a free list and
+// StatePool (model/state_pool.h): rows of one RecurrentState, a free list and
 // each row's position.
-#include "lt/state_pool.h"
+#include "model/state_pool.h"
 
 #include <omp.h>
 
@@ -8,8 +8,8 @@
 #include <exception>
 #include <string>
 
-#include "lt/backend.h"
-#include "lt/error.h"
+#include "backend/device.h"
+#include "core/error.h"
 
 namespace lt {
 

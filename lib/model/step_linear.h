@@ -3,9 +3,9 @@
 // and cuBLAS. The transformer's generation step and the Bi-LSTM's recurrence
 // both take their products from here.
 #pragma once
-#include "lt/backend.h"
-#include "lt/ops.h"
-#include "lt/packed_linear.h"
+#include "backend/device.h"
+#include "ops/ops.h"
+#include "ops/packed_linear.h"
 
 namespace lt {
 

@@ -2,9 +2,9 @@
 #include <random>
 #include <vector>
 
-#include "lt/ops.h"
 #include "model/grown_view.h"
 #include "model/input_part.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <random>
 
-#include "lt/attention.h"
-#include "lt/ops.h"
-#include "lt/random.h"
-#include "lt/transformer.h"
+#include "attention/attention.h"
+#include "math/random.h"
+#include "model/transformer.h"
 #include "model/transformer_internal.h"
+#include "ops/ops.h"
 
 namespace lt {
 

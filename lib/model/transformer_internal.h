@@ -2,9 +2,9 @@
 // training step nor a generation step allocates.
 #pragma once
 #include "backend/cuda_graph.h"
-#include "lt/ops.h"
-#include "lt/transformer.h"
 #include "model/step_linear.h"
+#include "model/transformer.h"
+#include "ops/ops.h"
 
 namespace lt {
 

@@ -3,10 +3,10 @@
 // consumes a known prefix in one parallel pass and returns the same state.
 #include <algorithm>
 
-#include "lt/attention.h"
-#include "lt/ops.h"
-#include "lt/transformer.h"
+#include "attention/attention.h"
+#include "model/transformer.h"
 #include "model/transformer_internal.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -1,7 +1,7 @@
 // Elementwise activations and their derivatives. The backward passes take the
 // forward input x (not y), so a layer needs to keep only what it already has.
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "ops/simd_math.h"
 
 namespace lt {

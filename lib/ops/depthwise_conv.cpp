@@ -1,4 +1,4 @@
-// Depthwise convolution over positions (lt/ops.h): each channel its own
+// Depthwise convolution over positions (ops/ops.h): each channel its own
 // kernel of K taps, centred or causal; reads outside a row are zeros. Rows are
 // positions of C contiguous channels, so the inner loops run over channels
 // with the taps transposed to [K, C].
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

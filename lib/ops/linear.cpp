@@ -7,7 +7,7 @@
 #include "backend/cpu_blas.h"
 #include "backend/dispatch.h"
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

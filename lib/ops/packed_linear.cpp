@@ -6,7 +6,7 @@
 //   bf16: panel[p] = 32 pairs (W[n, 2p], W[n, 2p+1]); vdpbf16ps multiplies
 //         the broadcast pair (x[r, 2p], x[r, 2p+1]) with them, two
 //         multiply-adds per lane into fp32.
-#include "lt/packed_linear.h"
+#include "ops/packed_linear.h"
 
 #include <immintrin.h>
 
@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "core/bf16.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 
 namespace lt {
 namespace {

@@ -1,7 +1,7 @@
 // Softmax over the last axis, max-subtracted so exp never overflows. It is the
 // inner loop of softmax attention (rows of length L), hence the vectorised exp.
 #include "backend/dispatch.h"
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "ops/simd_math.h"
 
 namespace lt {

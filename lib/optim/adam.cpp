@@ -2,8 +2,8 @@
 // weight_decay as an L2 term added to the gradient).
 #include <cmath>
 
-#include "lt/optim.h"
 #include "optim/moment_update.h"
+#include "optim/optimizer.h"
 
 namespace lt {
 

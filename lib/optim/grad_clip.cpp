@@ -6,7 +6,7 @@
 #include <string>
 
 #include "backend/dispatch.h"
-#include "lt/optim.h"
+#include "optim/optimizer.h"
 
 namespace lt {
 namespace {

@@ -1,6 +1,6 @@
 // The one elementwise pass behind Adam and RAdam (internal to lib/optim).
 #pragma once
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 namespace lt {
 

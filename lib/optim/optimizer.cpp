@@ -2,7 +2,7 @@
 // optimizer keeps, exposed for checkpoints; and the by-name factory.
 #include <string>
 
-#include "lt/optim.h"
+#include "optim/optimizer.h"
 
 namespace lt {
 

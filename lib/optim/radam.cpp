@@ -5,8 +5,8 @@
 // Weight decay is decoupled (p -= lr * wd * p) and applied in both branches.
 #include <cmath>
 
-#include "lt/optim.h"
 #include "optim/moment_update.h"
+#include "optim/optimizer.h"
 
 namespace lt {
 

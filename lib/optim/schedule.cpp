@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "lt/optim.h"
+#include "optim/optimizer.h"
 
 namespace lt {
 

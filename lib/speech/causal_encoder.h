@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "lt/precision.h"
-#include "lt/sequence_model.h"
-#include "lt/tensor.h"
+#include "backend/precision.h"
+#include "core/tensor.h"
+#include "model/sequence_model.h"
 #include "speech/pause_finder.h"
 
 namespace lt::speech {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lt/error.h"
-#include "lt/recognizer.h"
+#include "core/error.h"
+#include "speech/recognizer.h"
 
 namespace lt::speech {
 

@@ -1,4 +1,4 @@
-// Back-off scoring over the model's contexts (lt/language_model.h). Every
+// Back-off scoring over the model's contexts (speech/language_model.h). Every
 // history the model can use is a context with an id, its back-off weight and
 // a suffix link; the n-grams are arcs (context, word) in one hash table. A score
 // walks the suffix links from the state's context until an arc carries a
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <utility>
 
-#include "lt/error.h"
-#include "lt/language_model.h"
-#include "lt/random.h"
+#include "core/error.h"
+#include "math/random.h"
+#include "speech/language_model.h"
 
 namespace lt {
 

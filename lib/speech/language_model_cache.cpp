@@ -1,4 +1,4 @@
-// The binary copy behind load_language_model (lt/language_model.h): the
+// The binary copy behind load_language_model (speech/language_model.h): the
 // parsed model's tables as they lie in memory, so that loading maps the file
 // and reads nothing twice. The ARPA file is the source of truth: the copy is
 // named by a hash of its bytes, carries that hash and size again, and is
@@ -26,9 +26,9 @@
 #include <memory>
 #include <string_view>
 
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/error.h"
-#include "lt/language_model.h"
+#include "speech/language_model.h"
 
 namespace lt {
 namespace {

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/error.h"
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 
 namespace lt {
 namespace {

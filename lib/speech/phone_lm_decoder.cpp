@@ -1,7 +1,7 @@
 // make_phone_lm_decoder: the word search with the phones as its words, behind
 // the CtcDecoder interface, so the recognizer and the stream decode phones
 // with a phone n-gram model exactly as they do without one.
-#include "lt/word_search.h"
+#include "speech/word_search.h"
 
 namespace lt {
 namespace {

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/error.h"
 #include "io/file_bytes.h"
-#include "lt/error.h"
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 
 namespace lt {
 

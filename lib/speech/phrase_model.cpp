@@ -1,4 +1,4 @@
-// phrase_model (lt/language_model.h): a phrase list written as the ARPA
+// phrase_model (speech/language_model.h): a phrase list written as the ARPA
 // model of its prefix tree, read by the one ARPA reader.
 #include <algorithm>
 #include <cctype>
@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "lt/error.h"
-#include "lt/language_model.h"
+#include "core/error.h"
+#include "speech/language_model.h"
 
 namespace lt {
 namespace {

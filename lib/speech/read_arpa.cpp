@@ -1,4 +1,4 @@
-// The ARPA reader (lt/language_model.h). Lines are streamed through zlib
+// The ARPA reader (speech/language_model.h). Lines are streamed through zlib
 // (gzread passes a file without gzip's magic bytes through unchanged), so a
 // large model is never held as text, and each n-gram goes straight into the
 // model's contexts and arcs. The header's counts are only checked against
@@ -15,8 +15,8 @@
 #include <memory>
 #include <utility>
 
-#include "lt/error.h"
-#include "lt/language_model.h"
+#include "core/error.h"
+#include "speech/language_model.h"
 
 namespace lt {
 namespace {

@@ -1,14 +1,14 @@
 // Whole recordings to phones: front end; the encoder, a causal one restarted
 // in pauses, any other over the stretches between pauses in windows of the
 // model's length; CTC decoding.
-#include "lt/recognizer.h"
+#include "speech/recognizer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include "core/clock.h"
-#include "lt/error.h"
+#include "core/error.h"
 #include "speech/causal_encoder.h"
 #include "speech/decoding.h"
 #include "speech/pause_finder.h"

@@ -1,10 +1,10 @@
 // The speech model's front end and its checkpoint entries.
-#include "lt/speech.h"
+#include "speech/speech_model.h"
 
 #include <cstdio>
 
-#include "lt/audio.h"
-#include "lt/error.h"
+#include "audio/audio_file.h"
+#include "core/error.h"
 
 namespace lt {
 

@@ -1,4 +1,4 @@
-// SpeechStream and SpeechStreamGroup (lt/recognizer.h): samples -> filterbank
+// SpeechStream and SpeechStreamGroup (speech/recognizer.h): samples -> filterbank
 // frames as they complete -> normalised -> each position's window of frames
 // once its last frame (its future context included) is there -> one batched
 // encoder step per position over the group's StatePool (each row at its own
@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "audio/audio_file.h"
 #include "core/clock.h"
-#include "lt/audio.h"
-#include "lt/error.h"
-#include "lt/recognizer.h"
-#include "lt/state_pool.h"
+#include "core/error.h"
+#include "model/state_pool.h"
+#include "speech/recognizer.h"
 #include "speech/stream_member.h"
 
 namespace lt {

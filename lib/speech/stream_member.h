@@ -11,11 +11,11 @@
 #include <mutex>
 #include <vector>
 
+#include "audio/fbank.h"
 #include "audio/resampler.h"
-#include "lt/fbank.h"
-#include "lt/recognizer.h"
 #include "speech/decoding.h"
 #include "speech/pause_finder.h"
+#include "speech/recognizer.h"
 
 namespace lt::speech {
 

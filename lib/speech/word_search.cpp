@@ -1,4 +1,4 @@
-// Lexicon-constrained CTC prefix beam search (lt/word_search.h).
+// Lexicon-constrained CTC prefix beam search (speech/word_search.h).
 //
 // Per frame, each hypothesis continues with a blank, repeats its last phone
 // (merged into it), or emits one of its trie node's children; a child that
@@ -12,15 +12,15 @@
 // Timings are not part of a hypothesis's identity: merged alignments may
 // place a word differently, and the hypothesis keeps the timings of its
 // strongest single contribution that frame.
-#include "lt/word_search.h"
+#include "speech/word_search.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
 
+#include "core/error.h"
 #include "heads/log_space.h"
-#include "lt/error.h"
 #include "speech/pronunciation_trie.h"
 #include "speech/word_history.h"
 

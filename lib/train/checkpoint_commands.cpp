@@ -4,11 +4,11 @@
 #include <cctype>
 #include <cstdio>
 
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/recipe_options.h"
-#include "lt/training_run.h"
+#include "backend/device.h"
+#include "core/error.h"
 #include "task_family.h"
+#include "train/recipe_options.h"
+#include "train/training_run.h"
 
 namespace lt {
 

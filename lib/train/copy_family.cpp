@@ -5,10 +5,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "lt/copy_task.h"
-#include "lt/error.h"
-#include "lt/precision_flags.h"
+#include "backend/precision_flags.h"
+#include "core/error.h"
 #include "task_family.h"
+#include "train/copy_task.h"
 
 namespace lt {
 

@@ -1,8 +1,8 @@
 // The copy task: its sequences and its model's configuration.
-#include "lt/copy_task.h"
+#include "train/copy_task.h"
 
-#include "lt/random.h"
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
+#include "math/random.h"
 
 namespace lt {
 

@@ -5,10 +5,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "lt/error.h"
-#include "lt/image_training.h"
-#include "lt/precision_flags.h"
+#include "backend/precision_flags.h"
+#include "core/error.h"
 #include "task_family.h"
+#include "train/image_training.h"
 
 namespace lt {
 

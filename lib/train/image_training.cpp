@@ -1,10 +1,10 @@
 // The image task of the training loop, and its test-split evaluations.
-#include "lt/image_training.h"
+#include "train/image_training.h"
 
 #include <cmath>
 #include <vector>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "lt/error.h"
+#include "core/error.h"
 
 namespace lt {
 

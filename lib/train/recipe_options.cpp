@@ -1,8 +1,8 @@
-// lt-train's options, one row each (lt/recipe_options.h): lt-train's
+// lt-train's options, one row each (train/recipe_options.h): lt-train's
 // command line is built from these rows, and set_recipe_option (lt.h's
 // lt_recipe_set) sets a recipe's field by their names; both check a value
 // with check_recipe_value, against what its row says it takes.
-#include "lt/recipe_options.h"
+#include "train/recipe_options.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "lt/error.h"
-#include "lt/speech_training.h"
+#include "core/error.h"
+#include "train/speech_training.h"
 
 namespace lt {
 

@@ -6,10 +6,10 @@
 #include <exception>
 
 #include "backend/cpu_blas.h"
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/training_loop.h"
-#include "lt/world.h"
+#include "backend/device.h"
+#include "core/error.h"
+#include "train/training_loop.h"
+#include "train/world.h"
 
 namespace lt {
 

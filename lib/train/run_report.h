@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <functional>
 
-#include "lt/progress.h"
-#include "lt/training_loop.h"
 #include "metrics_log.h"
+#include "train/progress.h"
+#include "train/training_loop.h"
 
 namespace lt {
 

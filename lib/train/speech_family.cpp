@@ -8,11 +8,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "lt/backend.h"
-#include "lt/error.h"
-#include "lt/speech_training.h"
-#include "lt/precision_flags.h"
+#include "backend/device.h"
+#include "backend/precision_flags.h"
+#include "core/error.h"
 #include "task_family.h"
+#include "train/speech_training.h"
 
 namespace lt {
 

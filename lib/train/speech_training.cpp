@@ -1,6 +1,6 @@
 // The speech task: featurising utterances once into memory, length-bucketed
 // batches, and scoring by phone error rate.
-#include "lt/speech_training.h"
+#include "train/speech_training.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,10 @@
 #include <numeric>
 #include <set>
 
-#include "lt/audio.h"
-#include "lt/error.h"
-#include "lt/random.h"
-#include "lt/world.h"
+#include "audio/audio_file.h"
+#include "core/error.h"
+#include "math/random.h"
+#include "train/world.h"
 
 namespace lt {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lt/training_run.h"
-#include "lt/transformer.h"
+#include "model/transformer.h"
+#include "train/training_run.h"
 
 namespace lt {
 

@@ -1,12 +1,12 @@
 // Trainer: per-parameter clipping, the optimizer step at the scheduled rate,
 // and the optimizer's share of a checkpoint.
-#include "lt/train.h"
+#include "train/trainer.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "lt/error.h"
-#include "lt/random.h"
+#include "core/error.h"
+#include "math/random.h"
 
 namespace lt {
 

@@ -1,12 +1,12 @@
 // The training loop every task shares.
-#include "lt/training_loop.h"
+#include "train/training_loop.h"
 
 #include <chrono>
 #include <cmath>
 
-#include "lt/error.h"
-#include "lt/random.h"
-#include "lt/world.h"
+#include "core/error.h"
+#include "math/random.h"
+#include "train/world.h"
 
 namespace lt {
 

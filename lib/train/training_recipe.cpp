@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "lt/error.h"
+#include "core/error.h"
 #include "task_family.h"
 
 namespace lt {

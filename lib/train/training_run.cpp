@@ -1,19 +1,19 @@
 // The one training run, for every task family: resume or start, optimizer
 // and schedule, the loop's settings and checkpoint metadata, the report of
 // its events, the final score.
-#include "lt/training_run.h"
+#include "train/training_run.h"
 
 #include <sys/stat.h>
 
 #include <cstdio>
 
-#include "lt/backend.h"
-#include "lt/blas_description.h"
-#include "lt/error.h"
-#include "lt/precision_flags.h"
-#include "lt/world.h"
+#include "backend/blas_description.h"
+#include "backend/device.h"
+#include "backend/precision_flags.h"
+#include "core/error.h"
 #include "run_report.h"
 #include "task_family.h"
+#include "train/world.h"
 
 namespace lt {
 

@@ -1,13 +1,13 @@
-// The waveform side of speech augmentation: which of lt/augment.h's changes
+// The waveform side of speech augmentation: which of audio/augment.h's changes
 // an utterance gets, and with what parameters, drawn from its key.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-#include "lt/augment.h"
-#include "lt/error.h"
-#include "lt/random.h"
-#include "lt/speech_training.h"
+#include "audio/augment.h"
+#include "core/error.h"
+#include "math/random.h"
+#include "train/speech_training.h"
 
 namespace lt {
 

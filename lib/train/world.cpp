@@ -2,7 +2,7 @@
 // the processes), or a world of one. A process counts as launched by MPI when
 // its launcher left the variables Open MPI, MPICH/Hydra, PMIx or Slurm's PMI
 // set; only then is MPI initialised, so a plain run never pays for it.
-#include "lt/world.h"
+#include "train/world.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/dispatch.h"
-#include "lt/error.h"
+#include "core/error.h"
 
 #ifdef LT_WITH_MPI
 #include <mpi.h>

@@ -11,10 +11,10 @@
 
 #include "api/c_api_util.h"
 #include "apps/cli.h"
+#include "backend/device.h"
+#include "io/png.h"
 #include "lt.h"
-#include "lt/backend.h"
-#include "lt/image_model.h"
-#include "lt/png.h"
+#include "model/image_model.h"
 #include "test_util.h"
 
 using namespace lt;

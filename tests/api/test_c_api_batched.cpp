@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "apps/cli.h"
 #include "api/c_api_util.h"
+#include "apps/cli.h"
+#include "audio/audio_file.h"
 #include "lt.h"
-#include "lt/audio.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -11,7 +11,7 @@
 
 #include "apps/cli.h"
 #include "c_api_util.h"
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 
 using namespace lt;
 using namespace lt::test;

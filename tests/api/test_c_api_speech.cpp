@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "audio/audio_file.h"
 #include "lt.h"
-#include "lt/audio.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "backend/device.h"
 #include "lt.h"
-#include "lt/backend.h"
-#include "lt/recipe_options.h"
 #include "test_util.h"
+#include "train/recipe_options.h"
 
 using namespace lt;
 using namespace lt::test;

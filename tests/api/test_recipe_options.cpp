@@ -1,4 +1,4 @@
-// Every option of lt-train's table (lt/recipe_options.h), table-driven: the
+// Every option of lt-train's table (train/recipe_options.h), table-driven: the
 // values it must refuse, through lt-train (one line naming the option and
 // what it takes, exit 1, nothing written) and through lt_recipe_set
 // (LT_ERROR, the same line); the values it must take, through both; and for
@@ -15,8 +15,8 @@
 
 #include "apps/cli.h"
 #include "lt.h"
-#include "lt/recipe_options.h"
 #include "test_util.h"
+#include "train/recipe_options.h"
 
 using namespace lt;
 using namespace lt::test;

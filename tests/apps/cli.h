@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "io/image_dataset.h"
 #include "io/temp_dir.h"
-#include "lt/dataset.h"
-#include "lt/image_model.h"
+#include "model/image_model.h"
 
 namespace lt::test {
 

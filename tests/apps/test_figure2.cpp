@@ -8,7 +8,7 @@
 #include <set>
 
 #include "apps/cli.h"
-#include "lt/png.h"
+#include "io/png.h"
 
 using namespace lt;
 using namespace lt::test;

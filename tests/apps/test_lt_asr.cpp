@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "audio/audio_file.h"
 #include "audio/audio_files.h"
-#include "lt/audio.h"
-#include "lt/speech_corpus.h"
 #include "speech/random_speech_model.h"
+#include "speech/speech_corpus.h"
 
 using namespace lt;
 using namespace lt::test;

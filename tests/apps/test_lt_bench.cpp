@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
-#include "lt/packed_linear.h"  // cpu_has_bf16
+#include "ops/packed_linear.h"  // cpu_has_bf16
 
 using namespace lt;
 using namespace lt::test;

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "apps/cli.h"
-#include "lt/png.h"
+#include "io/png.h"
 
 using namespace lt;
 using namespace lt::test;

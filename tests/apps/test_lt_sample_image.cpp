@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "apps/cli.h"
-#include "lt/packed_linear.h"
-#include "lt/png.h"
+#include "io/png.h"
+#include "ops/packed_linear.h"
 
 using namespace lt;
 using namespace lt::test;

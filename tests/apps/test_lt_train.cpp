@@ -14,11 +14,11 @@
 #include <sstream>
 
 #include "apps/cli.h"
-#include "lt/copy_task.h"
-#include "lt/dataset.h"
-#include "lt/image_training.h"
-#include "lt/packed_linear.h"
-#include "lt/safetensors.h"
+#include "io/image_dataset.h"
+#include "io/safetensors.h"
+#include "ops/packed_linear.h"
+#include "train/copy_task.h"
+#include "train/image_training.h"
 
 using namespace lt;
 using namespace lt::test;

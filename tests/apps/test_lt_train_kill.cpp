@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "apps/cli.h"
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 using namespace lt;

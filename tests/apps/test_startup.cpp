@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "apps/cli.h"
-#include "lt/backend.h"
+#include "backend/device.h"
 
 using namespace lt;
 using namespace lt::test;

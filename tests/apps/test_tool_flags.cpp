@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "apps/cli.h"
-#include "lt/png.h"
+#include "io/png.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lt/feature_map.h"
+#include "attention/feature_map.h"
 #include "test_util.h"
 
 namespace lt::test {

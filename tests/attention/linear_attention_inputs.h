@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "test_util.h"
 
 namespace lt::test {

@@ -1,5 +1,5 @@
 // A float64 reference of Reformer's LSH attention written from the
-// definition (lt/attention.h): the bucketing of each round, then for each
+// definition (attention/attention.h): the bucketing of each round, then for each
 // query one softmax over the union of its rounds' windows, every key once.
 // It shares no code with lib/attention/lsh_attention.cpp, which computes the
 // same union round by round with the ln N_ij correction.
@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "lt/attention.h"
+#include "attention/attention.h"
 
 namespace lt::test {
 

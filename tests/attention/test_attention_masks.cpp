@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "attention/linear_attention_inputs.h"
 #include "test_util.h"
 

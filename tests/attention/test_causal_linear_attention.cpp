@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "lt/attention.h"
-#include "lt/feature_map.h"
+#include "attention/attention.h"
+#include "attention/feature_map.h"
 #include "attention/linear_attention_inputs.h"
 #include "test_util.h"
 

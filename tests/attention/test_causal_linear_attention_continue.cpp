@@ -7,9 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/bf16.h"
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "attention/linear_attention_inputs.h"
+#include "core/bf16.h"
 #include "test_util.h"
 
 using namespace lt;

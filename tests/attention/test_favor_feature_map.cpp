@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "attention/favor_reference.h"
-#include "lt/feature_map.h"
+#include "attention/feature_map.h"
 #include "test_util.h"
 
 using namespace lt;

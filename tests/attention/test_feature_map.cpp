@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "lt/feature_map.h"
+#include "attention/feature_map.h"
 #include "test_util.h"
 
 using namespace lt;

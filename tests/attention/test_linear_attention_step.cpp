@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "attention/attention.h"
 #include "attention/favor_reference.h"
-#include "lt/attention.h"
-#include "lt/feature_map.h"
+#include "attention/feature_map.h"
 #include "attention/linear_attention_inputs.h"
 #include "test_util.h"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "attention/attention.h"
 #include "attention/lsh_reference.h"
-#include "lt/attention.h"
 #include "test_util.h"
 
 using namespace lt;

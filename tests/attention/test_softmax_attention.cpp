@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "lt/audio.h"
+#include "audio/audio_stream.h"
 #include "test_util.h"
 
 namespace lt::test {

@@ -12,7 +12,7 @@
 #include "audio/audio_files.h"
 #include "audio/wav_header.h"
 #include "io/temp_dir.h"
-#include "lt/speech.h"
+#include "speech/speech_model.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -5,8 +5,8 @@
 #include <fcntl.h>
 
 #include "audio/audio_files.h"
+#include "audio/audio_stream.h"
 #include "io/temp_dir.h"
-#include "lt/audio.h"
 
 using namespace lt;
 using namespace lt::test;

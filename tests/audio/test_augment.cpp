@@ -8,7 +8,7 @@
 #include <complex>
 #include <vector>
 
-#include "lt/augment.h"
+#include "audio/augment.h"
 #include "test_util.h"
 
 using namespace lt;

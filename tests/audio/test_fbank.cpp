@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "audio/audio_file.h"
+#include "audio/fbank.h"
 #include "io/temp_dir.h"
-#include "lt/audio.h"
-#include "lt/fbank.h"
 #include "test_util.h"
 
 using namespace lt;
@@ -15,7 +15,7 @@ using namespace lt::test;
 
 namespace {
 
-// Kaldi's recipe (lt/fbank.h) in float64 with an O(N^2) DFT.
+// Kaldi's recipe (audio/fbank.h) in float64 with an O(N^2) DFT.
 std::vector<double> reference_fbank(const std::vector<float>& x, const FbankConfig& c) {
   const int64_t L = 400, hop = 160, N = 512, bins = c.bins;
   const int64_t frames = int64_t(x.size()) < L ? 0 : 1 + (int64_t(x.size()) - L) / hop;

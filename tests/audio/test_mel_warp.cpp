@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lt/fbank.h"
-#include "lt/speech.h"
+#include "audio/fbank.h"
+#include "speech/speech_model.h"
 #include "test_util.h"
 
 using namespace lt;

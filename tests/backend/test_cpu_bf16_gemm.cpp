@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "backend/cpu_bf16_gemm.h"
-#include "lt/error.h"
-#include "lt/ops.h"
-#include "lt/packed_linear.h"
+#include "core/error.h"
+#include "ops/ops.h"
+#include "ops/packed_linear.h"
 #include "test_util.h"
 
 using namespace lt;

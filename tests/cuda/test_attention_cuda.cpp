@@ -1,4 +1,4 @@
-#include "lt/attention.h"
+#include "attention/attention.h"
 #include "test_util.h"
 
 using namespace lt;

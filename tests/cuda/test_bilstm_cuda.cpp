@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lt/speech.h"
+#include "speech/speech_model.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -3,10 +3,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/bf16.h"
-#include "lt/attention.h"
-#include "lt/feature_map.h"
+#include "attention/attention.h"
+#include "attention/feature_map.h"
 #include "attention/linear_attention_inputs.h"
+#include "core/bf16.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -2,7 +2,7 @@
 // (repeats, padding, a row too short, an empty one), loss and gradient.
 #include <cmath>
 
-#include "lt/ctc.h"
+#include "heads/ctc.h"
 #include "test_util.h"
 
 using namespace lt;

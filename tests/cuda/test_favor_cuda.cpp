@@ -3,9 +3,9 @@
 // forward before the plain step (float32 and bfloat16 states).
 #include <vector>
 
+#include "attention/attention.h"
+#include "attention/feature_map.h"
 #include "core/bf16.h"
-#include "lt/attention.h"
-#include "lt/feature_map.h"
 #include "test_util.h"
 
 using namespace lt;

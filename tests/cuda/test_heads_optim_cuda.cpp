@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lt/heads.h"
-#include "lt/optim.h"
+#include "heads/heads.h"
+#include "optim/optimizer.h"
 #include "test_util.h"
 
 using namespace lt;

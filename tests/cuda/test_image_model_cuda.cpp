@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "backend/cuda_graph.h"
-#include "lt/image_generation.h"
-#include "lt/image_model.h"
-#include "lt/train.h"
+#include "model/image_generation.h"
+#include "model/image_model.h"
 #include "test_util.h"
+#include "train/trainer.h"
 
 using namespace lt;
 using namespace lt::test;

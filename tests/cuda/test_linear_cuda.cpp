@@ -1,8 +1,8 @@
 #include <tuple>
 #include <utility>
 
-#include "lt/backend.h"
-#include "lt/ops.h"
+#include "backend/device.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

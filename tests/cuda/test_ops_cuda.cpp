@@ -1,4 +1,4 @@
-// Every layer op of lt/ops.h (but linear, in test_linear_cuda.cpp): the GPU
+// Every layer op of ops/ops.h (but linear, in test_linear_cuda.cpp): the GPU
 // against the CPU on fresh random inputs, forward and backward, with row
 // counts above 65535 for the row-wise kernels.
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

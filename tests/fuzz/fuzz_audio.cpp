@@ -21,9 +21,9 @@
 #include <cstring>
 #include <random>
 
+#include "audio/audio_stream.h"
 #include "fuzz_util.h"
-#include "lt/audio.h"
-#include "lt/speech.h"
+#include "speech/speech_model.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // read_cifar10_batches on one to three files, cut from the input at
 // kFileSeparator, as lt-train reads the five training batches in one call.
 #include "fuzz_util.h"
-#include "lt/dataset.h"
+#include "io/image_dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto files = lt::fuzz::split_files(data, size, 3);

@@ -3,7 +3,7 @@
 // the harness gzips the rest itself (at a level the byte picks); when it is
 // even the rest is written as is, a damaged or hand-made gzip stream.
 #include "fuzz_util.h"
-#include "lt/dataset.h"
+#include "io/image_dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -5,7 +5,7 @@
 // CIFAR-10 folders add the format detection and the cross-file checks
 // (label counts, train and test sizes) to what fuzz_idx and fuzz_cifar10 cover.
 #include "fuzz_util.h"
-#include "lt/dataset.h"
+#include "io/image_dataset.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "fuzz_util.h"
-#include "lt/language_model.h"
-#include "lt/word_search.h"
+#include "speech/language_model.h"
+#include "speech/word_search.h"
 
 namespace {
 

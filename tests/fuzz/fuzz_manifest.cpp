@@ -2,7 +2,7 @@
 // (cut at -LT-NEXT-FILE-; without a second part, the manifest alone and no
 // lexicon), as lt-train --task asr reads them.
 #include "fuzz_util.h"
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto parts = lt::fuzz::split_files(data, size, 2);

@@ -14,9 +14,9 @@
 #include <random>
 
 #include "fuzz_util.h"
-#include "lt/copy_task.h"
-#include "lt/image_model.h"
-#include "lt/speech.h"
+#include "model/image_model.h"
+#include "speech/speech_model.h"
+#include "train/copy_task.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 

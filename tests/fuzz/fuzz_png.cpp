@@ -1,6 +1,6 @@
 // read_png (lt-complete's prefix image, every PNG of a dataset) on arbitrary bytes.
 #include "fuzz_util.h"
-#include "lt/png.h"
+#include "io/png.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = lt::fuzz::scratch_dir() + "/input.png";

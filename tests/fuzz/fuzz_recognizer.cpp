@@ -14,10 +14,10 @@
 #include <memory>
 #include <random>
 
+#include "audio/audio_file.h"
 #include "fuzz_util.h"
-#include "lt/audio.h"
-#include "lt/language_model.h"
-#include "lt/recognizer.h"
+#include "speech/language_model.h"
+#include "speech/recognizer.h"
 
 namespace {
 

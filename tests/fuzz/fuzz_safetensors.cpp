@@ -2,7 +2,7 @@
 // and parse_safetensors on the same bytes in memory (lt.h's states from
 // bytes), which must read exactly what the file reader reads.
 #include "fuzz_util.h"
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = lt::fuzz::scratch_dir() + "/input.safetensors";

@@ -10,14 +10,14 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/tensor.h"
 #include "fuzz_util.h"
-#include "lt/dataset.h"
-#include "lt/png.h"
-#include "lt/copy_task.h"
-#include "lt/image_model.h"
-#include "lt/safetensors.h"
-#include "lt/speech.h"
-#include "lt/tensor.h"
+#include "io/image_dataset.h"
+#include "io/png.h"
+#include "io/safetensors.h"
+#include "model/image_model.h"
+#include "speech/speech_model.h"
+#include "train/copy_task.h"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;

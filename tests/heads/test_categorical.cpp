@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lt/heads.h"
+#include "heads/heads.h"
 #include "test_util.h"
 
 using namespace lt;

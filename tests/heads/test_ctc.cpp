@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "heads/ctc.h"
 #include "heads/ctc_reference.h"
 #include "io/temp_dir.h"
-#include "lt/ctc.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -2,8 +2,8 @@
 // and frames), prefix beam search with a wide beam against the most probable
 // label sequence over all alignments, and tokens handed out as frames arrive
 // against the whole utterance.
+#include "heads/ctc.h"
 #include "heads/ctc_reference.h"
-#include "lt/ctc.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -2,7 +2,7 @@
 // counts of a phone error rate.
 #include <functional>
 
-#include "lt/edit_distance.h"
+#include "heads/edit_distance.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lt/error.h"
+#include "core/error.h"
 #include "test_util.h"
 
 namespace lt::test {

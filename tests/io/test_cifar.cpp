@@ -1,5 +1,5 @@
+#include "io/image_dataset.h"
 #include "io/temp_dir.h"
-#include "lt/dataset.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "io/image_dataset.h"
 #include "io/stored_deflate.h"
 #include "io/temp_dir.h"
-#include "lt/dataset.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -5,16 +5,16 @@
 #include <random>
 #include <set>
 
+#include "io/image_dataset.h"
+#include "io/png.h"
+#include "io/safetensors.h"
 #include "io/stored_deflate.h"
 #include "io/temp_dir.h"
-#include "lt/copy_task.h"
-#include "lt/dataset.h"
-#include "lt/image_model.h"
-#include "lt/language_model.h"
-#include "lt/png.h"
-#include "lt/safetensors.h"
+#include "model/image_model.h"
 #include "speech/arpa_reference.h"
+#include "speech/language_model.h"
 #include "speech/random_speech_model.h"
+#include "train/copy_task.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -1,4 +1,4 @@
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 
 #include <cmath>
 #include <cstring>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lt/tensor.h"
+#include "core/tensor.h"
 
 namespace lt::test {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "io/temp_dir.h"
-#include "lt/bilstm.h"
-#include "lt/speech.h"
+#include "model/bilstm.h"
+#include "speech/speech_model.h"
 #include "test_util.h"
 
 using namespace lt;

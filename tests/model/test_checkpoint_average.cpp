@@ -3,8 +3,8 @@
 // path and what differs.
 #include <doctest/doctest.h>
 
-#include "lt/error.h"
-#include "lt/parameters.h"
+#include "core/error.h"
+#include "model/parameters.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -8,13 +8,13 @@
 #include <cstring>
 #include <set>
 
+#include "backend/device.h"
 #include "io/temp_dir.h"
-#include "lt/backend.h"
-#include "lt/copy_task.h"
-#include "lt/image_model.h"
-#include "lt/train.h"
+#include "model/image_model.h"
 #include "model/reference_model.h"
 #include "test_util.h"
+#include "train/copy_task.h"
+#include "train/trainer.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -2,7 +2,7 @@
 // each image against ImageGenerator's for its seed alone.
 #include <algorithm>
 
-#include "lt/image_batch.h"
+#include "model/image_batch.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <utility>
 
-#include "lt/image_generation.h"
-#include "lt/packed_linear.h"
+#include "model/image_generation.h"
+#include "ops/packed_linear.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "lt/image_model.h"
-#include "lt/safetensors.h"
+#include "io/safetensors.h"
 #include "io/temp_dir.h"
+#include "model/image_model.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -10,7 +10,7 @@
 // passes' (with seed 0's rotations at every length, as evaluation draws
 // them); with one bucket the sort is the positions' own order, nothing
 // later moves a window, and they equal the finished image's single pass.
-#include "lt/image_generation.h"
+#include "model/image_generation.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -5,12 +5,12 @@
 #include <cstring>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "io/temp_dir.h"
-#include "lt/copy_task.h"
-#include "lt/safetensors.h"
-#include "lt/sequence_model.h"
-#include "lt/transformer.h"
+#include "model/sequence_model.h"
+#include "model/transformer.h"
 #include "test_util.h"
+#include "train/copy_task.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -7,12 +7,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "io/image_dataset.h"
 #include "io/temp_dir.h"
-#include "lt/dataset.h"
-#include "lt/image_model.h"
-#include "lt/image_training.h"
+#include "model/image_model.h"
 #include "model/reference_model.h"
 #include "test_util.h"
+#include "train/image_training.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lt/image_generation.h"
-#include "lt/image_model.h"
+#include "model/image_generation.h"
+#include "model/image_model.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -3,9 +3,9 @@
 #include <tuple>
 
 #include "io/temp_dir.h"
-#include "lt/speech.h"
-#include "lt/training_loop.h"
+#include "speech/speech_model.h"
 #include "test_util.h"
+#include "train/training_loop.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -5,9 +5,9 @@
 #include <map>
 #include <numeric>
 
-#include "lt/backend.h"
+#include "backend/device.h"
 #include "io/temp_dir.h"
-#include "lt/state_pool.h"
+#include "model/state_pool.h"
 #include "speech/random_speech_model.h"
 #include "test_util.h"
 

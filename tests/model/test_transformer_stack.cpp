@@ -4,11 +4,11 @@
 // against one pass and against steps.
 #include <vector>
 
-#include "lt/backend.h"
+#include "backend/device.h"
+#include "io/safetensors.h"
 #include "io/temp_dir.h"
-#include "lt/safetensors.h"
-#include "lt/sequence_model.h"
-#include "lt/transformer.h"
+#include "model/sequence_model.h"
+#include "model/transformer.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -1,7 +1,7 @@
 #include <cmath>
 #include <functional>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "ops/simd_math.h"
 #include "test_util.h"
 

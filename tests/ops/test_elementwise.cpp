@@ -1,4 +1,4 @@
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -3,7 +3,7 @@
 // central differences of those equations.
 #include <cmath>
 
-#include "lt/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -2,8 +2,8 @@
 // first for bf16): what is left is the order of the fp32 sums.
 #include <cmath>
 
-#include "lt/error.h"
-#include "lt/packed_linear.h"
+#include "core/error.h"
+#include "ops/packed_linear.h"
 #include "test_util.h"
 
 using namespace lt;

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "lt/optim.h"
+#include "optim/optimizer.h"
 #include "test_util.h"
 
 using namespace lt;

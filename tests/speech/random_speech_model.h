@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "lt/bilstm.h"
-#include "lt/fbank.h"
-#include "lt/speech.h"
+#include "audio/fbank.h"
+#include "model/bilstm.h"
+#include "speech/speech_model.h"
 #include "test_util.h"
 
 namespace lt::test {

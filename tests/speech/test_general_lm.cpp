@@ -6,7 +6,7 @@
 // installed.
 #include <cmath>
 
-#include "lt/language_model.h"
+#include "speech/language_model.h"
 #include "speech/sphinx_trie.h"
 
 using namespace lt;

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "lt/language_model.h"
 #include "speech/arpa_reference.h"
+#include "speech/language_model.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "heads/edit_distance.h"
 #include "io/temp_dir.h"
-#include "lt/edit_distance.h"
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 #include "test_util.h"
 
 using namespace lt;

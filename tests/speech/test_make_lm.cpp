@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "lt/language_model.h"
 #include "speech/arpa_reference.h"
+#include "speech/language_model.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -4,10 +4,10 @@
 // any pieces against offline recognition of the whole recording.
 #include <algorithm>
 
+#include "backend/device.h"
 #include "io/temp_dir.h"
-#include "lt/backend.h"
-#include "lt/recognizer.h"
 #include "speech/random_speech_model.h"
+#include "speech/recognizer.h"
 
 using namespace lt;
 using namespace lt::test;

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "io/temp_dir.h"
-#include "lt/speech_corpus.h"
+#include "speech/speech_corpus.h"
 #include "test_util.h"
 
 using namespace lt;

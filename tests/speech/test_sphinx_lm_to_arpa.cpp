@@ -5,7 +5,7 @@
 // sphinxbase-utils is not installed.
 #include <cmath>
 
-#include "lt/language_model.h"
+#include "speech/language_model.h"
 #include "speech/sphinx_trie.h"
 
 using namespace lt;

@@ -5,11 +5,11 @@
 #include <atomic>
 #include <thread>
 
+#include "audio/audio_file.h"
 #include "audio/resampler.h"
 #include "io/temp_dir.h"
-#include "lt/audio.h"
-#include "lt/recognizer.h"
 #include "speech/random_speech_model.h"
+#include "speech/recognizer.h"
 #include "test_util.h"
 
 using namespace lt;

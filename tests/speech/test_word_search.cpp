@@ -7,8 +7,8 @@
 #include <map>
 
 #include "heads/ctc_reference.h"
-#include "lt/word_search.h"
 #include "speech/arpa_reference.h"
+#include "speech/word_search.h"
 
 using namespace lt;
 using namespace lt::test;

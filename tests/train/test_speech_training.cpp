@@ -7,11 +7,11 @@
 #include <set>
 
 #include "audio/audio_files.h"
+#include "audio/augment.h"
+#include "io/safetensors.h"
 #include "io/temp_dir.h"
-#include "lt/augment.h"
-#include "lt/safetensors.h"
-#include "lt/speech_training.h"
 #include "test_util.h"
+#include "train/speech_training.h"
 
 using namespace lt;
 using namespace lt::test;

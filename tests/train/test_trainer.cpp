@@ -8,11 +8,11 @@
 #include <limits>
 #include <set>
 
+#include "io/safetensors.h"
 #include "io/temp_dir.h"
-#include "lt/image_training.h"
-#include "lt/safetensors.h"
-#include "lt/train.h"
 #include "test_util.h"
+#include "train/image_training.h"
+#include "train/trainer.h"
 
 using namespace lt;
 using namespace lt::test;

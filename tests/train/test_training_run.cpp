@@ -1,12 +1,12 @@
-// The training run through the library (lt/training_run.h), as a program that
+// The training run through the library (train/training_run.h), as a program that
 // embeds lt drives it: a copy-task run equals lt-train's with the same
 // options, tensor for tensor; a resumed run equals the straight one; export
 // drops the optimizer state and keeps the recipe.
 #include <doctest/doctest.h>
 
 #include "apps/cli.h"
-#include "lt/backend.h"
-#include "lt/training_run.h"
+#include "backend/device.h"
+#include "train/training_run.h"
 
 using namespace lt;
 using namespace lt::test;
