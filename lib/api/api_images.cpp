@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api_internal.h"
+#include "io/png.h"
 #include "math/random.h"
 #include "model/image_batch.h"
 #include "model/image_generation.h"
@@ -165,3 +166,19 @@ void lt_image_job_free(lt_image_job* job) {
 }
 
 void lt_image_batch_free(lt_image_batch* batch) { delete batch; }
+
+lt_status lt_png_read(const char* path, uint8_t** pixels, int64_t* height, int64_t* width, int64_t* channels) {
+  if (pixels) *pixels = nullptr;
+  return lt::api::guarded([&] {
+    lt::api::require(path, "path");
+    lt::api::require(pixels, "pixels");
+    lt::api::require(height, "height");
+    lt::api::require(width, "width");
+    lt::api::require(channels, "channels");
+    const lt::Image image = lt::read_png(path);
+    *pixels = lt::api::caller_copy(image.pixels.data(), image.pixels.size());
+    *height = image.height;
+    *width = image.width;
+    *channels = image.channels;
+  });
+}

@@ -159,6 +159,8 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
 
 void lt_recognizer_free(lt_recognizer* recognizer) { delete recognizer; }
 
+const char* lt_default_lexicon(void) { return lt::default_lexicon_path(); }
+
 lt_status lt_audio_read(const char* path, float** samples, int64_t* count) {
   if (samples) *samples = nullptr;
   if (count) *count = 0;

@@ -211,6 +211,14 @@ LT_API int lt_image_job_done(const lt_image_job* job);
 LT_API void lt_image_job_free(lt_image_job* job);     /* leaves its batch; NULL is ignored */
 LT_API void lt_image_batch_free(lt_image_batch* batch); /* NULL is ignored */
 
+/* Reads a PNG file into *pixels [height x width x channels] bytes (raster
+ * order, channels interleaved as stored: 1 grey, 2 grey + alpha, 3 RGB, 4
+ * RGBA; 16-bit files reduced to 8 bits), which the caller releases with
+ * lt_bytes_free. A file that is not a PNG, is truncated, or declares more
+ * pixels than its compressed data can hold is LT_ERROR, refused before any
+ * memory is set aside for its pixels. */
+LT_API lt_status lt_png_read(const char* path, uint8_t** pixels, int64_t* height, int64_t* width, int64_t* channels);
+
 /* ---- speech: phones and words with times ---- */
 
 typedef struct lt_recognizer lt_recognizer;
@@ -243,6 +251,10 @@ typedef struct lt_recognizer_options {
  * prune -12, pause 0.4 s, and lt-asr's tuned weights, bonuses and word beam:
  * lt-asr's settings with --beam 1. */
 LT_API lt_recognizer_options lt_recognizer_default_options(void);
+/* The pronunciations lt's tools read words with when no lexicon is named:
+ * pocketsphinx's CMU dictionary (Debian's pocketsphinx-en-us), a path that
+ * need not exist. */
+LT_API const char* lt_default_lexicon(void);
 /* A speech model written by lt-train --task asr (asr.safetensors), with the
  * language models and lexicon the options name (NULL options: defaults). */
 LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options* options,

@@ -139,6 +139,9 @@ _image_draw = _declare("lt_image_draw", _status, _p, _p, _i64, ctypes.c_uint64, 
 _image_sample = _declare("lt_image_sample", _status, _p, _i64, ctypes.POINTER(_ImageOptions), _p, _p)
 _image_complete = _declare("lt_image_complete", _status, _p, _p, _p, _i64, ctypes.POINTER(_ImageOptions), _p)
 _set_threads = _declare("lt_set_threads", None, ctypes.c_int)
+_png_read = _declare("lt_png_read", _status, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+                     ctypes.POINTER(_i64), ctypes.POINTER(_i64), ctypes.POINTER(_i64))
+_default_lexicon = _declare("lt_default_lexicon", ctypes.c_char_p)
 
 
 _recognizer_default_options = _declare("lt_recognizer_default_options", _RecognizerOptions)
@@ -259,6 +262,26 @@ def version():
 def set_threads(threads):
     """Threads of the CPU backend for the whole process (0: every core)."""
     _set_threads(int(threads))
+
+
+def read_png(path):
+    """A PNG file's pixels as uint8 [height, width, channels] (1 grey, 2 grey
+    + alpha, 3 RGB, 4 RGBA, as stored), through liblt's checked reader."""
+    pixels = ctypes.POINTER(ctypes.c_uint8)()
+    height, width, channels = _i64(), _i64(), _i64()
+    _check(_png_read(os.fsencode(path), ctypes.byref(pixels), ctypes.byref(height), ctypes.byref(width),
+                     ctypes.byref(channels)))
+    try:
+        shape = (height.value, width.value, channels.value)
+        return np.ctypeslib.as_array(pixels, shape=(int(np.prod(shape)),)).reshape(shape).copy()
+    finally:
+        _bytes_free(pixels)
+
+
+def default_lexicon():
+    """The pronunciations liblt's tools read words with when none is named
+    (pocketsphinx's CMU dictionary): a path for Recognizer(lexicon=...)."""
+    return _default_lexicon().decode()
 
 
 class Model:
