@@ -8,7 +8,6 @@ namespace lt::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kModelRate = 16000;
 
 std::vector<Token> tokens_of(const lt_transcript* t, bool words) {
   std::vector<Token> out;
@@ -61,11 +60,12 @@ ComputeLoop::~ComputeLoop() {
   lt_stream_group_free(group_);
 }
 
-uint64_t ComputeLoop::open_stream(Deliver deliver) {
+uint64_t ComputeLoop::open_stream(double sample_rate, Deliver deliver) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t id = next_id_++;
   Pending& p = pending_[id];
   p.fresh = true;
+  p.sample_rate = sample_rate;
   p.deliver = std::move(deliver);
   wake_.notify_one();
   return id;
@@ -162,13 +162,14 @@ void ComputeLoop::step_streams(std::unordered_map<uint64_t, Pending> work, bool 
   for (auto& [id, p] : work) {
     if (p.fresh) {
       lt_stream* s = nullptr;
-      if (lt_stream_group_open(group_, &s) != LT_OK) {
+      if (lt_stream_group_open(group_, &s) != LT_OK || lt_stream_set_rate(s, p.sample_rate) != LT_OK) {
         StreamUpdate u;
         u.error = std::string("cannot open a stream: ") + lt_last_error();
+        lt_stream_free(s);  // NULL, or one whose rate was refused
         p.deliver(std::move(u));
         continue;
       }
-      live_[id] = Live{s, std::move(p.deliver)};
+      live_[id] = Live{s, std::move(p.deliver), p.sample_rate};
       metrics_.live_streams.fetch_add(1);
     }
     auto it = live_.find(id);
@@ -186,7 +187,7 @@ void ComputeLoop::step_streams(std::unordered_map<uint64_t, Pending> work, bool 
         continue;
       }
       l.samples += int64_t(p.audio.size());
-      audio_seconds += double(p.audio.size()) / kModelRate;
+      audio_seconds += double(p.audio.size()) / l.sample_rate;
     }
     l.answers += p.answers;
     if (p.end && !l.finishing) {
@@ -241,7 +242,7 @@ void ComputeLoop::step_streams(std::unordered_map<uint64_t, Pending> work, bool 
     u.results.settled_phones = tokens_of(settled, false);
     u.results.tentative_words = tokens_of(tail, true);
     u.results.tentative_phones = tokens_of(tail, false);
-    u.results.decoded_seconds = double(l.samples) / kModelRate;
+    u.results.decoded_seconds = double(l.samples) / l.sample_rate;
     lt_transcript_free(settled);
     lt_transcript_free(tail);
     u.answers = l.answers;

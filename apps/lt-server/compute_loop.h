@@ -77,9 +77,11 @@ class ComputeLoop {
   ComputeLoop(const ComputeLoop&) = delete;
   ComputeLoop& operator=(const ComputeLoop&) = delete;
 
-  // Streams (from any thread).
-  uint64_t open_stream(Deliver deliver);
-  // 16 kHz samples; answered: a reply is owed for this frame once decoded.
+  // Streams (from any thread). sample_rate: of the audio pushed, which the
+  // stream resamples to 16 kHz as it arrives (lt_stream_set_rate).
+  uint64_t open_stream(double sample_rate, Deliver deliver);
+  // Mono samples at the stream's rate; answered: a reply is owed for this
+  // frame once decoded.
   void push_audio(uint64_t id, std::vector<float> samples, bool answered);
   void push_reset(uint64_t id);     // a frame owed a reply, without audio
   void end_stream(uint64_t id);     // eof: finish, then the final update
@@ -90,6 +92,7 @@ class ComputeLoop {
  private:
   struct Pending {  // what sessions handed over since the last step, under mutex_
     Deliver deliver;  // set when the stream is new
+    double sample_rate = 0;  // likewise
     std::vector<float> audio;
     int answers = 0;
     bool fresh = false, end = false, closed = false;
@@ -97,8 +100,9 @@ class ComputeLoop {
   struct Live {  // a stream on the compute thread
     lt_stream* stream = nullptr;
     Deliver deliver;
+    double sample_rate = 0;
     int answers = 0;
-    int64_t samples = 0;
+    int64_t samples = 0;  // at sample_rate
     bool finishing = false;
   };
   struct Running {  // an image request on the compute thread

@@ -84,7 +84,7 @@ void handle_image_completions(ServerContext& server, const Request& request, Res
   if (const FormPart* p = find_part(parts, "model")) check_model_name(std::string(p->body), server.models.image_names, "image");
   if (!seed_given) seed = fresh_seed();
 
-  const lt::Image img = decode_png_upload(image->body);
+  const UploadedImage img = decode_png_upload(image->body);
   const bool alpha = img.channels == 2 || img.channels == 4;
   const int64_t colour = alpha ? img.channels - 1 : img.channels;
   require(img.width == c.width && img.height == c.height && colour == c.channels,

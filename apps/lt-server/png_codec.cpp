@@ -1,10 +1,11 @@
-// PNG encoding with stb_image_write (Debian's libstb, as lib/io/png.cpp
-// links it), decoding through lt::read_png (png_codec.h).
+// PNG encoding with stb_image_write (Debian's libstb, which liblt links
+// too), decoding through lt_png_read (png_codec.h).
 #include "png_codec.h"
 
 #include <stb_image_write.h>
 
 #include "http_error.h"
+#include "lt.h"
 #include "private_file.h"
 
 namespace lt::server {
@@ -23,13 +24,17 @@ std::string encode_png(const uint8_t* pixels, int64_t height, int64_t width, int
   return out;
 }
 
-lt::Image decode_png_upload(std::string_view bytes) {
+UploadedImage decode_png_upload(std::string_view bytes) {
   PrivateFile file(bytes);
-  try {
-    return lt::read_png(file.path());
-  } catch (const std::exception& e) {
-    throw HttpError(400, file.rename_in_message(e.what(), "the uploaded image"));
-  }
+  UploadedImage image;
+  uint8_t* pixels = nullptr;
+  const lt_status status = lt_png_read(file.path().c_str(), &pixels, &image.height, &image.width, &image.channels);
+  if (status != LT_OK)
+    throw HttpError(status == LT_ERROR ? 400 : 500, file.rename_in_message(lt_last_error(), "the uploaded image"),
+                    status == LT_ERROR ? kCloseBadData : kCloseInternal);
+  image.pixels.assign(pixels, pixels + image.height * image.width * image.channels);
+  lt_bytes_free(pixels);
+  return image;
 }
 
 std::string base64_encode(std::string_view bytes) {

@@ -43,7 +43,7 @@ uint64_t AsrSession<Stream>::stream() {
   if (stream_ == 0) {
     auto weak = this->weak_from_this();
     auto executor = this->ws_.get_executor();
-    stream_ = this->server_.compute.open_stream([weak, executor](StreamUpdate u) {
+    stream_ = this->server_.compute.open_stream(input_.config().sample_rate, [weak, executor](StreamUpdate u) {
       net::post(executor, [weak, u = std::move(u)]() mutable {
         if (auto self = weak.lock()) self->on_update(std::move(u));
       });
@@ -76,8 +76,7 @@ void AsrSession<Stream>::on_message(bool text, std::string_view bytes) {
       case VoskEvent::config:
         break;  // Vosk answers a config with nothing
       case VoskEvent::audio:
-        if (!resampler_) resampler_ = std::make_unique<StreamResampler>(input_.config().sample_rate);
-        compute.push_audio(stream(), resampler_->process(e.samples.data(), e.samples.size()), true);
+        compute.push_audio(stream(), std::move(e.samples), true);
         answers_.push_back(Answer::audio);
         break;
       case VoskEvent::reset:
@@ -85,10 +84,6 @@ void AsrSession<Stream>::on_message(bool text, std::string_view bytes) {
         answers_.push_back(Answer::reset);
         break;
       case VoskEvent::eof:
-        if (resampler_) {
-          std::vector<float> tail = resampler_->flush();
-          if (!tail.empty()) compute.push_audio(stream(), std::move(tail), false);
-        }
         compute.end_stream(stream());
         eof_ = true;
         break;

@@ -1,7 +1,8 @@
 // /asr: one live stream per connection, in Vosk's protocol
-// (protocol/vosk_protocol.h). Frames are checked by VoskInput, audio is
-// resampled to 16 kHz (audio_input.h) and handed to the compute loop, which
-// steps every connection's stream together; each step's results come back
+// (protocol/vosk_protocol.h). Frames are checked by VoskInput and their
+// audio, at the client's rate, handed to the compute loop, whose stream
+// resamples it to 16 kHz (lt_stream_set_rate) and which steps every
+// connection's stream together; each step's results come back
 // here and become Vosk's replies, one per frame, in order. The stream's
 // slot under --max-streams is held for the connection's life. A client that
 // sends frames faster than they are decoded is not read from while 64
@@ -12,7 +13,6 @@
 #include <optional>
 #include <string>
 
-#include "audio_input.h"
 #include "vosk_protocol.h"
 #include "websocket_connection.h"
 
@@ -39,7 +39,6 @@ class AsrSession : public WebSocketConnection<Stream, AsrSession<Stream>> {
 
   VoskInput input_;
   std::optional<VoskReplies> replies_;
-  std::unique_ptr<StreamResampler> resampler_;
   SlotHold stream_slot_;
   uint64_t stream_ = 0;  // the compute loop's id; 0: none open
   bool ended_ = false;   // the final result was sent, or the stream was given up

@@ -183,6 +183,8 @@ def test_bad_input_leaves_other_streams_alone():
         (['{"config": {"format": "f32le"}}', struct.pack("<2f", 0.1, float("inf"))], "infinite"),
         (['{"config": {"format": "f32le"}}', struct.pack("<2f", 0.1, 7.0)], "beyond"),
         ([b"\0\0" * 100, '{"config": {"sample_rate": 8000}}'], "after audio"),
+        (['{"reset": 1}', '{"config": {"sample_rate": 8000}}'], "after audio or a reset"),
+        (['{"config": {"sample_rate": 384001}}'], "sample_rate"),
         (['{"eof": 1}', b"\0\0"], "after eof"),
         (['{"eof": 0}'], "eof"),
         (['{"config": []}'], "object"),

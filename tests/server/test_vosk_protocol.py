@@ -1,8 +1,9 @@
 """/asr against lt-asr --stream --words: a client written from Vosk's
 protocol (config, 16-bit PCM frames each answered, eof) gets, over all its
 results, lt-asr's words with their times, and over all its replies lt-asr's
-settled phones, at the recordings' own rates (resampled in the server as lt
-resamples a file); partials come while the audio is still being sent."""
+settled phones, at the recordings' own rates (resampled by the stream,
+lt_stream_set_rate, as lt resamples a file); partials come while the audio
+is still being sent."""
 import asyncio
 import os
 import random

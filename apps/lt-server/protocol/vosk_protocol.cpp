@@ -60,18 +60,20 @@ VoskEvent VoskInput::text(std::string_view message) {
   }
   if (j.contains("reset")) {
     require(flag(j["reset"], "reset"), "{\"reset\": 0} resets nothing: send {\"reset\": 1}");
+    started_ = true;
     e.kind = VoskEvent::reset;
     return e;
   }
   const nlohmann::json& c = j["config"];
   require(c.is_object(), "\"config\" must be an object");
-  require(!audio_started_, "a config after audio: send it first");
+  require(!started_, "a config after audio or a reset: send it first");
   VoskConfig next = config_;
   for (const auto& [key, value] : c.items()) {
     if (key == "sample_rate") {
       require(value.is_number(), "config sample_rate must be a number");
       const double rate = value.get<double>();
-      require(rate >= 1000 && rate <= 768000, "config sample_rate " + value.dump() + " is outside 1000 .. 768000 Hz");
+      require(rate >= kMinSampleRate && rate <= kMaxSampleRate,
+              "config sample_rate " + value.dump() + " is outside 1000 .. 384000 Hz");
       next.sample_rate = rate;
     } else if (key == "words") {
       next.words = flag(value, "config words");
@@ -123,7 +125,7 @@ VoskEvent VoskInput::binary(std::string_view bytes) {
     e.samples[i] = std::clamp(v, -1.f, 1.f);
   }
   samples_ += int64_t(n);
-  audio_started_ = true;
+  started_ = true;
   return e;
 }
 

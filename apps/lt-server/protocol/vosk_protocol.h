@@ -36,6 +36,9 @@ struct Token {
 
 enum class SampleFormat { s16le, f32le };
 
+// The rates a stream resamples from (lt_stream_set_rate's range).
+constexpr double kMinSampleRate = 1000, kMaxSampleRate = 384000;
+
 struct VoskConfig {
   double sample_rate = 16000;  // without a config, 16 kHz (lt's models' rate)
   bool words = false;
@@ -51,7 +54,7 @@ struct VoskEvent {
 // The client's side of one connection. Every frame the protocol does not
 // allow is one HttpError (400 / close 1007, or close 1008 for the length
 // limit): JSON that is not an object of config, eof or reset; a config after
-// audio, a rate outside 1 kHz .. 768 kHz, an unknown format or model; an
+// audio or a reset, a rate outside 1 kHz .. 384 kHz, an unknown format or model; an
 // audio frame that does not hold whole samples; NaN, infinite or samples
 // beyond +-2 (f32le; within it, clipped to +-1 as lt's readers do); audio
 // after eof; more than max_seconds of audio.
@@ -69,7 +72,7 @@ class VoskInput {
   std::vector<std::string> model_names_;
   double max_seconds_;
   VoskConfig config_;
-  bool audio_started_ = false, ended_ = false;
+  bool started_ = false, ended_ = false;  // started: audio or a reset came
   int64_t samples_ = 0;
 };
 
