@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -200,6 +201,8 @@ def start_server(binary, extra):
     for line in proc.stderr:
         m = re.search(r"listening on (http|https)://(\S+)", line)
         if m:
+            # The rest of its log goes on to ours, so that a full pipe never stops it.
+            threading.Thread(target=lambda: [log(l.rstrip("\n")) for l in proc.stderr], daemon=True).start()
             return proc, m.group(1) + "://" + m.group(2)
     sys.exit("load-server: the server did not start")
 
