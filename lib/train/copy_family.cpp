@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backend/precision_flags.h"
 #include "core/error.h"
+#include "io/safetensors.h"
 #include "task_family.h"
 #include "train/copy_task.h"
 
@@ -20,11 +22,16 @@ CopyTaskConfig copy_config(const TrainingRecipe& a) {
   return c;
 }
 
-int64_t copy_batch(const TrainingRecipe& a) { return a.batch > 0 ? a.batch : 64; }
+// The test set of the run that wrote the model: it is drawn from the run's
+// seed (lt.train.seed, read by load), so --eval and --export score what
+// training scored at its end, whatever -b says; a --seed given draws another.
+uint64_t test_seed(const TrainingRecipe& a, const std::optional<uint64_t>& trained_with) {
+  return a.given.count("--seed") || !trained_with ? a.seed : *trained_with;
+}
 
-Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, int64_t batch, const Precision& precision = {}) {
-  CopyTrainingTask task(copy_task_of(model.config()), seed, batch);
-  ReplicaSet replicas(model, batch);
+Evaluation evaluate_copy(SequenceModel& model, uint64_t seed, const Precision& precision = {}) {
+  CopyTrainingTask task(copy_task_of(model.config()), seed);
+  ReplicaSet replicas(model, CopyTrainingTask::kTestRows);
   ForwardOptions options;
   options.precision = precision;
   return task.evaluate(replicas, options);
@@ -52,8 +59,8 @@ class CopyFamily final : public TaskFamily {
     return s;
   }
   std::map<std::string, std::string> metadata(const TrainingRecipe&) const override { return {}; }
-  TrainingTask& task(const TrainingRecipe& a, int64_t batch) override {
-    task_ = std::make_unique<CopyTrainingTask>(copy_task_of(model_->config()), a.seed, batch);
+  TrainingTask& task(const TrainingRecipe& a, int64_t) override {
+    task_ = std::make_unique<CopyTrainingTask>(copy_task_of(model_->config()), a.seed);
     return *task_;
   }
   std::string description() const override {
@@ -61,8 +68,8 @@ class CopyFamily final : public TaskFamily {
            std::to_string(model_->config().vocabulary - 1) + " symbols";
   }
   bool reports_bits() const override { return false; }
-  FinalScore finish(const TrainingRecipe& a, int64_t step, int64_t batch, const Precision& eval) override {
-    const Evaluation e = evaluate_copy(*model_, a.seed, batch, eval);
+  FinalScore finish(const TrainingRecipe& a, int64_t step, int64_t, const Precision& eval) override {
+    const Evaluation e = evaluate_copy(*model_, a.seed, eval);
     char line[256];
     std::snprintf(line, sizeof line, "step %lld, test loss %.4f, accuracy %.4f", (long long)step, e.loss, e.accuracy);
     return {a.output + ": " + line,
@@ -70,7 +77,10 @@ class CopyFamily final : public TaskFamily {
   }
 
   SequenceModel& load(const std::string& path, Device d) override {
-    model_ = load_copy_model(path, d);
+    const Checkpoint ck = load_safetensors(path);
+    model_ = load_copy_model(ck, d);
+    trained_with_.reset();
+    if (ck.metadata.count("lt.train.seed")) trained_with_ = uint64_t(std::stoull(ck.meta("lt.train.seed")));
     return *model_;
   }
   std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
@@ -79,7 +89,7 @@ class CopyFamily final : public TaskFamily {
     return "";
   }
   std::string evaluate(const TrainingRecipe& a, Device d) override {
-    const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a), training_precision(a.bf16, a.tf32, d));
+    const Evaluation e = evaluate_copy(*model_, test_seed(a, trained_with_), training_precision(a.bf16, a.tf32, d));
     if (a.format == "json")
       return nlohmann::json{{"loss", e.loss}, {"accuracy", e.accuracy}, {"sequences", e.examples}, {"model", a.model}}
                  .dump() +
@@ -90,7 +100,7 @@ class CopyFamily final : public TaskFamily {
     return line;
   }
   void score(const TrainingRecipe& a, std::map<std::string, std::string>& meta, std::string& report) override {
-    const Evaluation e = evaluate_copy(*model_, a.seed, copy_batch(a));
+    const Evaluation e = evaluate_copy(*model_, test_seed(a, trained_with_));
     meta["test_accuracy"] = std::to_string(e.accuracy);
     meta["test_loss"] = std::to_string(e.loss);
     char line[160];
@@ -103,6 +113,7 @@ class CopyFamily final : public TaskFamily {
   std::unique_ptr<SequenceModel> model_;
   std::unique_ptr<CopyTrainingTask> task_;
 };
+  std::optional<uint64_t> trained_with_;  // the loaded checkpoint's lt.train.seed
 
 }  // namespace
 

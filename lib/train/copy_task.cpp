@@ -54,7 +54,11 @@ void make_copy_batch(const CopyTaskConfig& c, uint64_t seed, int64_t step, int64
 }
 
 std::unique_ptr<SequenceModel> load_copy_model(const std::string& path, Device device) {
-  const Checkpoint ck = load_safetensors(path);
+  return load_copy_model(load_safetensors(path), device);
+}
+
+std::unique_ptr<SequenceModel> load_copy_model(const Checkpoint& ck, Device device) {
+  const std::string& path = ck.path;
   check(ck.meta("lt.model", "") == "copy",
         path + ": not a copy-task checkpoint (metadata lt.model is '" + ck.meta("lt.model", "") + "')");
   // Older copy checkpoints name their length sequence_length.
@@ -76,13 +80,13 @@ Evaluation CopyTrainingTask::evaluate(ReplicaSet& replicas, const ForwardOptions
   SequenceBatch b;
   Evaluation e;
   e.accuracy = 0;
-  for (int64_t i = 0; i < kEvalBatches; ++i) {
-    make_copy_batch(config_, seed_ + kTestSeedOffset, i, eval_batch_, b);
+  for (int64_t i = 0; i < kTestBatches; ++i) {
+    make_copy_batch(config_, seed_ + kTestSeedOffset, i, kTestRows, b);
     const BatchScore s = replicas.forward(b, options, true);
-    e.loss += s.loss / kEvalBatches;
-    e.accuracy += s.accuracy / kEvalBatches;
+    e.loss += s.loss / kTestBatches;
+    e.accuracy += s.accuracy / kTestBatches;
   }
-  e.examples = kEvalBatches * eval_batch_;
+  e.examples = kTestBatches * kTestRows;
   return e;
 }
 

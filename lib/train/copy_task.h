@@ -30,13 +30,16 @@ void make_copy_batch(const CopyTaskConfig& config, uint64_t seed, int64_t step, 
 CopyTaskConfig copy_task_of(const SequenceModelConfig& model);
 // Reads a copy-task checkpoint (lt.model "copy"); errors name the file.
 std::unique_ptr<SequenceModel> load_copy_model(const std::string& path, Device device);
+std::unique_ptr<SequenceModel> load_copy_model(const Checkpoint& checkpoint, Device device);
 
 // The copy task for the training loop: batches from (seed, step); test
-// scores over 20 batches of held-out sequences (as the reference's evaluate()).
+// scores over 20 batches of held-out sequences (as the reference's evaluate()),
+// always of 64 rows (the reference's batch): the test set is a function of
+// the seed alone, whatever batch a run trains or evaluates with, so a model
+// has one test score.
 class CopyTrainingTask final : public TrainingTask {
  public:
-  CopyTrainingTask(const CopyTaskConfig& config, uint64_t seed, int64_t eval_batch)
-      : config_(config), seed_(seed), eval_batch_(eval_batch) {}
+  CopyTrainingTask(const CopyTaskConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
   void batch(int64_t step, int64_t rows, SequenceBatch& out) override {
     make_copy_batch(config_, seed_, step, rows, out);
   }
@@ -44,12 +47,12 @@ class CopyTrainingTask final : public TrainingTask {
   double epoch(int64_t step, int64_t) const override { return double(step) / 100.0; }
   Evaluation evaluate(ReplicaSet& replicas, const ForwardOptions& options) override;
   bool reports_accuracy() const override { return true; }
-  static constexpr int64_t kEvalBatches = 20;
+  static constexpr int64_t kTestBatches = 20;
+  static constexpr int64_t kTestRows = 64;
 
  private:
   CopyTaskConfig config_;
   uint64_t seed_;
-  int64_t eval_batch_;
 };
 
 }  // namespace lt

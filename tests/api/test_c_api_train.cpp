@@ -111,6 +111,68 @@ TEST_CASE("lt.h training: stopped by its flag, resumed, it has lt-train's bits, 
   CHECK(ck.meta("note.source") == "api");
 }
 
+namespace {
+// The loss and accuracy a line prints ("test loss 2.4415, accuracy 0.1003",
+// "loss 2.4415, accuracy 0.1003 on 1280 test sequences").
+std::pair<std::string, std::string> loss_and_accuracy(const std::string& line) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(line, m, std::regex("loss ([0-9.]+), accuracy ([0-9.]+)")), line);
+  return {m[1], m[2]};
+}
+std::string four_places(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", v);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("A copy model has one test score: lt_train's, lt_evaluate's, lt-train --eval's and the export's, at any batch") {
+  TempDir dir;
+  OneThread one;
+  const uint64_t seed = 2 + fresh_seed() % 100000;  // not lt-train's default seed 1
+  const int64_t batch = 2 + int64_t(seed % 7);
+  INFO("seed " << seed << ", batch " << batch);
+  const std::string model = dir.file("copy.safetensors");
+  Recipe r("copy");
+  tiny_copy(r, model, 3);
+  r.set("seed", std::to_string(seed)).set("batch", std::to_string(batch));
+  lt_train_result result;
+  REQUIRE_MESSAGE(lt_train(r.r, nullptr, nullptr, nullptr, &result) == LT_OK, std::string(lt_last_error()));
+  REQUIRE(result.score != nullptr);
+  const auto trained = loss_and_accuracy(result.score);
+  lt_string_free(result.score);
+
+  // Evaluated at other batches, without the seed: the checkpoint's.
+  Recipe eval("copy");
+  eval.set("model", model).set("format", "json").set("batch", std::to_string(batch + 3));
+  char* text = nullptr;
+  REQUIRE_MESSAGE(lt_evaluate(eval.r, &text) == LT_OK, std::string(lt_last_error()));
+  const nlohmann::json j = nlohmann::json::parse(text);
+  lt_string_free(text);
+  CHECK(std::pair{four_places(j["loss"].get<double>()), four_places(j["accuracy"].get<double>())} == trained);
+  CHECK(j["sequences"].get<int64_t>() == 1280);
+
+  const CommandResult cli = run_tool(dir, "lt-train", "--eval -m '" + model + "' -b " + std::to_string(batch * 5) + " -t 1");
+  REQUIRE_MESSAGE(cli.exit_code == 0, cli.err);
+  CHECK(loss_and_accuracy(cli.out) == trained);
+  CHECK(cli.out.find("on 1280 test sequences") != std::string::npos);
+
+  Recipe out("copy");
+  out.set("model", model).set("output", dir.file("export.safetensors")).set("batch", "1");
+  char* report = nullptr;
+  REQUIRE_MESSAGE(lt_export(out.r, &report) == LT_OK, std::string(lt_last_error()));
+  CHECK(loss_and_accuracy(report) == trained);
+  lt_string_free(report);
+  const Checkpoint ck = load_safetensors(dir.file("export.safetensors"));
+  CHECK(four_places(std::stod(ck.meta("test_loss"))) == trained.first);
+
+  // Another seed draws another test set, so the seed above is the one read.
+  const CommandResult other =
+      run_tool(dir, "lt-train", "--eval -f json -m '" + model + "' -s " + std::to_string(seed + 1) + " -t 1");
+  REQUIRE_MESSAGE(other.exit_code == 0, other.err);
+  CHECK(nlohmann::json::parse(other.out)["loss"].get<double>() != j["loss"].get<double>());
+}
+
 TEST_CASE("lt.h training: lt-train's flags are the option table's rows, and lt_recipe_set checks them alike") {
   TempDir dir;
   const CommandResult help = run_tool(dir, "lt-train", "--help");
