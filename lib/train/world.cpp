@@ -1,7 +1,8 @@
 // World: the ranks of a run over MPI (llm.c's way: MPI places and connects
 // the processes), or a world of one. A process counts as launched by MPI when
 // its launcher left the variables Open MPI, MPICH/Hydra, PMIx or Slurm's PMI
-// set; only then is MPI initialised, so a plain run never pays for it.
+// set; only then is the MPI module (liblt-mpi.so, mpi/mpi_table.h) loaded and
+// MPI initialised, so a plain run never loads libmpi.
 #include "train/world.h"
 
 #include <algorithm>
@@ -13,8 +14,10 @@
 #include "core/error.h"
 
 #ifdef LT_WITH_MPI
-#include <mpi.h>
 #include <unistd.h>
+
+#include "common/loaded_from.h"
+#include "mpi_table.h"
 #endif
 
 namespace lt {
@@ -29,12 +32,25 @@ const char* launched_by() {
 }
 
 #ifdef LT_WITH_MPI
+// The module, loaded by the first World under a launcher.
+const mpi::MpiTable* mpi_calls = nullptr;
+
+const mpi::MpiTable& load_mpi(const char* launcher) {
+  const LoadedModule m = load_module({"liblt-mpi.so", "the MPI module", "LT_MPI_MODULE", LT_MPI_MODULE_INSTALLED,
+                                      LT_MPI_MODULE_BUILT, mpi::kMpiTableEntry, true});
+  const std::string started = std::string("started by an MPI launcher (") + launcher + " is set), but ";
+  check(m.entry != nullptr, started + m.why);
+  const mpi::MpiTable* table =
+      reinterpret_cast<mpi::MpiTableEntry>(m.entry)(mpi::kMpiTableVersion, sizeof(mpi::MpiTable));
+  check(table != nullptr, started + "the MPI module " + m.path + " belongs to another version of lt (rebuild or reinstall it)");
+  return *table;
+}
+
 void mpi_check(int code, const char* what) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int n = 0;
-  MPI_Error_string(code, text, &n);
-  throw Error(std::string(what) + ": " + std::string(text, size_t(n)));
+  if (code == 0) return;
+  char text[512] = {};
+  mpi_calls->error_text(code, text, int(sizeof text));
+  throw Error(std::string(what) + ": " + text);
 }
 #endif
 }  // namespace
@@ -48,15 +64,9 @@ World::World() {
   const char* launcher = launched_by();
   if (!launcher) return;
 #ifdef LT_WITH_MPI
-  int provided = 0;
-  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  mpi_calls = &load_mpi(launcher);
+  mpi_check(mpi_calls->init(&rank_, &size_, &local_rank_), "MPI_Init_thread");
   mpi_ = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local_rank_);
-  MPI_Comm_free(&node);
 #else
   const char* size = std::getenv("OMPI_COMM_WORLD_SIZE") ? std::getenv("OMPI_COMM_WORLD_SIZE") : std::getenv("PMI_SIZE");
   check(size == nullptr || std::atoi(size) <= 1,
@@ -67,7 +77,7 @@ World::World() {
 
 World::~World() {
 #ifdef LT_WITH_MPI
-  if (mpi_) MPI_Finalize();
+  if (mpi_) mpi_calls->finalize();
 #endif
 }
 
@@ -78,7 +88,7 @@ std::string World::describe() const {
 void World::sum(double* values, int64_t n) {
   if (size_ == 1 || n == 0) return;
 #ifdef LT_WITH_MPI
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, values, int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  mpi_check(mpi_calls->sum_doubles(values, int(n)), "MPI_Allreduce");
 #endif
 }
 
@@ -96,8 +106,7 @@ void World::use_device(Device d, GpuSum how) {
   const std::string bus = cuda::device_bus_id();
   std::snprintf(mine + kHost, kBus, "%s", bus.c_str());
   std::vector<char> all(size_t(size_) * sizeof mine);
-  mpi_check(MPI_Allgather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, MPI_COMM_WORLD),
-            "MPI_Allgather");
+  mpi_check(mpi_calls->gather_bytes(mine, int(sizeof mine), all.data()), "MPI_Allgather");
   for (int r = 0; r < size_; ++r)
     if (r != rank_ && std::memcmp(&all[size_t(r) * sizeof mine], mine, sizeof mine) == 0)
       throw Error("ranks " + std::to_string(std::min(r, rank_)) + " and " + std::to_string(std::max(r, rank_)) +
@@ -105,7 +114,7 @@ void World::use_device(Device d, GpuSum how) {
                   "through the host with --gpu-sum host");
   char id[kernels::kNcclIdBytes] = {};
   if (leader()) cuda::nccl_unique_id(id);
-  mpi_check(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  mpi_check(mpi_calls->broadcast_bytes(id, int(sizeof id), 0), "MPI_Bcast");
   nccl_ = cuda::nccl_join(id, size_, rank_);
 #else
   (void)how;
@@ -129,9 +138,7 @@ void World::sum(Tensor& t) {
   // MPI counts are int: a buffer over 2^31 floats goes in pieces.
   constexpr int64_t kPiece = int64_t(1) << 30;
   for (int64_t at = 0; at < host.numel(); at += kPiece)
-    mpi_check(MPI_Allreduce(MPI_IN_PLACE, host.data() + at, int(std::min(kPiece, host.numel() - at)), MPI_FLOAT,
-                            MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce");
+    mpi_check(mpi_calls->sum_floats(host.data() + at, int(std::min(kPiece, host.numel() - at))), "MPI_Allreduce");
 #endif
   if (t.device() != Device::cpu) t.copy_from(host);
 }
@@ -146,7 +153,7 @@ void World::check_same(uint64_t value, const std::string& what) {
   if (size_ == 1) return;
 #ifdef LT_WITH_MPI
   std::vector<uint64_t> all(size_t(size_), 0);
-  mpi_check(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather");
+  mpi_check(mpi_calls->gather_bytes(&value, int(sizeof value), all.data()), "MPI_Allgather");
   std::string differ;
   for (int r = 1; r < size_; ++r)
     if (all[size_t(r)] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
@@ -156,7 +163,7 @@ void World::check_same(uint64_t value, const std::string& what) {
 
 void World::abort(int status) {
 #ifdef LT_WITH_MPI
-  if (mpi_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  if (mpi_ && size_ > 1) mpi_calls->abort(status);
 #endif
   std::exit(status);
 }

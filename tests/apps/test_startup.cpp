@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "apps/cli.h"
 #include "backend/device.h"
@@ -92,6 +93,47 @@ TEST_CASE("a CPU job loads no CUDA library, and -d cuda loads the module, or say
   CHECK(count(r.err, "\n") == 1);
   CHECK(r.err.find("the CUDA module liblt-cuda.so is not installed (looked for " + dir.file("none/liblt-cuda.so") +
                    ")") != std::string::npos);
+}
+
+TEST_CASE("neither liblt.so.0 nor a tool needs libmpi: ldd lists none, and a run outside mpirun loads none") {
+  TempDir dir;
+  std::vector<std::string> files = {LT_SHARED_LIBRARY};
+  for (const char* tool : kTools) files.push_back(std::string(LT_BIN_DIR) + "/" + tool);
+  if (std::filesystem::exists(std::string(LT_BIN_DIR) + "/lt-server")) files.push_back(std::string(LT_BIN_DIR) + "/lt-server");
+  for (const std::string& file : files) {
+    const CommandResult r = run_program(dir, "ldd", file);
+    INFO(file << ": " << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("libopenblas") != std::string::npos);  // ldd did list the libraries
+    CHECK(r.out.find("libmpi") == std::string::npos);
+    CHECK(r.out.find("libopen-") == std::string::npos);  // Open MPI's own (libopen-pal, libopen-rte)
+  }
+  // The module beside liblt.so.0, where a build with MPI puts it, is what needs it.
+  const std::string module = std::filesystem::path(LT_SHARED_LIBRARY).parent_path() / "liblt-mpi.so";
+  if (std::filesystem::exists(module)) {
+    const CommandResult r = run_program(dir, "ldd", module);
+    INFO(r.out);
+    CHECK(r.out.find("libmpi") != std::string::npos);
+  }
+
+  // LD_DEBUG=files names every library as the loader opens it, dlopen included.
+  const std::string run = "--task copy --layers 1 --d-model 16 --heads 2 -b 2 --steps 1 -q -t 1 -o '" +
+                          dir.file("copy.safetensors") + "'";
+  CommandResult r = run_tool(dir, "lt-train", run, "LD_DEBUG=files ");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("libopenblas") != std::string::npos);
+  CHECK(r.err.find("libmpi") == std::string::npos);
+
+  // Started by a launcher, without the module: one line saying so.
+  r = run_tool(dir, "lt-train", run, "OMPI_COMM_WORLD_SIZE=2 LT_MPI_MODULE='" + dir.file("none/liblt-mpi.so") + "' ");
+  CHECK(r.exit_code != 0);
+  CHECK(count(r.err, "\n") == 1);
+  if (std::filesystem::exists(module))
+    CHECK(r.err.find("started by an MPI launcher (OMPI_COMM_WORLD_SIZE is set), but the MPI module liblt-mpi.so is not "
+                     "installed (looked for " + dir.file("none/liblt-mpi.so") + ")") != std::string::npos);
+  else
+    CHECK(r.err.find("built without MPI") != std::string::npos);
 }
 
 TEST_CASE("beside busy processes a tool waits passively, its libraries initialised once") {
