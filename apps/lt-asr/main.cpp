@@ -27,10 +27,11 @@ struct Args {
   std::string model, format = "text", device = "cpu", ref, lexicon, lm, phone_lm, vocabulary, grammar;
   std::string raw_format = "s16le";
   std::string word_lexicon;  // --lexicon or the default one, with --words
-  int raw_rate = 0, raw_channels = 1, threads = 0, beam = 64;
+  int raw_rate = 0, raw_channels = 1, threads = 0, beam = LT_ASR_BEAM;
   double follow = 0;
   bool stream = false, words = false, bf16 = false, tf32 = false, quiet = false;
-  // The library's defaults (lt_recognizer_default_options) but for the beam.
+  // The library's defaults (lt_recognizer_default_options) but for the beam;
+  // with no flags, what lt_recognizer_tool_options gives.
   lt_recognizer_options recognizer = lt_recognizer_default_options();
 };
 
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
     if (use_phone_lm && a.phone_lm.empty()) a.phone_lm = lt::app::find_shipped_model(kPhoneModel);
     if (use_phone_lm) ro.phone_lm = a.phone_lm.c_str();
     if (a.words) {
-      a.word_lexicon = a.lexicon.empty() ? lt::default_lexicon_path() : a.lexicon;
+      a.word_lexicon = a.lexicon.empty() ? lt::api::find_shipped("lexicon") : a.lexicon;
       ro.lexicon = a.word_lexicon.c_str();
       if (!a.vocabulary.empty()) {
         ro.word_list = a.vocabulary.c_str();

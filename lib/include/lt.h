@@ -114,6 +114,17 @@ LT_API void lt_set_threads(int threads);
 
 /* ---- recurrent state ---- */
 
+/* The full path of a file lt ships, found as the tools find it when no file
+ * is named: a file of weights/ by its name ("mnist.safetensors",
+ * "asr.safetensors", "asr-stream.safetensors", "speech-phones.arpa.gz",
+ * "speech-words.arpa.gz") from $LT_WEIGHTS when set (the only place then),
+ * else <prefix>/share/lt/weights beside this library or the program, the
+ * weights/ beside a build folder, then the source tree's lt was built from;
+ * or "lexicon": the CMU dictionary (Debian's pocketsphinx-en-us). *path is
+ * the caller's, released with lt_string_free. A file not found is LT_ERROR,
+ * the line naming every place looked. */
+LT_API lt_status lt_find_shipped(const char* name, char** path);
+
 typedef struct lt_state lt_state;
 
 /* A state for `batch` sequences at position 0, S at the model's precision. */
@@ -255,10 +266,21 @@ LT_API lt_recognizer_options lt_recognizer_default_options(void);
  * pocketsphinx's CMU dictionary (Debian's pocketsphinx-en-us), a path that
  * need not exist. */
 LT_API const char* lt_default_lexicon(void);
+/* lt-asr's beam width (its --beam default, and lt_recognizer_tool_options's). */
+#define LT_ASR_BEAM 64
+
 /* A speech model written by lt-train --task asr (asr.safetensors), with the
  * language models and lexicon the options name (NULL options: defaults). */
 LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options* options,
                                    lt_recognizer** recognizer);
+/* lt-asr's settings when given no options: lt_recognizer_default_options()
+ * with lt-asr's beam (64) and the shipped phone model; words nonzero adds
+ * what lt-asr --words adds, the CMU dictionary and the shipped word model
+ * (all found by lt_find_shipped; the paths stay valid until the process
+ * ends). With asr.safetensors (asr-stream.safetensors for a stream) a
+ * recognizer made with them gives lt-asr's phones and words (a test compares
+ * them). LT_ERROR when a file is not found. */
+LT_API lt_status lt_recognizer_tool_options(int words, lt_recognizer_options* options);
 LT_API void lt_recognizer_free(lt_recognizer* recognizer); /* NULL is ignored */
 
 typedef struct lt_token {

@@ -49,6 +49,14 @@ using String = std::unique_ptr<char, Free>;    // lt_evaluate's and lt_export's 
 inline Model load_model(const std::string& path, const lt_model_options& options = lt_model_default_options()) {
   lt_model* m = nullptr;
   ok(lt_model_load(path.c_str(), &options, &m));
+// lt_find_shipped: the full path of a file lt ships ("asr.safetensors", "lexicon").
+inline std::string find_shipped(const std::string& name) {
+  char* path = nullptr;
+  ok(lt_find_shipped(name.c_str(), &path));
+  const String kept(path);
+  return path;
+}
+
   return Model(m);
 }
 

@@ -158,8 +158,6 @@ std::vector<Utterance> read_librispeech(const std::string& dir, const Lexicon& l
   return out;
 }
 
-const char* default_lexicon_path() { return "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"; }
-
 std::vector<Utterance> read_corpus(const std::string& path, const std::string& lexicon_path) {
   check(!path.empty(), "no corpus given: a manifest TSV or a LibriSpeech folder");
   const std::string lex = lexicon_path.empty() ? default_lexicon_path() : lexicon_path;

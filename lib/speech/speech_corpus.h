@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/shipped_files.h"  // default_lexicon_path(), the lexicon when none is given
+
 namespace lt {
 
 // The 39 ARPAbet phones of the CMU dictionary without stress; id 0 is the
@@ -73,8 +75,6 @@ std::vector<Utterance> read_manifest(const std::string& path, const Lexicon* lex
 std::vector<Utterance> read_librispeech(const std::string& dir, const Lexicon& lexicon, bool skip_unknown = false,
                                         int64_t* skipped = nullptr);
 
-// pocketsphinx-en-us's CMU dictionary, the lexicon when none is given.
-const char* default_lexicon_path();
 // A manifest (TSV) or a LibriSpeech folder, as the tools take --data and
 // --ref: words without phones are pronounced through lexicon_path (empty: the
 // default lexicon when it is installed; a manifest with phones needs none).

@@ -2,6 +2,8 @@
 // utterances: the same phones and words with the same times, a stream's
 // phones equal to the whole recording's, and one-line failures.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -192,4 +194,85 @@ TEST_CASE("lt.h speech: failures are a status and one line") {
   lt_transcript* t = nullptr;
   CHECK(lt_transcribe_file(offline.r, dir.file("missing.wav").c_str(), &t) == LT_ERROR);
   CHECK(std::string(lt_last_error()).find("missing.wav") != std::string::npos);
+}
+
+namespace {
+// A sentence of random words the CMU dictionary has, different at every run.
+std::string random_sentence(uint64_t seed) {
+  static const char* const kWordsSaid[] = {"seven", "days",  "without", "rain",  "the",   "quick", "brown",
+                                           "fox",   "jumps", "over",    "lazy",  "dog",   "open",  "window",
+                                           "green", "light", "turn",    "left",  "right", "stop",  "morning"};
+  const size_t n = sizeof kWordsSaid / sizeof kWordsSaid[0];
+  std::string text;
+  for (int i = 0; i < 4 + int(seed % 3); ++i)
+    text += (text.empty() ? "" : " ") + std::string(kWordsSaid[(seed >> (5 * i)) % n]);
+  return text;
+}
+
+std::string shipped(const char* name) {
+  char* path = nullptr;
+  REQUIRE_MESSAGE(lt_find_shipped(name, &path) == LT_OK, std::string(lt_last_error()));
+  const std::string out = path;
+  lt_string_free(path);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("lt.h speech: lt_find_shipped and lt_recognizer_tool_options give lt-asr's phones and words with no options") {
+  TempDir dir;
+  const uint64_t seed = fresh_seed();
+  const std::string text = random_sentence(seed);
+  INFO("seed " << seed << ": " << text);
+  const std::string wav = espeak(dir, "a.wav", text);
+
+  // The shipped files the tools read, found from the library as the tools find them.
+  const std::string model = shipped("asr.safetensors");
+  CHECK(model == std::filesystem::weakly_canonical(kOffline).string());
+  CHECK(shipped("asr-stream.safetensors") == std::filesystem::weakly_canonical(kStreaming).string());
+  CHECK(shipped("lexicon") == lt_default_lexicon());
+
+  for (const bool with_words : {false, true}) {
+    CAPTURE(with_words);
+    lt_recognizer_options o;
+    REQUIRE_MESSAGE(lt_recognizer_tool_options(with_words, &o) == LT_OK, std::string(lt_last_error()));
+    CHECK(o.beam == LT_ASR_BEAM);
+    CHECK(std::string(o.phone_lm) == std::filesystem::weakly_canonical(std::string(LT_WEIGHTS_DIR) + "/speech-phones.arpa.gz").string());
+    CHECK((o.word_lm != nullptr) == with_words);
+    Recognizer r(model, o);
+    Transcript t;
+    REQUIRE_MESSAGE(lt_transcribe_file(r.r, wav.c_str(), &t.t) == LT_OK, std::string(lt_last_error()));
+    CHECK(lt_transcript_phones(t.t) > 5);
+    // lt-asr with nothing but the file (and --words).
+    const CommandResult c = run_tool(dir, "lt-asr", std::string(with_words ? "--words " : "") + "-f json -q '" + wav + "'");
+    INFO("stderr: " << c.err);
+    REQUIRE(c.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(c.out);
+    check_same(phones(t.t), from_json(j["phones"], "phone"));
+    if (with_words) {
+      CHECK(lt_transcript_words(t.t) >= 1);
+      check_same(words(t.t), from_json(j["words"], "word"));
+    }
+  }
+
+  // LT_WEIGHTS is the only place looked when set: a folder without the file is one line naming it.
+  const std::string empty = std::filesystem::path(dir.file("empty/.keep")).parent_path().string();
+  std::filesystem::create_directories(empty);
+  const char* before = std::getenv("LT_WEIGHTS");
+  const std::string kept = before ? before : "";
+  setenv("LT_WEIGHTS", empty.c_str(), 1);
+  char* path = nullptr;
+  CHECK(lt_find_shipped("asr.safetensors", &path) == LT_ERROR);
+  CHECK(path == nullptr);
+  const std::string line = lt_last_error();
+  CHECK(line.find("LT_WEIGHTS=" + empty) != std::string::npos);
+  CHECK(line.find((std::filesystem::path(empty) / "asr.safetensors").string()) != std::string::npos);
+  lt_recognizer_options o;
+  CHECK(lt_recognizer_tool_options(0, &o) == LT_ERROR);
+  CHECK(std::string(lt_last_error()).find("speech-phones.arpa.gz") != std::string::npos);
+  if (before)
+    setenv("LT_WEIGHTS", kept.c_str(), 1);
+  else
+    unsetenv("LT_WEIGHTS");
+  CHECK(lt_find_shipped("../etc/passwd", &path) == LT_ERROR);
+  CHECK(lt_find_shipped(nullptr, &path) == LT_ERROR_ARGUMENT);
 }

@@ -145,6 +145,10 @@ _default_lexicon = _declare("lt_default_lexicon", ctypes.c_char_p)
 
 
 _recognizer_default_options = _declare("lt_recognizer_default_options", _RecognizerOptions)
+_recognizer_tool_options = _declare("lt_recognizer_tool_options", _status, ctypes.c_int,
+                                    ctypes.POINTER(_RecognizerOptions))
+_find_shipped = _declare("lt_find_shipped", _status, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+_string_free = _declare("lt_string_free", None, ctypes.c_void_p)
 _recognizer_new = _declare("lt_recognizer_new", _status, ctypes.c_char_p, ctypes.POINTER(_RecognizerOptions),
                            ctypes.POINTER(_p))
 _recognizer_free = _declare("lt_recognizer_free", None, _p)
@@ -282,6 +286,20 @@ def default_lexicon():
     """The pronunciations liblt's tools read words with when none is named
     (pocketsphinx's CMU dictionary): a path for Recognizer(lexicon=...)."""
     return _default_lexicon().decode()
+
+
+def find_shipped(name):
+    """The full path of a file lt ships, found as the tools find it when no
+    file is named: a file of weights/ ('mnist.safetensors', 'asr.safetensors',
+    'asr-stream.safetensors', 'speech-phones.arpa.gz', 'speech-words.arpa.gz')
+    from $LT_WEIGHTS when set, else beside liblt or the build, or 'lexicon'
+    (the CMU dictionary). lt.Error, naming every place looked, when absent."""
+    path = ctypes.c_void_p()
+    _check(_find_shipped(os.fsencode(name), ctypes.byref(path)))
+    try:
+        return os.fsdecode(ctypes.string_at(path))
+    finally:
+        _string_free(path)
 
 
 class Model:
@@ -527,7 +545,25 @@ class Recognizer:
         """options: any field of lt_recognizer_options (lt.h), e.g. beam=64,
         phone_lm='speech-phones.arpa.gz', lexicon=..., word_lm=..., lm_weight=1.0,
         precision='bf16'; the rest keep the library's defaults."""
-        o = _recognizer_default_options()
+        self._open(model, _recognizer_default_options(), options)
+
+    @classmethod
+    def like_lt_asr(cls, model=None, words=False, stream=False, **options):
+        """A recognizer set up as lt-asr sets one up when given no options
+        (lt_recognizer_tool_options): the shipped asr.safetensors
+        (asr-stream.safetensors with stream=True) unless model names one,
+        lt-asr's beam and the shipped phone model, and with words=True the CMU
+        dictionary and the shipped word model (lt-asr --words). It gives
+        lt-asr's phones and words; options change any field as in Recognizer()."""
+        o = _RecognizerOptions()
+        _check(_recognizer_tool_options(1 if words else 0, ctypes.byref(o)))
+        if model is None:
+            model = find_shipped("asr-stream.safetensors" if stream else "asr.safetensors")
+        recognizer = cls.__new__(cls)
+        recognizer._open(model, o, options)
+        return recognizer
+
+    def _open(self, model, o, options):
         fields = dict((name, kind) for name, kind in _RecognizerOptions._fields_)
         self._keep = []
         for name, value in options.items():

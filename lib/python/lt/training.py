@@ -17,7 +17,7 @@ is raised again from train, once the run has stopped.
 """
 import ctypes
 
-from . import _check, _declare, _p, _i64, _status
+from . import _check, _declare, _p, _i64, _status, _string_free
 
 _KINDS = {0: "step", 1: "eval", 2: "checkpoint", 3: "micro_batch"}
 
@@ -40,7 +40,6 @@ _train = _declare("lt_train", _status, _p, _Progress, ctypes.c_void_p, ctypes.PO
                   ctypes.POINTER(_Result))
 _evaluate = _declare("lt_evaluate", _status, _p, ctypes.POINTER(ctypes.c_void_p))
 _export = _declare("lt_export", _status, _p, ctypes.POINTER(ctypes.c_void_p))
-_string_free = _declare("lt_string_free", None, ctypes.c_void_p)
 
 
 class _Recipe:
