@@ -30,7 +30,7 @@
 #include <algorithm>
 #include <string>
 
-#include "attention/attention.h"
+#include "common/constants.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "reductions.cuh"

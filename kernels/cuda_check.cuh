@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "common/error.h"
 
 #define LT_CUDA_CHECK(call)                                                                  \
   do {                                                                                       \

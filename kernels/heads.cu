@@ -6,10 +6,9 @@
 // the bin mass sigmoid(a) - sigmoid(b) cancels badly in float). The loss sum
 // and the first out-of-range target come back in one small status copy, which
 // is also the forward pass's only synchronisation.
+#include "common/logistic_bins.h"
 #include "cuda_check.cuh"
-#include "heads/heads.h"
 #include "kernels.h"
-#include "math/logistic_bins.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {
@@ -49,6 +48,15 @@ double read_status(const LossStatus* s, const int32_t* targets, const char* what
   return h.sum;
 }
 
+// Row r's target when it is one of the n classes; otherwise the row is
+// recorded (by the lane that reports: the lowest bad row wins) and -1 returned.
+__device__ int32_t checked_target(const int32_t* targets, long long r, int n, bool report, LossStatus* status) {
+  const int32_t t = targets[r];
+  if (t >= 0 && t < n) return t;
+  if (report) atomicMin(&status->first_bad_row, (unsigned long long)r);
+  return -1;
+}
+
 // ---- mixture of logistics ----------------------------------------------------
 
 // nll of one row, logsumexp over components kept online (no per-row arrays).
@@ -71,11 +79,8 @@ __global__ void mol_forward_kernel(const float* params, const int32_t* targets, 
   double local = 0;
   for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows;
        r += (long long)gridDim.x * blockDim.x) {
-    const int32_t t = targets[r];
-    if (t < 0 || t >= kMolNumClasses) {
-      atomicMin(&status->first_bad_row, (unsigned long long)r);
-      continue;
-    }
+    const int32_t t = checked_target(targets, r, kMolNumClasses, true, status);
+    if (t < 0) continue;
     const float* p = params + r * 3 * K;
     const double l = mol_row_nll(p, K, mol::target_value(t), mol::log_sum_exp(p, K));
     nll[r] = float(l);
@@ -89,11 +94,8 @@ __global__ void mol_backward_kernel(const float* params, const int32_t* targets,
                                     float* dparams, long long rows, int K, LossStatus* status) {
   for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows;
        r += (long long)gridDim.x * blockDim.x) {
-    const int32_t t = targets[r];
-    if (t < 0 || t >= kMolNumClasses) {
-      atomicMin(&status->first_bad_row, (unsigned long long)r);
-      continue;
-    }
+    const int32_t t = checked_target(targets, r, kMolNumClasses, true, status);
+    if (t < 0) continue;
     const float* p = params + r * 3 * K;
     float* g = dparams + r * 3 * K;
     const double y = mol::target_value(t), lse_logits = mol::log_sum_exp(p, K);
@@ -111,14 +113,21 @@ __global__ void mol_backward_kernel(const float* params, const int32_t* targets,
 __global__ void mol_sample_kernel(const float* params, unsigned long long seed, long long step,
                                   int32_t* out, long long rows, int K) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < rows;
-       b += (long long)gridDim.x * blockDim.x) {
-    const float* p = params + b * 3 * K;
-    const int pick = mol::softmax_inverse_cdf(p, K, sample_uniform(seed, step, b, 0));
-    out[b] = mol::sample_byte(p[K + pick], p[2 * K + pick], sample_uniform(seed, step, b, 1));
-  }
+       b += (long long)gridDim.x * blockDim.x)
+    out[b] = mol::draw_byte(params + b * 3 * K, K, seed, step, b);
 }
 
 // ---- categorical ---------------------------------------------------------------
+
+// A warp's row of logits: its max m and sum_j exp(x_j - m) in double, on every lane.
+__device__ void warp_softmax_stats(const float* x, int V, int lane, float& m, double& s) {
+  m = -INFINITY;
+  for (int j = lane; j < V; j += 32) m = fmaxf(m, x[j]);
+  m = warp_max(m);
+  s = 0;
+  for (int j = lane; j < V; j += 32) s += exp(double(x[j]) - m);
+  s = warp_sum(s);
+}
 
 __global__ void categorical_forward_kernel(const float* logits, const int32_t* targets, float* nll,
                                            long long rows, int V, LossStatus* status) {
@@ -127,18 +136,12 @@ __global__ void categorical_forward_kernel(const float* logits, const int32_t* t
   double local = 0;
   for (long long r = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warps) {
-    const int32_t t = targets[r];
-    if (t < 0 || t >= V) {
-      if (lane == 0) atomicMin(&status->first_bad_row, (unsigned long long)r);
-      continue;
-    }
+    const int32_t t = checked_target(targets, r, V, lane == 0, status);
+    if (t < 0) continue;
     const float* x = logits + r * V;
-    float m = -INFINITY;
-    for (int j = lane; j < V; j += 32) m = fmaxf(m, x[j]);
-    m = warp_max(m);
-    double s = 0;
-    for (int j = lane; j < V; j += 32) s += exp(double(x[j]) - m);
-    s = warp_sum(s);
+    float m;
+    double s;
+    warp_softmax_stats(x, V, lane, m, s);
     if (lane == 0) {
       const double l = log(s) + m - x[t];
       nll[r] = float(l);
@@ -156,19 +159,14 @@ __global__ void categorical_backward_kernel(const float* logits, const int32_t* 
   const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
   for (long long r = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warps) {
-    const int32_t t = targets[r];
-    if (t < 0 || t >= V) {
-      if (lane == 0) atomicMin(&status->first_bad_row, (unsigned long long)r);
-      continue;
-    }
+    const int32_t t = checked_target(targets, r, V, lane == 0, status);
+    if (t < 0) continue;
     const float* x = logits + r * V;
     float* g = dlogits + r * V;
-    float m = -INFINITY;
-    for (int j = lane; j < V; j += 32) m = fmaxf(m, x[j]);
-    m = warp_max(m);
-    double s = 0;
-    for (int j = lane; j < V; j += 32) s += exp(double(x[j]) - m);
-    const double scale_over_z = scale / warp_sum(s);
+    float m;
+    double s;
+    warp_softmax_stats(x, V, lane, m, s);
+    const double scale_over_z = scale / s;
     for (int j = lane; j < V; j += 32)  // scale * (softmax - onehot)
       g[j] = float(exp(double(x[j]) - m) * scale_over_z - (j == t ? double(scale) : 0.0));
   }
@@ -178,7 +176,7 @@ __global__ void categorical_sample_kernel(const float* logits, unsigned long lon
                                           long long step, int32_t* out, long long rows, int V) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < rows;
        b += (long long)gridDim.x * blockDim.x)
-    out[b] = mol::softmax_inverse_cdf(logits + b * V, V, sample_uniform(seed, step, b, 0));
+    out[b] = mol::draw_class(logits + b * V, V, seed, step, b);
 }
 
 constexpr const char* kNotAByte = "is not a byte (0..255)";

@@ -5,9 +5,9 @@
 // in with atomicAdd.
 #include <algorithm>
 
+#include "common/constants.h"
 #include "cuda_check.cuh"
 #include "layernorm.h"
-#include "ops/ops.h"
 #include "reductions.cuh"
 
 namespace lt::kernels {

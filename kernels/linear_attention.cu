@@ -13,7 +13,7 @@
 // leaves their dphi(q) rows zero.
 #include <algorithm>
 
-#include "attention/attention.h"
+#include "common/constants.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "reductions.cuh"

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "attention/attention.h"
+#include "common/constants.h"
 #include "cuda_check.cuh"
 #include "feature_maps.cuh"
 #include "kernels.h"

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attention/feature_map.h"
+#include "common/constants.h"
 
 namespace lt::kernels {
 // One recurrent step (eq. 16-20) for `pairs` = N * H heads: S [pairs, F, M] +=

@@ -1,8 +1,10 @@
 // The Bi-LSTM's cell on the GPU: one thread per (row, hidden unit) of a
 // step, reading its four gates; the recurrent products around it are
-// cuBLAS's (lib/model/bilstm.cpp). Same arithmetic as lib/ops/lstm_cell.cpp.
+// cuBLAS's (lib/model/bilstm.cpp). The gates' math is common/lstm_gates.h,
+// the CPU's too.
 #include <algorithm>
 
+#include "common/lstm_gates.h"
 #include "cuda_check.cuh"
 #include "lstm_cell.h"
 
@@ -12,7 +14,10 @@ namespace {
 constexpr int kThreads = 256;
 unsigned grid_for(int64_t n) { return std::min<unsigned>(blocks_for(n, kThreads), 1u << 16); }
 
-__device__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+struct DeviceMath {
+  static __device__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+  static __device__ float tanh(float x) { return tanhf(x); }
+};
 
 __global__ void forward_kernel(float* gates, const float* rec, const float* c_prev, const int* lengths, long long t,
                                float* c, float* h, float* out, long long out_cols, long long first, long long B,
@@ -24,11 +29,7 @@ __global__ void forward_kernel(float* gates, const float* rec, const float* c_pr
     const float* q = rec + r * 4 * H;
     float ct = 0.f, ht = 0.f;
     if (t < lengths[r]) {
-      const float i = sigmoid(a[j] + q[j]), f = sigmoid(a[H + j] + q[H + j]);
-      const float g = tanhf(a[2 * H + j] + q[2 * H + j]), o = sigmoid(a[3 * H + j] + q[3 * H + j]);
-      a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = o;
-      ct = f * c_prev[e] + i * g;
-      ht = o * tanhf(ct);
+      lstm::gates_forward<DeviceMath>(a, q, H, j, c_prev[e], ct, ht);
     }
     c[e] = ct;
     h[e] = ht;
@@ -50,13 +51,7 @@ __global__ void backward_kernel(const float* gates, const float* c, const float*
     }
     const float* a = gates + r * 4 * H;
     const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], tc = tanhf(c[e]);
-    const float dht = dh[e] + dout[r * dout_cols + first + j];
-    const float dct = dc[e] + dht * o * (1.f - tc * tc);
-    da[j] = dct * g * i * (1.f - i);
-    da[H + j] = dct * c_prev[e] * f * (1.f - f);
-    da[2 * H + j] = dct * i * (1.f - g * g);
-    da[3 * H + j] = dht * tc * o * (1.f - o);
-    dc[e] = dct * f;
+    lstm::gates_backward(i, f, g, o, tc, dh[e] + dout[r * dout_cols + first + j], dc[e], c_prev[e], da, H, j);
   }
 }
 

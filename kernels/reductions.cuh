@@ -55,4 +55,16 @@ static __device__ __forceinline__ void lane_group_sum(float (&x)[N]) {
     for (int j = 0; j < N; ++j) x[j] += __shfl_xor_sync(0xffffffffu, x[j], o);
 }
 
+// The GPU's lanes of common/softmax_row.h: a warp, lane l taking entries
+// l, l + 32, ...; every lane of the warp must take part.
+struct WarpLanes {
+  static constexpr int kStride = 32;
+  int lane;
+  __device__ int first() const { return lane; }
+  static __device__ float exp(float x) { return expf(x); }
+  static __device__ float max(float a, float b) { return fmaxf(a, b); }
+  __device__ float reduce_max(float v) const { return warp_max(v); }
+  __device__ float reduce_sum(float v) const { return warp_sum(v); }
+};
+
 }  // namespace lt::kernels

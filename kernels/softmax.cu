@@ -1,9 +1,10 @@
 // Softmax over rows on the GPU: one warp per row (grid-stride over rows),
 // lanes striding over C, shuffle reductions for the max, the sum and the
-// backward's dot product. Max-subtracted like the CPU version.
+// backward's dot product. The row is common/softmax_row.h's, the CPU's too.
 #include <algorithm>
 #include <cmath>
 
+#include "common/softmax_row.h"
 #include "cuda_check.cuh"
 #include "reductions.cuh"
 #include "softmax.h"
@@ -20,19 +21,8 @@ __global__ void softmax_forward_kernel(const float* x, float* y, long long rows,
   const int lane = threadIdx.x % 32;
   const long long stride = (long long)gridDim.x * kWarpsPerBlock;
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
-    const float* xr = x + r * C;
     float* yr = y + r * C;
-    float m = -INFINITY;
-    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
-    m = warp_max(m);
-    float s = 0.f;
-    for (int c = lane; c < C; c += 32) {
-      const float e = expf(xr[c] - m);
-      yr[c] = e;
-      s += e;
-    }
-    s = warp_sum(s);
-    const float inv = 1.f / s;
+    const float inv = 1.f / softmax_exp_row(x + r * C, yr, C, WarpLanes{lane});
     for (int c = lane; c < C; c += 32) yr[c] *= inv;
   }
 }
@@ -41,13 +31,7 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
   const int lane = threadIdx.x % 32;
   const long long stride = (long long)gridDim.x * kWarpsPerBlock;
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
-    const float* yr = y + r * C;
-    const float* dyr = dy + r * C;
-    float dot = 0.f;
-    for (int c = lane; c < C; c += 32) dot += yr[c] * dyr[c];
-    dot = warp_sum(dot);
-    float* dxr = dx + r * C;
-    for (int c = lane; c < C; c += 32) dxr[c] = yr[c] * (dyr[c] - dot);
+    softmax_backward_row(y + r * C, dy + r * C, dx + r * C, C, WarpLanes{lane});
   }
 }
 

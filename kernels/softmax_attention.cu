@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/softmax_row.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
 #include "reductions.cuh"
@@ -43,16 +44,8 @@ __global__ void masked_softmax_kernel(float* p, const int32_t* key_lengths, long
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
     float* row = p + r * S;
     const int valid = valid_keys(key_lengths, r, L, H, S, causal);
-    float m = -INFINITY;
-    for (int s = lane; s < valid; s += 32) m = fmaxf(m, row[s]);
-    m = warp_max(m);
-    float sum = 0.f;
-    for (int s = lane; s < valid; s += 32) {
-      const float e = expf(row[s] - m);
-      row[s] = e;
-      sum += e;
-    }
-    const float inv = valid > 0 ? 1.f / warp_sum(sum) : 0.f;
+    const float sum = softmax_exp_row(row, row, valid, WarpLanes{lane});
+    const float inv = valid > 0 ? 1.f / sum : 0.f;
     for (int s = lane; s < S; s += 32) row[s] = s < valid ? row[s] * inv : 0.f;
   }
 }
@@ -63,12 +56,7 @@ __global__ void softmax_grad_kernel(const float* p, float* dp, long long rows, i
   const int lane = threadIdx.x % 32;
   const long long stride = (long long)gridDim.x * kWarpsPerBlock;
   for (long long r = blockIdx.x * (long long)kWarpsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
-    const float* pr = p + r * S;
-    float* dr = dp + r * S;
-    float dot = 0.f;
-    for (int s = lane; s < S; s += 32) dot += pr[s] * dr[s];
-    dot = warp_sum(dot);
-    for (int s = lane; s < S; s += 32) dr[s] = pr[s] * (dr[s] - dot);
+    softmax_backward_row(p + r * S, dp + r * S, dp + r * S, S, WarpLanes{lane});
   }
 }
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::app {
 

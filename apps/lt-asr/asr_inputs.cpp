@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "audio/audio_stream.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "lt.hpp"
 
 namespace lt::app {

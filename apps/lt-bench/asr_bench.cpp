@@ -12,9 +12,9 @@
 
 #include "audio/audio_file.h"
 #include "backend/device.h"
-#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "speech/recognizer.h"
 #include "speech/speech_corpus.h"
 

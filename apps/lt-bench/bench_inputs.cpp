@@ -3,7 +3,7 @@
 #include <random>
 
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::bench {
 

@@ -10,9 +10,9 @@
 #include <iostream>
 #include <random>
 
-#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "model/image_model.h"
 
 namespace lt::bench {

@@ -9,8 +9,8 @@
 #include "background_load.h"
 #include "benchmarks.h"
 #include "command_line.h"
+#include "common/error.h"
 #include "common_options.h"
-#include "core/error.h"
 #include "process_setup.h"
 #include "train/world.h"
 

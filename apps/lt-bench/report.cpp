@@ -6,7 +6,7 @@
 
 #include "backend/blas_description.h"
 #include "backend/device.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::bench {
 

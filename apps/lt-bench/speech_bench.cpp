@@ -7,9 +7,9 @@
 #include <iostream>
 #include <random>
 
-#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "speech/speech_corpus.h"
 #include "speech/speech_model.h"
 #include "train/trainer.h"

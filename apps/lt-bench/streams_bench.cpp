@@ -33,7 +33,7 @@
 #include "audio/audio_file.h"
 #include "backend/device.h"
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "lt.h"
 #include "shipped_model.h"
 

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <random>
 
-#include "backend/precision_flags.h"
 #include "benchmarks.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "model/image_model.h"
 #include "ops/ops.h"
 #include "train/image_training.h"

@@ -12,8 +12,8 @@
 #include <random>
 
 #include "command_line.h"
+#include "common/error.h"
 #include "common_options.h"
-#include "core/error.h"
 #include "image_progress.h"
 #include "image_sheet.h"
 #include "io/png.h"

@@ -12,10 +12,10 @@
 #include <variant>
 
 #include "backend/device.h"
-#include "backend/precision_flags.h"
 #include "command_line.h"
+#include "common/error.h"
 #include "common_options.h"
-#include "core/error.h"
+#include "core/precision_flags.h"
 #include "process_setup.h"
 #include "train/recipe_options.h"
 #include "train/training_run.h"

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "api_internal.h"
+#include "common/random.h"
 #include "io/png.h"
-#include "math/random.h"
 #include "model/image_batch.h"
 #include "model/image_generation.h"
 

@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "lt.h"
 #include "model/image_generation.h"
 #include "model/image_model.h"

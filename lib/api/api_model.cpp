@@ -4,7 +4,7 @@
 
 #include "api_internal.h"
 #include "backend/device.h"
-#include "backend/precision_flags.h"
+#include "core/precision_flags.h"
 #include "io/safetensors.h"
 #include "train/copy_task.h"
 

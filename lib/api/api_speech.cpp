@@ -10,7 +10,7 @@
 #include "api_internal.h"
 #include "audio/audio_file.h"
 #include "backend/device.h"
-#include "backend/precision_flags.h"
+#include "core/precision_flags.h"
 #include "speech/recognizer.h"
 
 using lt::api::ArgumentError;

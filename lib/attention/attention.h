@@ -8,12 +8,10 @@
 #include <cstdint>
 
 #include "attention/feature_map.h"
+#include "common/constants.h"  // kLinearAttentionEps
 #include "core/tensor.h"
 
 namespace lt {
-
-// eps of the normaliser, as the reference implementation.
-constexpr float kLinearAttentionEps = 1e-6f;
 
 // ---- Lengths: padded batches --------------------------------------------------
 // The lengths arguments (key_lengths, lengths) are int32 [N] on the tensors'

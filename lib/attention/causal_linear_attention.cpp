@@ -42,10 +42,10 @@
 
 #include "attention/attention.h"
 #include "attention/lengths.h"
+#include "backend/bf16.h"
 #include "backend/cpu_blas.h"
 #include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
-#include "core/bf16.h"
 
 namespace lt {
 namespace {

@@ -22,14 +22,14 @@
 // needed against overflow: u_j - |x~|^2/2 = (|w_j|^2 - |x~ - w_j|^2)/2 <= |w_j|^2/2,
 // about E/2 (16 for E = 32), far below float's exp limit of 88, whatever x is.
 //
-// omega is drawn on the host in float64 from counter-based uniforms (math/random.h)
+// omega is drawn on the host in float64 from counter-based uniforms (common/random.h)
 // and rounded once, so a seed gives the same projection on every device.
 #include <cmath>
 #include <vector>
 
 #include "attention/feature_map.h"
 #include "backend/dispatch.h"
-#include "math/random.h"
+#include "common/random.h"
 #include "ops/simd_math.h"
 
 namespace lt {

@@ -23,13 +23,10 @@
 #include <string>
 
 #include "backend/device.h"
+#include "common/constants.h"  // Elementwise
 #include "core/tensor.h"
 
 namespace lt {
-
-// What the fused recurrent step (linear_attention_step_packed) may apply
-// itself as it reads q and k; none makes it call forward() in a pass of its own.
-enum class Elementwise { none, elu_plus_one, relu };
 
 struct FeatureMapOptions {
   int64_t head_dim = 0;         // E; maps with a projection need it (elementwise maps accept any)

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "backend/bf16.h"
 #include "backend/dispatch.h"
-#include "core/bf16.h"
 #include "ops/ops.h"
 #include "ops/simd_math.h"
 

@@ -25,7 +25,7 @@
 #include "attention/head_loop.h"
 #include "attention/lengths.h"
 #include "backend/cpu_scratch.h"
-#include "math/random.h"
+#include "common/random.h"
 #include "ops/simd_math.h"
 
 namespace lt {

@@ -17,6 +17,7 @@
 #include "backend/cpu_blas.h"
 #include "backend/cpu_scratch.h"
 #include "backend/dispatch.h"
+#include "common/softmax_row.h"
 #include "ops/simd_math.h"
 
 namespace lt {
@@ -25,33 +26,15 @@ namespace {
 constexpr int64_t kRowBlock = 128;
 
 // row[0, valid) = softmax(row[0, valid)); row[valid, width) = 0 (masked keys).
-void softmax_row(float* row, int64_t valid, int64_t width) {
+void masked_softmax_row(float* row, int64_t valid, int64_t width) {
   if (valid == 0) {  // no key at all: the row attends to nothing
     std::fill(row, row + width, 0.f);
     return;
   }
-  float mx = row[0];
-#pragma omp simd reduction(max : mx)
-  for (int64_t s = 1; s < valid; ++s) mx = row[s] > mx ? row[s] : mx;
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t s = 0; s < valid; ++s) {
-    row[s] = simd_math::exp(row[s] - mx);
-    sum += row[s];
-  }
-  const float inv = 1.f / sum;
+  const float inv = 1.f / softmax_exp_row(row, row, valid, simd_math::OneLane{});
 #pragma omp simd
   for (int64_t s = 0; s < valid; ++s) row[s] *= inv;
   std::fill(row + valid, row + width, 0.f);
-}
-
-// dP -> dA in place: dA_s = P_s (dP_s - sum_j P_j dP_j), the softmax Jacobian.
-void softmax_backward_row(const float* p, float* dp, int64_t width) {
-  float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-  for (int64_t s = 0; s < width; ++s) dot += p[s] * dp[s];
-#pragma omp simd
-  for (int64_t s = 0; s < width; ++s) dp[s] = p[s] * (dp[s] - dot);
 }
 
 // 1 + the last column of P [rows, width] that is non-zero in some row (at least 1).
@@ -119,7 +102,7 @@ void softmax_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v
       float* P = pp + (nh * d.L + l0) * d.S;
       if (keys > 0) cpu::sgemm(false, true, b, keys, d.E, temp, qh + l0 * HE, HE, kh, HE, 0.f, P, d.S);
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
-      for (int64_t i = 0; i < b; ++i) softmax_row(P + i * d.S, causal ? l0 + i + 1 : real.keys, d.S);
+      for (int64_t i = 0; i < b; ++i) masked_softmax_row(P + i * d.S, causal ? l0 + i + 1 : real.keys, d.S);
       if (keys > 0)
         cpu::sgemm(false, false, b, d.M, keys, 1.f, P, d.S, vh, HM, 0.f, oh + l0 * HM, HM);
       else
@@ -182,7 +165,8 @@ void softmax_attention_backward(const Tensor& q, const Tensor& k, const Tensor& 
       cpu::sgemm(true, false, keys, d.M, b, 1.f, P, d.S, g, HM, 1.f, dvh, HM);
       cpu::sgemm(false, true, b, keys, d.M, 1.f, g, HM, vh, HM, 0.f, dP, keys);
 #pragma omp parallel for schedule(static) if (!plan.across_heads)
-      for (int64_t i = 0; i < b; ++i) softmax_backward_row(P + i * d.S, dP + i * keys, keys);
+      for (int64_t i = 0; i < b; ++i)  // dP -> dA in place
+        softmax_backward_row(P + i * d.S, dP + i * keys, dP + i * keys, keys, simd_math::OneLane{});
       cpu::sgemm(false, false, b, d.E, keys, temp, dP, keys, kh, HE, 0.f, dqh + l0 * HE, HE);
       cpu::sgemm(true, false, keys, d.E, b, temp, dP, keys, qh + l0 * HE, HE, 1.f, dkh, HE);
     }
@@ -227,7 +211,7 @@ void softmax_attention_step(const Tensor& q, const Tensor& k, const Tensor& v, i
     const int64_t n = nh / H, h = nh % H;
     float* s = scores_p + worker * keys;
     cpu::sgemm(false, true, 1, keys, E, temp, qp + nh * E, E, kc + n * T * HE + h * E, HE, 0.f, s, keys);
-    softmax_row(s, keys, keys);
+    masked_softmax_row(s, keys, keys);
     cpu::sgemm(false, false, 1, M, keys, 1.f, s, keys, vc + n * T * HM + h * M, HM, 0.f, op + nh * M, M);
   });
 }

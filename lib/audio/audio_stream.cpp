@@ -12,7 +12,7 @@
 #include "audio/pcm.h"
 #include "audio/resampler.h"
 #include "audio/wav_header.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

@@ -10,7 +10,7 @@
 #include "audio/augment.h"
 #include "audio/fft_convolve.h"
 #include "audio/resampler.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

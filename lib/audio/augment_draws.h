@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "math/random.h"
+#include "common/random.h"
 
 namespace lt::audio {
 

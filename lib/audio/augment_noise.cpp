@@ -9,7 +9,7 @@
 #include "audio/augment.h"
 #include "audio/augment_draws.h"
 #include "audio/fft_convolve.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

@@ -1,7 +1,7 @@
 #include "audio/audio_file.h"
 #include "audio/augment.h"
 #include "audio/resampler.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "audio/fft_convolve.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "audio/fbank.h"
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 
 namespace lt {
 

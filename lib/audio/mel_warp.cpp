@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "audio/fbank.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

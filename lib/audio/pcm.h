@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "audio/audio_file.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "audio/audio_file.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::audio {
 

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/bf16.h"
+#include "backend/bf16.h"
 
 namespace lt::cpu {
 namespace {

@@ -1,7 +1,7 @@
 #include "backend/cuda_graph.h"
 
 #include "backend/device.h"
-#include "core/error.h"
+#include "common/error.h"
 #ifdef LT_WITH_CUDA
 #include "backend/cuda_module.h"
 #endif

@@ -6,8 +6,8 @@
 #ifdef LT_WITH_CUDA
 #include "backend/cuda_module.h"
 
-#include "core/error.h"
-#include "common/loaded_from.h"
+#include "backend/loaded_from.h"
+#include "common/error.h"
 
 namespace lt::cuda {
 namespace {

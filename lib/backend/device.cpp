@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "backend/device_memory.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "lt_build_commit.h"  // generated at build time: LT_GIT_COMMIT
 #ifdef LT_WITH_CUDA
 #include "backend/cuda_module.h"

@@ -2,7 +2,7 @@
 // runs the launcher and returns. Without CUDA the call is not even compiled;
 // common_device() has already refused the cuda device with a clear message.
 #pragma once
-#include "core/error.h"
+#include "common/error.h"
 #ifdef LT_WITH_CUDA
 #include "backend/cuda_module.h"
 #define LT_ON_CUDA(call) \

@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "backend/device_memory.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

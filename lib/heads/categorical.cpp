@@ -9,8 +9,8 @@
 #include <string>
 
 #include "backend/dispatch.h"
+#include "common/logistic_bins.h"
 #include "heads/heads.h"
-#include "math/logistic_bins.h"
 #include "ops/simd_math.h"
 
 namespace lt {
@@ -118,12 +118,9 @@ void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tenso
   int32_t* op = out.data_i32();
   if (dev == Device::cuda) LT_ON_CUDA(cuda::categorical_sample(xp, seed, step, op, d.rows, d.V));
 
-  // The inverse CDF that kernels/heads.cu uses too, so that both backends pick the same class.
+  // kernels/heads.cu draws with the same function: both backends pick the same class.
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < d.rows; ++b) {
-    const int64_t pick = mol::softmax_inverse_cdf(xp + b * d.V, d.V, sample_uniform(seed, step, b, 0));
-    op[b] = int32_t(pick);
-  }
+  for (int64_t b = 0; b < d.rows; ++b) op[b] = int32_t(mol::draw_class(xp + b * d.V, d.V, seed, step, b));
 }
 
 }  // namespace lt

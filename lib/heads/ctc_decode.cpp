@@ -2,7 +2,7 @@
 // picks it or prefix beam search (ctc_prefix_beam.cpp), and whole utterances.
 #include <algorithm>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "heads/ctc.h"
 #include "heads/ctc_decoders.h"
 

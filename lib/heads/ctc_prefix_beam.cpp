@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "heads/ctc_decoders.h"
 #include "heads/log_space.h"
 

@@ -15,9 +15,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/logistic_bins.h"  // kMolNumClasses, kMolLogScaleMin
+#include "common/random.h"
 #include "core/tensor.h"
 #include "heads/ctc.h"
-#include "math/random.h"
 
 namespace lt {
 
@@ -26,8 +27,6 @@ namespace lt {
 // A byte b is the value y = b / 255 * 2 - 1 in [-1, 1]; component k gives it
 // the mass of a logistic(mean, exp(log_scale)) over the bin [y - 1/255, y + 1/255],
 // the open-ended bin for bytes 0 and 255.
-constexpr double kMolLogScaleMin = -7.0;  // log-scales are clamped from below (torch.clamp)
-constexpr int kMolNumClasses = 256;
 
 // nll[r] = -log p(targets[r] | params[r]) in nats; returns the mean over rows
 // (accumulated in double). Throws on a target outside [0, 255].

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/dispatch.h"
+#include "common/logistic_bins.h"
 #include "heads/heads.h"
-#include "math/logistic_bins.h"
 
 namespace lt {
 namespace {
@@ -126,14 +126,9 @@ void mol_sample(const Tensor& params, uint64_t seed, int64_t step, Tensor& out) 
 
   // The reference's sample_mol draws scales elu(x) + 1.0001, a different
   // distribution from the one its loss models; we sample the modelled one
-  // (mol::sample_byte).
-  const int64_t K = d.K;
+  // (mol::draw_byte, kernels/heads.cu's too).
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < d.rows; ++b) {
-    const float* p = pp + b * 3 * K;
-    const int64_t pick = mol::softmax_inverse_cdf(p, K, sample_uniform(seed, step, b, 0));
-    op[b] = mol::sample_byte(p[K + pick], p[2 * K + pick], sample_uniform(seed, step, b, 1));
-  }
+  for (int64_t b = 0; b < d.rows; ++b) op[b] = mol::draw_byte(pp + b * 3 * d.K, d.K, seed, step, b);
 }
 
 }  // namespace lt

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.h"
-#include "model/grown_view.h"
+#include "common/error.h"
+#include "core/grown_view.h"
 
 namespace lt {
 namespace {

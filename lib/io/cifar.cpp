@@ -2,7 +2,7 @@
 // bytes, the 1024 red values of the 32x32 image in raster order, then the
 // green plane, then the blue plane. We store pixels interleaved (RGBRGB...),
 // the layout of PNGs and of the pixel sequences the image models consume.
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 #include "io/image_dataset.h"
 

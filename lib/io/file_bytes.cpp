@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::io {
 

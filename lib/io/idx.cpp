@@ -12,7 +12,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 #include "io/image_dataset.h"
 

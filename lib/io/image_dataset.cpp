@@ -3,7 +3,7 @@
 // of its files must be there and valid.
 #include <filesystem>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/image_dataset.h"
 
 namespace fs = std::filesystem;

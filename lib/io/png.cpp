@@ -18,7 +18,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 
 namespace lt {

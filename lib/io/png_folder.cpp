@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/image_dataset.h"
 #include "io/png.h"
 

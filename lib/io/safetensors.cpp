@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/bf16.h"
+#include "backend/bf16.h"
 
 namespace lt {
 namespace {

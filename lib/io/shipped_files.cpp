@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "backend/loaded_from.h"
 #include "core/error.h"
-#include "common/loaded_from.h"
 
 namespace lt {
 

@@ -18,8 +18,8 @@
 #include <cmath>
 #include <random>
 
-#include "math/random.h"
-#include "model/grown_view.h"
+#include "common/random.h"
+#include "core/grown_view.h"
 #include "model/step_linear.h"
 #include "ops/ops.h"
 

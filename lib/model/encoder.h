@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "backend/precision.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace lt {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "model/grown_view.h"
+#include "core/grown_view.h"
 #include "model/input_part.h"
 #include "ops/ops.h"
 

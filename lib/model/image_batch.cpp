@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 
 namespace lt {
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 
 namespace lt {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "model/grown_view.h"
+#include "core/grown_view.h"
 #include "model/input_part.h"
 #include "model/step_linear.h"
 #include "ops/ops.h"

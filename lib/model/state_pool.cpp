@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/device.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "attention/attention.h"
-#include "math/random.h"
+#include "common/random.h"
 #include "model/transformer.h"
 #include "model/transformer_internal.h"
 #include "ops/ops.h"

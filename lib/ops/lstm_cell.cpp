@@ -1,16 +1,23 @@
 // The LSTM cell of the Bi-LSTM encoder (lib/model/bilstm.cpp), one time step
 // of a batch: the gate activations, the new state and, backward, the gate
-// gradients. The products around it (x W_ih^T, h W_hh^T) are linear ops.
-// Vectorised along the hidden units with simd_math: libm's tanhf and expf
-// are scalar calls, a fifth of a training step when they were used here.
+// gradients (common/lstm_gates.h, shared with the GPU). The products around
+// it (x W_ih^T, h W_hh^T) are linear ops. Vectorised along the hidden units
+// with simd_math: libm's tanhf and expf are scalar calls, a fifth of a
+// training step when they were used here.
 #include <cstring>
 
 #include "backend/dispatch.h"
+#include "common/lstm_gates.h"
 #include "ops/ops.h"
 #include "ops/simd_math.h"
 
 namespace lt {
 namespace {
+
+struct SimdMath {
+  static float sigmoid(float x) { return simd_math::sigmoid(x); }
+  static float tanh(float x) { return simd_math::tanh(x); }
+};
 
 // The shapes of one step: returns H; W is out's width.
 int64_t check_step(const Tensor& gates, const Tensor& c, const Tensor& lengths, const Tensor& out, int64_t first,
@@ -53,13 +60,10 @@ void lstm_cell_forward(Tensor& gates, const Tensor& rec, const Tensor& c_prev, c
     }
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
-      const float i = simd_math::sigmoid(a[j] + q[j]), f = simd_math::sigmoid(a[H + j] + q[H + j]);
-      const float g = simd_math::tanh(a[2 * H + j] + q[2 * H + j]);
-      const float og = simd_math::sigmoid(a[3 * H + j] + q[3 * H + j]);
-      a[j] = i, a[H + j] = f, a[2 * H + j] = g, a[3 * H + j] = og;
-      const float cj = f * cp[j] + i * g;
+      float cj, hj;
+      lstm::gates_forward<SimdMath>(a, q, H, j, cp[j], cj, hj);
       ct[j] = cj;
-      ht[j] = o[j] = og * simd_math::tanh(cj);
+      ht[j] = o[j] = hj;
     }
   }
 }
@@ -91,13 +95,7 @@ void lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_pr
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
       const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], tc = simd_math::tanh(ct[j]);
-      const float dht = dhr[j] + dyr[j];
-      const float dct = dcr[j] + dht * o * (1.f - tc * tc);
-      da[j] = dct * g * i * (1.f - i);
-      da[H + j] = dct * cp[j] * f * (1.f - f);
-      da[2 * H + j] = dct * i * (1.f - g * g);
-      da[3 * H + j] = dht * tc * o * (1.f - o);
-      dcr[j] = dct * f;
+      lstm::gates_backward(i, f, g, o, tc, dhr[j] + dyr[j], dcr[j], cp[j], da, H, j);
     }
   }
 }

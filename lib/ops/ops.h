@@ -7,7 +7,8 @@
 #pragma once
 #include <cstdint>
 
-#include "backend/precision.h"
+#include "common/constants.h"  // kLayerNormEps
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace lt {
@@ -29,7 +30,6 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, Tensor&
 // LayerNorm over the last axis, eps 1e-5 as torch.nn.LayerNorm (biased
 // variance). mean and rstd hold one value per row (any shape of that size) and
 // are saved for the backward pass.
-constexpr float kLayerNormEps = 1e-5f;
 void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                        Tensor& mean, Tensor& rstd);
 // y = LayerNorm(x + residual) without statistics: the recurrent step's

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/bf16.h"
-#include "core/error.h"
+#include "backend/bf16.h"
+#include "common/error.h"
 
 namespace lt {
 namespace {

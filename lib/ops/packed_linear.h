@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backend/precision.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace lt {

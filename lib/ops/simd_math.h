@@ -79,4 +79,15 @@ inline float erfc(float x) {
   return x < 0.f ? 2.f - e : e;
 }
 
+// The CPU's lanes of common/softmax_row.h: one, whose loops `omp simd`
+// vectorises.
+struct OneLane {
+  static constexpr int kStride = 1;
+  static int first() { return 0; }
+  static float exp(float x) { return simd_math::exp(x); }
+  static float max(float a, float b) { return b > a ? b : a; }
+  static float reduce_max(float v) { return v; }
+  static float reduce_sum(float v) { return v; }
+};
+
 }  // namespace lt::simd_math

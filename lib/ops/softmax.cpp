@@ -1,6 +1,7 @@
-// Softmax over the last axis, max-subtracted so exp never overflows. It is the
-// inner loop of softmax attention (rows of length L), hence the vectorised exp.
+// Softmax over the last axis, max-subtracted so exp never overflows; each
+// row is common/softmax_row.h's, as on the GPU.
 #include "backend/dispatch.h"
+#include "common/softmax_row.h"
 #include "ops/ops.h"
 #include "ops/simd_math.h"
 
@@ -26,22 +27,13 @@ void softmax_forward(const Tensor& x, Tensor& y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * C;
     float* yr = yp + r * C;
-    float m = xr[0];
-#pragma omp simd reduction(max : m)
-    for (int64_t c = 0; c < C; ++c) m = xr[c] > m ? xr[c] : m;
-    float s = 0.f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t c = 0; c < C; ++c) {
-      yr[c] = simd_math::exp(xr[c] - m);
-      s += yr[c];
-    }
+    const float s = softmax_exp_row(xr, yr, C, simd_math::OneLane{});
     const float inv = 1.f / s;
 #pragma omp simd
     for (int64_t c = 0; c < C; ++c) yr[c] *= inv;
   }
 }
 
-// dx = y * (dy - <dy, y>) per row: the softmax Jacobian diag(y) - y y^T applied to dy.
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   check_shape(dy, y.shape(), "softmax_backward dy");
   check_shape(dx, y.shape(), "softmax_backward dx");
@@ -53,16 +45,8 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   const float* dyp = dy.data();
   float* dxp = dx.data();
 #pragma omp parallel for schedule(static) if (rows * C >= kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = yp + r * C;
-    const float* dyr = dyp + r * C;
-    float* dxr = dxp + r * C;
-    float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t c = 0; c < C; ++c) dot += yr[c] * dyr[c];
-#pragma omp simd
-    for (int64_t c = 0; c < C; ++c) dxr[c] = yr[c] * (dyr[c] - dot);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    softmax_backward_row(yp + r * C, dyp + r * C, dxp + r * C, C, simd_math::OneLane{});
 }
 
 }  // namespace lt

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/precision.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "model/sequence_model.h"
 #include "speech/pause_finder.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "speech/recognizer.h"
 
 namespace lt::speech {

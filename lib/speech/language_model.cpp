@@ -9,8 +9,8 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 #include "speech/language_model.h"
 
 namespace lt {

@@ -26,7 +26,7 @@
 #include <memory>
 #include <string_view>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 #include "speech/language_model.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 #include "speech/speech_corpus.h"
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "io/file_bytes.h"
 #include "speech/speech_corpus.h"
 

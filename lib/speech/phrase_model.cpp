@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "speech/language_model.h"
 
 namespace lt {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <utility>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "speech/language_model.h"
 
 namespace lt {

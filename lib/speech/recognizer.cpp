@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/error.h"
 #include "core/clock.h"
-#include "core/error.h"
 #include "speech/causal_encoder.h"
 #include "speech/decoding.h"
 #include "speech/pause_finder.h"

@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend/precision.h"
+#include "core/precision.h"
 #include "heads/ctc.h"
 #include "speech/language_model.h"
 #include "speech/speech_corpus.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "audio/audio_file.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

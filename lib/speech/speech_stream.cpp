@@ -10,8 +10,8 @@
 #include <chrono>
 
 #include "audio/audio_file.h"
+#include "common/error.h"
 #include "core/clock.h"
-#include "core/error.h"
 #include "model/state_pool.h"
 #include "speech/recognizer.h"
 #include "speech/stream_member.h"

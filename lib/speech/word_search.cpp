@@ -19,7 +19,7 @@
 #include <map>
 #include <utility>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "heads/log_space.h"
 #include "speech/pronunciation_trie.h"
 #include "speech/word_history.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "backend/device.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "task_family.h"
 #include "train/recipe_options.h"
 #include "train/training_run.h"

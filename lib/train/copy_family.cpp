@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "backend/precision_flags.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "io/safetensors.h"
 #include "task_family.h"
 #include "train/copy_task.h"

@@ -1,8 +1,8 @@
 // The copy task: its sequences and its model's configuration.
 #include "train/copy_task.h"
 
+#include "common/random.h"
 #include "io/safetensors.h"
-#include "math/random.h"
 
 namespace lt {
 

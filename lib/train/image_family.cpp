@@ -5,8 +5,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/precision_flags.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "task_family.h"
 #include "train/image_training.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 namespace {

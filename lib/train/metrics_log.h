@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "train/speech_training.h"
 
 namespace lt {

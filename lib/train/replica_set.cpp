@@ -7,7 +7,7 @@
 
 #include "backend/cpu_blas.h"
 #include "backend/device.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "train/training_loop.h"
 #include "train/world.h"
 

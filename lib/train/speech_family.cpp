@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/device.h"
-#include "backend/precision_flags.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "task_family.h"
 #include "train/speech_training.h"
 

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "audio/audio_file.h"
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 #include "train/world.h"
 
 namespace lt {

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 #include "train/world.h"
 
 namespace lt {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "task_family.h"
 
 namespace lt {

@@ -9,8 +9,8 @@
 
 #include "backend/blas_description.h"
 #include "backend/device.h"
-#include "backend/precision_flags.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision_flags.h"
 #include "run_report.h"
 #include "task_family.h"
 #include "train/world.h"

@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "audio/augment.h"
-#include "core/error.h"
-#include "math/random.h"
+#include "common/error.h"
+#include "common/random.h"
 #include "train/speech_training.h"
 
 namespace lt {

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "backend/dispatch.h"
-#include "core/error.h"
+#include "common/error.h"
 
 #ifdef LT_WITH_MPI
 #include <unistd.h>
 
-#include "common/loaded_from.h"
+#include "backend/loaded_from.h"
 #include "mpi_table.h"
 #endif
 

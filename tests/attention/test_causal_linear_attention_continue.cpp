@@ -9,7 +9,7 @@
 
 #include "attention/attention.h"
 #include "attention/linear_attention_inputs.h"
-#include "core/bf16.h"
+#include "backend/bf16.h"
 #include "test_util.h"
 
 using namespace lt;

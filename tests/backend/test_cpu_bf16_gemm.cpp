@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu_bf16_gemm.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "ops/ops.h"
 #include "ops/packed_linear.h"
 #include "test_util.h"

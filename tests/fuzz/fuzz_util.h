@@ -1,6 +1,6 @@
 // Shared by the libFuzzer harnesses (README.md here): the readers take paths,
 // so each input is written to a scratch file first, and the one accepted
-// rejection, an lt::Error, is held to the message contract of core/error.h.
+// rejection, an lt::Error, is held to the message contract of common/error.h.
 #pragma once
 #include <unistd.h>
 #include <zlib.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt::fuzz {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "test_util.h"
 
 namespace lt::test {

@@ -3,7 +3,7 @@
 // path and what differs.
 #include <doctest/doctest.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "model/parameters.h"
 #include "test_util.h"
 

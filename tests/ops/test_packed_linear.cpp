@@ -2,7 +2,7 @@
 // first for bf16): what is left is the order of the fp32 sums.
 #include <cmath>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "ops/packed_linear.h"
 #include "test_util.h"
 

@@ -158,7 +158,7 @@ def test_failures_raise_lt_error_with_the_library_s_line(model, tmp_path):
 
 
 def _splitmix64(z):
-    """lt's splitmix64 (lib/math/random.h), for the seed of a first batch."""
+    """lt's splitmix64 (lib/common/random.h), for the seed of a first batch."""
     mask = (1 << 64) - 1
     z = (z + 0x9E3779B97F4A7C15) & mask
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask

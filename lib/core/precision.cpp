@@ -1,7 +1,7 @@
 // Precision: names, and whether a device can run it.
-#include "backend/precision.h"
+#include "core/precision.h"
 
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

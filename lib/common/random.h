@@ -2,17 +2,14 @@
 #pragma once
 #include <cstdint>
 
+#include "common/host_device.h"
+
 namespace lt {
 
 // Counter-based: draw d of row b at decoding step t under a seed is a pure
 // function of (seed, t, b, d), so a run is reproducible from its seed, the rows
 // of a batch are independent, and the CUDA kernels (which include this header)
 // draw exactly what the CPU draws.
-#if defined(__CUDACC__)
-#define LT_HOST_DEVICE __host__ __device__
-#else
-#define LT_HOST_DEVICE
-#endif
 
 // splitmix64's output function (Steele et al. 2014): a bijective 64-bit mixer.
 LT_HOST_DEVICE inline uint64_t splitmix64(uint64_t z) {

@@ -9,7 +9,15 @@
 #include <cmath>
 #include <cstdint>
 
-#include "heads/heads.h"  // kMolNumClasses, kMolLogScaleMin, LT_HOST_DEVICE (math/random.h)
+#include "common/host_device.h"
+#include "common/random.h"
+
+namespace lt {
+// The discretized mixture of logistics' bytes, and the floor of its log-scales
+// (torch.clamp in PixelCNN++).
+constexpr int kMolNumClasses = 256;
+constexpr double kMolLogScaleMin = -7.0;
+}  // namespace lt
 
 namespace lt::mol {
 
@@ -106,6 +114,20 @@ LT_HOST_DEVICE inline int32_t sample_byte(float mean, float raw_log_scale, doubl
   const double x = std::fma(std::exp(log_scale), logistic, double(mean));
   const double bin = std::nearbyint(std::fma(x, 127.5, 127.5));  // (x + 1) / 2 * 255, half to even
   return int32_t(std::fmin(std::fmax(bin, 0.0), 255.0));
+}
+
+// What a row draws at decoding step `step` under `seed`, on either backend:
+// a class of softmax(logits[0..n)) at the row's uniform 0; for a mixture of K
+// logistics laid out [logits | means | log-scales], the byte its drawn
+// component draws at the row's uniform 1.
+template <typename Index>
+LT_HOST_DEVICE inline Index draw_class(const float* logits, Index n, uint64_t seed, int64_t step, int64_t row) {
+  return softmax_inverse_cdf(logits, n, sample_uniform(seed, step, row, 0));
+}
+template <typename Index>
+LT_HOST_DEVICE inline int32_t draw_byte(const float* p, Index K, uint64_t seed, int64_t step, int64_t row) {
+  const Index pick = draw_class(p, K, seed, step, row);
+  return sample_byte(p[K + pick], p[2 * K + pick], sample_uniform(seed, step, row, 1));
 }
 
 }  // namespace lt::mol

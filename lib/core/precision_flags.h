@@ -2,8 +2,8 @@
 // (docs/precision.md has the table with what each costs).
 #pragma once
 #include "backend/device.h"
-#include "backend/precision.h"
-#include "core/error.h"
+#include "common/error.h"
+#include "core/precision.h"
 
 namespace lt {
 

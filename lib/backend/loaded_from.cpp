@@ -1,5 +1,5 @@
 // own_folder() and load_module(): where lt is, and its modules beside it.
-#include "common/loaded_from.h"
+#include "backend/loaded_from.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
