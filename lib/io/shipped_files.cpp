@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/loaded_from.h"
-#include "core/error.h"
+#include "common/error.h"
 
 namespace lt {
 

@@ -112,8 +112,8 @@ class CopyFamily final : public TaskFamily {
  private:
   std::unique_ptr<SequenceModel> model_;
   std::unique_ptr<CopyTrainingTask> task_;
-};
   std::optional<uint64_t> trained_with_;  // the loaded checkpoint's lt.train.seed
+};
 
 }  // namespace
 
