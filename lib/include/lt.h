@@ -112,8 +112,6 @@ LT_API void lt_model_free(lt_model* model); /* NULL is ignored */
 /* Threads of the CPU backend for the whole process; 0: every core. */
 LT_API void lt_set_threads(int threads);
 
-/* ---- recurrent state ---- */
-
 /* The full path of a file lt ships, found as the tools find it when no file
  * is named: a file of weights/ by its name ("mnist.safetensors",
  * "asr.safetensors", "asr-stream.safetensors", "speech-phones.arpa.gz",
@@ -124,6 +122,8 @@ LT_API void lt_set_threads(int threads);
  * the caller's, released with lt_string_free. A file not found is LT_ERROR,
  * the line naming every place looked. */
 LT_API lt_status lt_find_shipped(const char* name, char** path);
+
+/* ---- recurrent state ---- */
 
 typedef struct lt_state lt_state;
 
@@ -258,21 +258,13 @@ typedef struct lt_recognizer_options {
   int word_beam;          /* word hypotheses kept per frame */
 } lt_recognizer_options;
 
+/* lt-asr's beam width (its --beam default, and lt_recognizer_tool_options's). */
+#define LT_ASR_BEAM 64
+
 /* cpu, fp32, greedy phones (beam 1), no language models, max_delay 0.5 s,
  * prune -12, pause 0.4 s, and lt-asr's tuned weights, bonuses and word beam:
  * lt-asr's settings with --beam 1. */
 LT_API lt_recognizer_options lt_recognizer_default_options(void);
-/* The pronunciations lt's tools read words with when no lexicon is named:
- * pocketsphinx's CMU dictionary (Debian's pocketsphinx-en-us), a path that
- * need not exist. */
-LT_API const char* lt_default_lexicon(void);
-/* lt-asr's beam width (its --beam default, and lt_recognizer_tool_options's). */
-#define LT_ASR_BEAM 64
-
-/* A speech model written by lt-train --task asr (asr.safetensors), with the
- * language models and lexicon the options name (NULL options: defaults). */
-LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options* options,
-                                   lt_recognizer** recognizer);
 /* lt-asr's settings when given no options: lt_recognizer_default_options()
  * with lt-asr's beam (64) and the shipped phone model; words nonzero adds
  * what lt-asr --words adds, the CMU dictionary and the shipped word model
@@ -281,6 +273,14 @@ LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_o
  * recognizer made with them gives lt-asr's phones and words (a test compares
  * them). LT_ERROR when a file is not found. */
 LT_API lt_status lt_recognizer_tool_options(int words, lt_recognizer_options* options);
+/* The pronunciations lt's tools read words with when no lexicon is named:
+ * pocketsphinx's CMU dictionary (Debian's pocketsphinx-en-us), a path that
+ * need not exist. */
+LT_API const char* lt_default_lexicon(void);
+/* A speech model written by lt-train --task asr (asr.safetensors), with the
+ * language models and lexicon the options name (NULL options: defaults). */
+LT_API lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options* options,
+                                   lt_recognizer** recognizer);
 LT_API void lt_recognizer_free(lt_recognizer* recognizer); /* NULL is ignored */
 
 typedef struct lt_token {

@@ -46,9 +46,6 @@ using Recipe = std::unique_ptr<lt_recipe, Free>;
 using Audio = std::unique_ptr<float, Free>;    // lt_audio_read's samples
 using String = std::unique_ptr<char, Free>;    // lt_evaluate's and lt_export's text
 
-inline Model load_model(const std::string& path, const lt_model_options& options = lt_model_default_options()) {
-  lt_model* m = nullptr;
-  ok(lt_model_load(path.c_str(), &options, &m));
 // lt_find_shipped: the full path of a file lt ships ("asr.safetensors", "lexicon").
 inline std::string find_shipped(const std::string& name) {
   char* path = nullptr;
@@ -57,6 +54,9 @@ inline std::string find_shipped(const std::string& name) {
   return path;
 }
 
+inline Model load_model(const std::string& path, const lt_model_options& options = lt_model_default_options()) {
+  lt_model* m = nullptr;
+  ok(lt_model_load(path.c_str(), &options, &m));
   return Model(m);
 }
 
