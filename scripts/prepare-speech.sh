@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 # The voices, text and tools, with lt's own build dependencies (setup.sh
 # installs only what is missing).
 scripts/setup.sh python3 flite espeak-ng festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts sox libsox-fmt-all pocketsphinx pocketsphinx-en-us pocketsphinx-testdata \
-  asterisk-core-sounds-en asterisk-core-sounds-en-wav klettres-data \
+  asterisk-core-sounds-en asterisk-core-sounds-en-wav asterisk-core-sounds-en-g722 ffmpeg klettres-data \
   wordnet-base fortunes bible-kjv
 exec python3 scripts/speech/make_corpus.py "$@"

@@ -6,18 +6,23 @@ manifests for measuring lt-asr and choosing checkpoints, never for training.
   scripts/speech/real_speech.py [--out data/speech]
 
 Sources (apt-get install pocketsphinx-testdata asterisk-core-sounds-en-wav
-klettres-data; a missing one is left out with a note on stderr):
+asterisk-core-sounds-en-g722 ffmpeg klettres-data; a missing one is left out
+with a note on stderr):
   - pocketsphinx-testdata: LibriVox sentences, spoken playing cards, two
     commands and a digit string (16 kHz);
   - asterisk-core-sounds-en-wav: Allison Smith's telephony prompts (8 kHz,
     CC-BY-SA 3.0), transcripts from asterisk-core-sounds-en's
     core-sounds-en.txt;
+  - asterisk-core-sounds-en-g722: the same prompts recorded wideband (raw
+    G.722 at 16 kHz), decoded with ffmpeg into WAVs;
   - klettres-data: a child's-alphabet tutor's English letters and words
     (44.1 kHz Ogg).
 
 Writes OUT/real.tsv (pocketsphinx-testdata, the set earlier scores in
 docs/speech.md were measured on), OUT/real-prompts.tsv (Allison's prompts of
-two words or more), OUT/real-words.tsv (single words from every source) and
+two words or more, 8 kHz), OUT/real-prompts-16k.tsv (the same prompts'
+wideband recordings, a condition of its own: not in real-all.tsv),
+OUT/real-words.tsv (single words from every source) and
 OUT/real-all.tsv (all of them). Columns: path, speaker (the source), words,
 phones. Phones are the CMU dictionary's first pronunciation, except spelled
 letters, which get the letter's name. A transcript with a number of more than
@@ -27,6 +32,7 @@ import argparse
 import gzip
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -110,6 +116,26 @@ def allison(rows):
             rows.add(os.path.join(ALLISON, name + ".wav"), "allison", words, letters=letter)
 
 
+def allison_wideband(prompts, audio_dir, root=ALLISON):
+    """The rows of Allison's 8 kHz prompts again, from their wideband
+    recordings (NAME.g722 beside NAME.wav under root), each decoded once into
+    audio_dir/allison-16k/NAME.wav. A prompt without one is left out."""
+    out = []
+    for path, _, words, phones in prompts:
+        g722 = path[:-4] + ".g722"
+        if not os.path.exists(g722):
+            continue
+        wav = os.path.join(audio_dir, "allison-16k", os.path.relpath(path, root))
+        if not os.path.exists(wav):
+            os.makedirs(os.path.dirname(wav), exist_ok=True)
+            subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-f", "g722", "-i", g722, "-ar", "16000",
+                            "-ac", "1", wav + ".part.wav"], check=True)
+            os.replace(wav + ".part.wav", wav)
+        out.append((os.path.abspath(wav), "allison-16k", words, phones))
+    log(f"allison-16k: {len(out)} of {len(prompts)} prompts have a wideband recording")
+    return out
+
+
 def klettres(rows):
     for name in sorted(os.listdir(os.path.join(KLETTRES, "alpha"))):
         if re.fullmatch(r"[A-Z]\.ogg", name):
@@ -144,7 +170,12 @@ def write_real_manifests(out_dir):
     single = [r for r in rows.rows if len(r[2].split()) == 1]
     write(os.path.join(out_dir, "real.tsv"),
           [r for r in rows.rows if r[1] in ("librivox", "cards")])
-    write(os.path.join(out_dir, "real-prompts.tsv"), [r for r in rows.rows if r[1] == "allison" and r not in single])
+    prompts = [r for r in rows.rows if r[1] == "allison" and r not in single]
+    write(os.path.join(out_dir, "real-prompts.tsv"), prompts)
+    if shutil.which("ffmpeg") is None:
+        log("ffmpeg is missing: real-prompts-16k.tsv left out (apt-get install ffmpeg asterisk-core-sounds-en-g722)")
+    else:
+        write(os.path.join(out_dir, "real-prompts-16k.tsv"), allison_wideband(prompts, audio_dir))
     write(os.path.join(out_dir, "real-words.tsv"), single)
     write(os.path.join(out_dir, "real-all.tsv"), rows.rows)
 
