@@ -14,7 +14,6 @@
 #include "speech/recognizer.h"
 
 using lt::api::ArgumentError;
-using lt::api::caller_copy;
 using lt::api::require;
 
 struct lt_recognizer {
@@ -161,17 +160,9 @@ void lt_recognizer_free(lt_recognizer* recognizer) { delete recognizer; }
 
 const char* lt_default_lexicon(void) { return lt::default_lexicon_path(); }
 
+// Any file libsndfile reads: lt_audio_read_format without a raw layout (api_audio_input.cpp).
 lt_status lt_audio_read(const char* path, float** samples, int64_t* count) {
-  if (samples) *samples = nullptr;
-  if (count) *count = 0;
-  return lt::api::guarded([&] {
-    require(path, "path");
-    require(samples, "samples");
-    require(count, "count");
-    const std::vector<float> audio = lt::read_audio(path);
-    *samples = caller_copy(audio.data(), audio.size());
-    *count = int64_t(audio.size());
-  });
+  return lt_audio_read_format(path, nullptr, samples, count);
 }
 
 void lt_audio_free(float* samples) { std::free(samples); }

@@ -60,7 +60,9 @@ typedef enum lt_status {
   LT_ERROR = 1,          /* bad input, a file that cannot be read or is malformed, a state that does not
                             fit its model, a device that cannot be used: lt_last_error() says which */
   LT_ERROR_ARGUMENT = 2, /* a NULL pointer or a size out of range */
-  LT_ERROR_MEMORY = 3    /* an allocation failed */
+  LT_ERROR_MEMORY = 3,   /* an allocation failed */
+  LT_ERROR_DIVERGED = 4  /* lt_train: the loss became NaN or infinite; the run stopped without updating, its
+                            last checkpoint kept (lt_last_error() says at which step) */
 } lt_status;
 
 /* The version of this header, the same as lt_version()'s number (CMake's
@@ -229,6 +231,12 @@ LT_API void lt_image_batch_free(lt_image_batch* batch); /* NULL is ignored */
  * pixels than its compressed data can hold is LT_ERROR, refused before any
  * memory is set aside for its pixels. */
 LT_API lt_status lt_png_read(const char* path, uint8_t** pixels, int64_t* height, int64_t* width, int64_t* channels);
+/* Writes pixels [height x width x channels] (1 grey, 2 grey + alpha, 3 RGB, 4
+ * RGBA; a row under 2 GiB) as a PNG file, as the tools write theirs: through a
+ * temporary file renamed over path, so a reader never sees a partial image
+ * and a failed write (a full disk, a missing folder) leaves path as it was,
+ * in one line naming it. */
+LT_API lt_status lt_png_write(const char* path, const uint8_t* pixels, int64_t height, int64_t width, int64_t channels);
 
 /* ---- speech: phones and words with times ---- */
 
@@ -293,6 +301,42 @@ typedef struct lt_token {
  * caller releases with lt_audio_free. */
 LT_API lt_status lt_audio_read(const char* path, float** samples, int64_t* count);
 LT_API void lt_audio_free(float* samples); /* NULL is ignored */
+
+/* ---- audio as a tool is handed it: raw PCM, and audio that arrives in pieces ---- */
+
+#define LT_SPEECH_SAMPLE_RATE 16000 /* the rate of what the readers give and the recognizers take */
+#define LT_MIN_SPEECH_SAMPLES 400   /* the shortest audio the readers accept: one 25 ms analysis frame */
+
+typedef struct lt_audio_format {
+  int sample_rate;     /* > 0: raw PCM at this rate, without a header; 0: a file with a header (WAV, FLAC, ...) */
+  int channels;        /* raw PCM's channels (averaged to mono) */
+  const char* sample;  /* raw PCM's samples: "s16le", "s24le", "s32le", "f32le" or "u8" */
+} lt_audio_format;
+
+/* 0 (a header), 1 channel, "s16le". */
+LT_API lt_audio_format lt_audio_default_format(void);
+/* lt_audio_read with the input's layout: raw PCM when format->sample_rate >
+ * 0 (a size that is not whole frames, an unknown sample name: LT_ERROR
+ * naming the file), else (or NULL) any file libsndfile reads. Fewer than
+ * LT_MIN_SPEECH_SAMPLES samples, or a float sample beyond +-2, is LT_ERROR. */
+LT_API lt_status lt_audio_read_format(const char* path, const lt_audio_format* format, float** samples,
+                                      int64_t* count);
+
+typedef struct lt_audio_reader lt_audio_reader;
+/* Audio read from the file descriptor fd as it arrives (stdin, a pipe, a file
+ * still being written): a WAV header (PCM 8 to 32 bits or 32-bit float, any
+ * rate and channels; a data size of 0 or 0xFFFFFFFF reads to the end) or,
+ * with format->sample_rate > 0, raw PCM. name names the input in messages
+ * ("-" reads "stdin"). follow_seconds > 0: the input ends only once it has
+ * not grown for that long (tail -f); 0: at its end. fd stays the caller's. */
+LT_API lt_status lt_audio_reader_new(int fd, const char* name, const lt_audio_format* format, double follow_seconds,
+                                     lt_audio_reader** reader);
+/* The next samples, mono at 16 kHz in [-1, 1]: what one read of the input
+ * gave, *count of them at *samples (valid until the next call; 0 while the
+ * input trickles in); *more is 0 once the input has ended (then *count is
+ * 0). A malformed header or a read that fails is LT_ERROR naming the input. */
+LT_API lt_status lt_audio_reader_read(lt_audio_reader* reader, const float** samples, int64_t* count, int* more);
+LT_API void lt_audio_reader_free(lt_audio_reader* reader); /* NULL is ignored */
 
 /* A whole recording: samples[count] of 16 kHz mono in [-1, 1]. */
 LT_API lt_status lt_transcribe(lt_recognizer* recognizer, const float* samples, int64_t count,
@@ -370,6 +414,47 @@ LT_API lt_status lt_stream_group_step(lt_stream_group* group, lt_stream_group_st
 LT_API int lt_stream_done(const lt_stream* stream);
 LT_API void lt_stream_group_free(lt_stream_group* group); /* NULL is ignored */
 
+/* ---- speech corpora, and scoring a recognizer against them ---- */
+
+typedef struct lt_corpus lt_corpus;
+
+typedef struct lt_utterance {
+  const char* audio;        /* the audio file's path as this program can open it; NULL: no such utterance */
+  double duration;          /* seconds; 0 when not given */
+  const char* speaker;      /* "" when not given */
+  const char* transcript;   /* its words as written; "" when not given */
+  const char* const* phones; /* phone_count ARPAbet phones without stress ("HH", "AH"): the reference */
+  int64_t phone_count;
+  const char* const* words; /* word_count words of the transcript, upper case */
+  int64_t word_count;
+} lt_utterance;
+
+/* A corpus as lt-train --data and lt-asr --ref read it: lt's manifest TSV or
+ * a LibriSpeech folder (docs/speech.md); words without phones are pronounced
+ * through lexicon (a CMU-dictionary file; NULL or "": lt_default_lexicon()
+ * when it is installed). A malformed line, an unknown phone or a word the
+ * lexicon cannot pronounce is LT_ERROR naming the file and line. */
+LT_API lt_status lt_corpus_read(const char* path, const char* lexicon, lt_corpus** corpus);
+LT_API int64_t lt_corpus_size(const lt_corpus* corpus);
+/* Utterance i (0 <= i < size), valid while the corpus lives; audio NULL when i is out of range. */
+LT_API lt_utterance lt_corpus_utterance(const lt_corpus* corpus, int64_t i);
+LT_API void lt_corpus_free(lt_corpus* corpus); /* NULL is ignored */
+
+typedef struct lt_error_counts {
+  int64_t errors;         /* edit distances, summed */
+  int64_t reference;      /* reference tokens, summed */
+  int64_t substitutions, deletions, insertions; /* the edits of one minimal alignment per pair */
+} lt_error_counts;
+
+/* Adds to *counts the Levenshtein distance (unit costs) that turns
+ * reference[n] into hypothesis[m], tokens compared as text (phones, words),
+ * and the kinds of edit of one minimal alignment: summed over a corpus, the
+ * phone or word error rate lt-asr --ref reports. Start from zeroed counts. */
+LT_API lt_status lt_score_tokens(const char* const* reference, int64_t n, const char* const* hypothesis, int64_t m,
+                                 lt_error_counts* counts);
+/* errors / reference (errors alone when there is no reference token). */
+LT_API double lt_error_rate(const lt_error_counts* counts);
+
 /* ---- training: lt-train's runs ---- */
 
 typedef struct lt_recipe lt_recipe;
@@ -420,8 +505,9 @@ typedef struct lt_train_result {
 
 /* Trains as lt-train does (checkpoints, resume, the same bits). progress
  * (NULL: none) gets every event on the calling thread; once *stop (NULL:
- * never) is nonzero, the run stops after the step in progress and writes its
- * checkpoint. A run that diverges is LT_ERROR. */
+ * never; read after every event and every 10 ms, so a signal handler may set
+ * it) is nonzero, the run stops after the step in progress, or before its
+ * first, and writes its checkpoint. A run that diverges is LT_ERROR_DIVERGED. */
 LT_API lt_status lt_train(const lt_recipe* recipe, lt_train_progress progress, void* user, const volatile int* stop,
                           lt_train_result* result);
 /* lt-train --eval: scores "model" on its test data; *result is lt-train's
@@ -431,6 +517,53 @@ LT_API lt_status lt_evaluate(const lt_recipe* recipe, char** result);
  * its scores; *report has a line per score and file. lt_string_free it. */
 LT_API lt_status lt_export(const lt_recipe* recipe, char** report);
 LT_API void lt_string_free(char* text); /* NULL is ignored */
+
+/* ---- training: lt-train's flags, and the processes of a run ----
+ * lt-train is these calls: its flags are the option table's rows, each set
+ * with lt_recipe_set, and a run is lt_train, lt_evaluate or lt_export. */
+
+typedef struct lt_recipe_option {
+  const char* name;   /* lt_recipe_set's name, lt-train's long flag without dashes: "batch" */
+  const char* flags;  /* lt-train's flags: "-b,--batch" */
+  const char* group;  /* its --help group: "", "model", "optimization" or "speech" */
+  const char* help;   /* its --help text; "" for a flag every tool shares ("device", "bf16", "tf32") */
+  const char* type;   /* what --help says it takes: "INT", "UINT", "FLOAT", "TEXT", "TEXT:{a,b}"; "" for a flag */
+  int flag;           /* 1: takes no value ("true" or "false") */
+  int repeatable;     /* 1: each lt_recipe_set adds a value ("milestones", "score", "average", "note") */
+  int shows_default;  /* 1: --help shows its default, lt_recipe_get of a new recipe */
+} lt_recipe_option;
+
+/* The options, in lt-train's --help order; their texts live as long as the process. */
+LT_API int64_t lt_recipe_option_count(void);
+LT_API lt_status lt_recipe_option_at(int64_t i, lt_recipe_option* option);
+/* An option's value in the recipe as text, as --help shows a default ("" for
+ * a repeatable one). *value is the caller's, released with lt_string_free. */
+LT_API lt_status lt_recipe_get(const lt_recipe* recipe, const char* option, char** value);
+/* Who runs the recipe: program begins its lines on stderr ("lt" until set;
+ * lt-train's "lt-train"), command_line is what a run's checkpoints record as
+ * lt.train.command (until set: "lt_train --task copy --steps 6 ...", the
+ * options as set). NULL leaves either as it is; an empty program name is
+ * LT_ERROR_ARGUMENT. */
+LT_API lt_status lt_recipe_set_caller(lt_recipe* recipe, const char* program, const char* command_line);
+
+/* lt_train, lt_evaluate and lt_export first check what lt-train checks before
+ * anything is read: the device's name and whether the precision options apply
+ * to it; lt_evaluate and lt_export run in one process. */
+
+typedef struct lt_world {
+  int rank;        /* this process's; rank 0 reports and writes */
+  int size;        /* processes; 1 outside mpirun and srun */
+  int local_rank;  /* among the ranks on this machine: the GPU it takes */
+} lt_world;
+
+/* The processes of a training run: started by mpirun or srun, the MPI world
+ * (the MPI module loaded and MPI initialised on the first call); otherwise a
+ * world of one. LT_ERROR when a launcher started the process but MPI cannot
+ * start (*world is then a world of one). */
+LT_API lt_status lt_world_get(lt_world* world);
+/* Ends every rank with this exit status (a rank that fails alone would leave
+ * the others waiting in a collective), or this process in a world of one. */
+LT_API void lt_world_abort(int status);
 
 #ifdef __cplusplus
 }

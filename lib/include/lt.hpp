@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "lt.h"
 
@@ -36,6 +37,8 @@ struct Free {
   void operator()(float* p) const { lt_audio_free(p); }
   void operator()(uint8_t* p) const { lt_bytes_free(p); }
   void operator()(char* p) const { lt_string_free(p); }
+  void operator()(lt_audio_reader* p) const { lt_audio_reader_free(p); }
+  void operator()(lt_corpus* p) const { lt_corpus_free(p); }
 };
 using Model = std::unique_ptr<lt_model, Free>;
 using State = std::unique_ptr<lt_state, Free>;
@@ -100,6 +103,67 @@ inline Transcript tentative(const lt_stream* stream) {
   lt_transcript* t = nullptr;
   ok(lt_stream_tentative(stream, &t));
   return Transcript(t);
+}
+
+// ---- what the tools read and write: audio, corpora, PNGs; lt-train's recipe ----
+
+using AudioReader = std::unique_ptr<lt_audio_reader, Free>;
+using Bytes = std::unique_ptr<uint8_t, Free>;  // lt_png_read's pixels, lt_state_to_bytes's bytes
+using Corpus = std::unique_ptr<lt_corpus, Free>;
+
+// lt_audio_read_format: a whole file (raw PCM when format.sample_rate > 0), mono at 16 kHz.
+inline std::vector<float> read_audio(const std::string& path, const lt_audio_format& format = lt_audio_default_format()) {
+  float* samples = nullptr;
+  int64_t count = 0;
+  ok(lt_audio_read_format(path.c_str(), &format, &samples, &count));
+  const Audio kept(samples);
+  return std::vector<float>(samples, samples + count);
+}
+
+inline AudioReader new_audio_reader(int fd, const std::string& name, const lt_audio_format& format,
+                                    double follow_seconds = 0) {
+  lt_audio_reader* r = nullptr;
+  ok(lt_audio_reader_new(fd, name.c_str(), &format, follow_seconds, &r));
+  return AudioReader(r);
+}
+
+// The reader's next samples into out (replaced); false once the input has ended.
+inline bool next_samples(lt_audio_reader* reader, std::vector<float>& out) {
+  const float* samples = nullptr;
+  int64_t count = 0;
+  int more = 0;
+  ok(lt_audio_reader_read(reader, &samples, &count, &more));
+  out.assign(samples, samples + count);
+  return more != 0;
+}
+
+inline Corpus read_corpus(const std::string& path, const std::string& lexicon = "") {
+  lt_corpus* c = nullptr;
+  ok(lt_corpus_read(path.c_str(), lexicon.c_str(), &c));
+  return Corpus(c);
+}
+
+// lt_png_write: height x width x channels bytes (1 to 4 channels) to path.
+inline void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int64_t height, int64_t width,
+                      int64_t channels) {
+  if (int64_t(pixels.size()) != height * width * channels)
+    throw Failure(path + ": " + std::to_string(pixels.size()) + " bytes for a " + std::to_string(width) + "x" +
+                  std::to_string(height) + "x" + std::to_string(channels) + " image");
+  ok(lt_png_write(path.c_str(), pixels.data(), height, width, channels));
+}
+
+inline Recipe new_recipe(const std::string& task) {
+  lt_recipe* r = nullptr;
+  ok(lt_recipe_new(task.c_str(), &r));
+  return Recipe(r);
+}
+
+// lt_recipe_get: an option's value as text.
+inline std::string recipe_value(const lt_recipe* recipe, const std::string& option) {
+  char* value = nullptr;
+  ok(lt_recipe_get(recipe, option.c_str(), &value));
+  const String kept(value);
+  return value;
 }
 
 }  // namespace lt::api

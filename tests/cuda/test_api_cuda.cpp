@@ -37,21 +37,6 @@ std::pair<std::vector<float>, std::vector<float>> continue_both(lt_state* a, lt_
   return {ha, hb};
 }
 
-int64_t edit_distance(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<int64_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = int64_t(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    int64_t diagonal = row[0];
-    row[0] = int64_t(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const int64_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::vector<std::string> phones_of(lt_recognizer* r, const std::vector<float>& audio) {
   lt_transcript* t = nullptr;
   REQUIRE_MESSAGE(lt_transcribe(r, audio.data(), int64_t(audio.size()), &t) == LT_OK, std::string(lt_last_error()));

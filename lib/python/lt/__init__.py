@@ -684,3 +684,4 @@ class Stream:
 
 
 from .training import evaluate, export, train  # noqa: E402  (it uses the declarations above)
+from .corpus import read_audio, read_corpus, score  # noqa: E402
