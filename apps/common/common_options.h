@@ -17,7 +17,7 @@ inline CLI::Option* add_threads_option(CLI::App& app, int& threads) {
   return app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")->capture_default_str()->check(kNonNegative);
 }
 
-// --bf16 and --tf32 (core/precision_flags.h turns them into a Precision).
+// --bf16 and --tf32, which lt.h takes as a precision name (precision_name below).
 enum class PrecisionUse { generation, training, recognition };
 inline void add_precision_flags(CLI::App& app, bool& bf16, bool& tf32, PrecisionUse use) {
   if (use == PrecisionUse::generation)

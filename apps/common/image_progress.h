@@ -1,7 +1,9 @@
 // What lt-sample-image and lt-complete show while lt.h draws images: the
 // images themselves in the terminal, subpixel by subpixel (stderr is a
-// terminal), else a progress line; nothing with --quiet. One callback for both.
+// terminal), else a progress line every 10 seconds (a log stays readable);
+// nothing with --quiet. One callback for both.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,7 +11,6 @@
 
 #include "lt.h"
 #include "terminal_grid.h"
-#include "train/progress.h"
 
 namespace lt::app {
 
@@ -26,15 +27,18 @@ class ImageProgress {
                            const std::vector<uint8_t>& known = {});
   // The call's last frame, its pixels [rows x subpixels].
   void finish_call(const uint8_t* pixels);
-  void finish() { progress_.finish(); }
 
  private:
+  using Clock = std::chrono::steady_clock;
   static void on_subpixel(int64_t first, int64_t rows, int64_t subpixel, const uint8_t* pixels, void* user);
-  Progress progress_;
-  bool draw_;
+  // "done/total label ETA 1m05s" on stderr, at most every 10 seconds.
+  void log_line(int64_t done);
+  int64_t total_;
+  bool log_, draw_;  // progress lines (not quiet, stderr not a terminal); the grid (a terminal)
   int64_t height_, width_, channels_, done_ = 0, per_subpixel_ = 0;
   std::string label_;
   std::unique_ptr<TerminalGrid> grid_;
+  Clock::time_point start_ = Clock::now(), last_ = start_;
 };
 
 }  // namespace lt::app

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lt.hpp"
+
 namespace lt::app {
 
 Image make_sheet(const std::vector<uint8_t>& images, int64_t count, int64_t height, int64_t width,
@@ -9,10 +11,10 @@ Image make_sheet(const std::vector<uint8_t>& images, int64_t count, int64_t heig
   columns = std::max<int64_t>(1, std::min(columns, count));
   const int64_t rows = (count + columns - 1) / columns;
   Image sheet;
-  sheet.channels = int(channels);
-  sheet.width = int(columns * width * scale + (columns - 1) * gap);
-  sheet.height = int(rows * height * scale + (rows - 1) * gap);
-  sheet.pixels.assign(size_t(sheet.width) * sheet.height * channels, 96);
+  sheet.channels = channels;
+  sheet.width = columns * width * scale + (columns - 1) * gap;
+  sheet.height = rows * height * scale + (rows - 1) * gap;
+  sheet.pixels.assign(size_t(sheet.width * sheet.height * channels), 96);
   const int64_t S = height * width * channels;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t ox = (i % columns) * (width * scale + gap), oy = (i / columns) * (height * scale + gap);
@@ -30,6 +32,19 @@ Image image_at(const std::vector<uint8_t>& images, int64_t index, int64_t height
   const int64_t S = height * width * channels;
   std::vector<uint8_t> one(images.begin() + index * S, images.begin() + (index + 1) * S);
   return make_sheet(one, 1, height, width, channels, 1, 0, scale);
+}
+
+Image read_png(const std::string& path) {
+  Image image;
+  uint8_t* pixels = nullptr;
+  api::ok(lt_png_read(path.c_str(), &pixels, &image.height, &image.width, &image.channels));
+  const api::Bytes kept(pixels);
+  image.pixels.assign(pixels, pixels + image.height * image.width * image.channels);
+  return image;
+}
+
+void write_png(const std::string& path, const Image& image) {
+  api::write_png(path, image.pixels, image.height, image.width, image.channels);
 }
 
 }  // namespace lt::app

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "common/error.h"
+#include "tool_error.h"
 
 namespace lt::app {
 

@@ -12,9 +12,8 @@
 #include <deque>
 #include <memory>
 
-#include "audio/audio_stream.h"
-#include "common/error.h"
 #include "lt.hpp"
+#include "tool_error.h"
 
 namespace lt::app {
 
@@ -50,12 +49,12 @@ AsrResult transcribe_input(const std::string& path, lt_recognizer* recognizer, c
   const auto t0 = Clock::now();
   std::vector<float> samples;
   if (path == "-") {
-    AudioStream in(0, path, options.raw);
+    const api::AudioReader in = api::new_audio_reader(0, path, options.raw);
     std::vector<float> chunk;
-    while (in.read(chunk)) samples.insert(samples.end(), chunk.begin(), chunk.end());
-    check(int64_t(samples.size()) >= kMinSpeechSamples, "stdin: shorter than one 25 ms analysis frame");
+    while (api::next_samples(in.get(), chunk)) samples.insert(samples.end(), chunk.begin(), chunk.end());
+    check(int64_t(samples.size()) >= LT_MIN_SPEECH_SAMPLES, "stdin: shorter than one 25 ms analysis frame");
   } else {
-    samples = read_audio(path, options.raw);
+    samples = api::read_audio(path, options.raw);
   }
   const api::Transcript t = api::transcribe(recognizer, samples.data(), int64_t(samples.size()));
   AsrResult r;
@@ -73,14 +72,14 @@ AsrResult stream_input(const std::string& path, lt_recognizer* recognizer, const
   Input input(path);
   std::vector<float> whole;  // a finished file of another format, fed 0.1 s at a time
   size_t fed = 0;
-  std::unique_ptr<AudioStream> in;
+  api::AudioReader in;
   if (finished_other_format(input, options))
-    whole = read_audio(path);
+    whole = api::read_audio(path);
   else
-    in = std::make_unique<AudioStream>(input.fd, path, options.raw, options.follow);
+    in = api::new_audio_reader(input.fd, path, options.raw, options.follow);
   auto read = [&](std::vector<float>& chunk) {
-    if (in) return in->read(chunk);
-    const size_t n = std::min(whole.size() - fed, size_t(kSpeechSampleRate / 10));
+    if (in) return api::next_samples(in.get(), chunk);
+    const size_t n = std::min(whole.size() - fed, size_t(LT_SPEECH_SAMPLE_RATE / 10));
     chunk.assign(whole.begin() + std::ptrdiff_t(fed), whole.begin() + std::ptrdiff_t(fed + n));
     fed += n;
     return n > 0;
@@ -111,7 +110,7 @@ AsrResult stream_input(const std::string& path, lt_recognizer* recognizer, const
     // from a later read).
     const api::Transcript pending = api::tentative(stream.get());
     const std::vector<Token> tentative = tokens_of(pending.get(), false);
-    const double unsettled = tentative.empty() ? double(pushed) / kSpeechSampleRate : tentative.front().start;
+    const double unsettled = tentative.empty() ? double(pushed) / LT_SPEECH_SAMPLE_RATE : tentative.front().start;
     while (arrivals.size() > 1 && arrivals.front().first < unsettled) arrivals.pop_front();
     if (out.keeps_phones()) r.phones.insert(r.phones.end(), fresh.begin(), fresh.end());
     r.words.insert(r.words.end(), fresh_words.begin(), fresh_words.end());
@@ -127,15 +126,15 @@ AsrResult stream_input(const std::string& path, lt_recognizer* recognizer, const
     const auto arrived = Clock::now();
     api::ok(lt_stream_push(stream.get(), chunk.data(), int64_t(chunk.size())));
     pushed += int64_t(chunk.size());
-    arrivals.emplace_back(double(pushed) / kSpeechSampleRate, arrived);
+    arrivals.emplace_back(double(pushed) / LT_SPEECH_SAMPLE_RATE, arrived);
     hand_out();
   }
-  check(pushed >= kMinSpeechSamples, (in ? in->name() : path) + ": shorter than one 25 ms analysis frame");
+  check(pushed >= LT_MIN_SPEECH_SAMPLES, (path == "-" ? "stdin" : path) + ": shorter than one 25 ms analysis frame");
   arrivals.emplace_back(1e300, Clock::now());  // the end of the input completes the last phone
   api::ok(lt_stream_finish(stream.get()));
   hand_out();
   if (r.latency_count > 0) r.latency_mean /= double(r.latency_count);
-  r.duration = double(pushed) / kSpeechSampleRate;
+  r.duration = double(pushed) / LT_SPEECH_SAMPLE_RATE;
   r.wall = seconds(Clock::now() - t0);
   return r;
 }

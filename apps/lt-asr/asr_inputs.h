@@ -4,13 +4,12 @@
 #include <string>
 
 #include "asr_output.h"
-#include "audio/audio_file.h"
 #include "lt.h"
 
 namespace lt::app {
 
 struct InputOptions {
-  RawAudio raw;          // raw PCM layout, when the input has no header
+  lt_audio_format raw = lt_audio_default_format();  // raw PCM layout, when the input has no header
   double follow = 0;     // --stream: seconds a file may stop growing before it has ended
 };
 

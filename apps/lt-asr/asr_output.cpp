@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "speech/speech_corpus.h"
+#include "lt.hpp"
 
 namespace lt::app {
 
@@ -30,8 +30,8 @@ std::string joined(const std::vector<std::string>& items) {
   for (const std::string& i : items) s += (s.empty() ? "" : " ") + i;
   return s;
 }
-nlohmann::json counts_json(const ErrorCounts& c, const char* rate, const char* reference) {
-  return {{rate, c.rate()}, {"errors", c.errors}, {reference, c.reference},
+nlohmann::json counts_json(const lt_error_counts& c, const char* rate, const char* reference) {
+  return {{rate, lt_error_rate(&c)}, {"errors", c.errors}, {reference, c.reference},
           {"substitutions", c.substitutions}, {"deletions", c.deletions}, {"insertions", c.insertions}};
 }
 }  // namespace
@@ -53,8 +53,10 @@ std::vector<std::string> texts(const std::vector<Token>& tokens) {
 }
 
 References::References(const std::string& path, const std::string& lexicon) {
-  for (const Utterance& u : read_corpus(path, lexicon)) {
-    const Reference r{u.phones, split_words(u.words)};
+  const api::Corpus corpus = api::read_corpus(path, lexicon);
+  for (int64_t i = 0; i < lt_corpus_size(corpus.get()); ++i) {
+    const lt_utterance u = lt_corpus_utterance(corpus.get(), i);
+    const Reference r{{u.phones, u.phones + u.phone_count}, {u.words, u.words + u.word_count}};
     by_path_[canonical(u.audio)] = r;
     by_stem_[stem(u.audio)] = r;
   }
@@ -126,30 +128,28 @@ void AsrOutput::score(const AsrResult& r, nlohmann::json* j) {
     return;
   }
   ++scored_;
-  ErrorCounts phones, words;
-  std::vector<int32_t> heard;
-  for (const Token& p : r.phones) heard.push_back(phone_id(p.text));
-  phones.add(ref->phones, heard);
-  total_.add(ref->phones, heard);
-  if (words_) {
-    auto ids = [&](const std::vector<std::string>& ws) {
-      std::vector<int32_t> out;
-      for (const std::string& w : ws) out.push_back(word_ids_.try_emplace(w, int32_t(word_ids_.size())).first->second);
-      return out;
-    };
-    const std::vector<int32_t> want = ids(ref->words), got = ids(texts(r.words));
-    words.add(want, got);
-    total_words_.add(want, got);
-  }
+  // Each pair scored once, then added to the totals.
+  auto score_texts = [](const std::vector<std::string>& want, const std::vector<Token>& got, lt_error_counts& total) {
+    std::vector<const char*> w, g;
+    for (const std::string& t : want) w.push_back(t.c_str());
+    for (const Token& t : got) g.push_back(t.text.c_str());
+    lt_error_counts one{};
+    api::ok(lt_score_tokens(w.data(), int64_t(w.size()), g.data(), int64_t(g.size()), &one));
+    total.errors += one.errors, total.reference += one.reference;
+    total.substitutions += one.substitutions, total.deletions += one.deletions, total.insertions += one.insertions;
+    return one;
+  };
+  const lt_error_counts phones = score_texts(ref->phones, r.phones, total_);
+  const lt_error_counts words = words_ ? score_texts(ref->words, r.words, total_words_) : lt_error_counts{};
   if (j) {
     j->update(counts_json(phones, "per", "reference_phones"));
     if (words_) (*j)["wer"] = counts_json(words, "wer", "reference_words");
     return;
   }
-  std::fprintf(stderr, "lt-asr: %s: PER %.2f%% (%lld errors over %lld phones)", r.path.c_str(), 100 * phones.rate(),
+  std::fprintf(stderr, "lt-asr: %s: PER %.2f%% (%lld errors over %lld phones)", r.path.c_str(), 100 * lt_error_rate(&phones),
                (long long)phones.errors, (long long)phones.reference);
   if (words_)
-    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * words.rate(), (long long)words.errors,
+    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * lt_error_rate(&words), (long long)words.errors,
                  (long long)words.reference);
   std::fprintf(stderr, "\n");
 }
@@ -200,10 +200,10 @@ void AsrOutput::finish() {
     return;
   }
   std::fprintf(stderr, "lt-asr: PER %.2f%% (%lld errors: %lld sub, %lld del, %lld ins, over %lld phones)",
-               100 * total_.rate(), (long long)total_.errors, (long long)total_.substitutions,
+               100 * lt_error_rate(&total_), (long long)total_.errors, (long long)total_.substitutions,
                (long long)total_.deletions, (long long)total_.insertions, (long long)total_.reference);
   if (words_)
-    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * total_words_.rate(),
+    std::fprintf(stderr, ", WER %.2f%% (%lld errors over %lld words)", 100 * lt_error_rate(&total_words_),
                  (long long)total_words_.errors, (long long)total_words_.reference);
   std::fprintf(stderr, " on %lld inputs", (long long)scored_);
   if (unscored_ > 0) std::fprintf(stderr, " (%lld without a reference)", (long long)unscored_);

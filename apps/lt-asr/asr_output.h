@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "heads/edit_distance.h"
 #include "lt.h"
 
 namespace lt::app {
@@ -37,10 +36,9 @@ struct AsrResult {
   double latency_mean = 0, latency_max = 0;
 };
 
-// References by audio file (--ref: a manifest or a LibriSpeech folder).
+// References by audio file (--ref: a manifest or a LibriSpeech folder, read by lt_corpus_read).
 struct Reference {
-  std::vector<int32_t> phones;
-  std::vector<std::string> words;
+  std::vector<std::string> phones, words;
 };
 class References {
  public:
@@ -84,9 +82,8 @@ class AsrOutput {
   const References& refs_;
   bool line_open_ = false, started_ = false, printed_any_ = false;
   std::string path_, shown_;  // the open line's input, and its settled phones' visible tail (terminal)
-  ErrorCounts total_, total_words_;
+  lt_error_counts total_{}, total_words_{};
   int64_t scored_ = 0, unscored_ = 0;
-  std::map<std::string, int32_t> word_ids_;  // words as symbols for the word error rate
 };
 
 }  // namespace lt::app

@@ -13,12 +13,11 @@
 #include "asr_inputs.h"
 #include "asr_output.h"
 #include "command_line.h"
-#include "common/error.h"
 #include "common_options.h"
 #include "lt.hpp"
 #include "process_setup.h"
 #include "shipped_model.h"
-#include "speech/speech_corpus.h"
+#include "tool_error.h"
 
 namespace {
 
@@ -134,9 +133,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<lt::app::References> refs;
   lt::api::Recognizer recognizer;
   try {
-    lt::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
+    lt::app::check(a.follow == 0 || a.stream, "--follow is an option of --stream");
     for (const char* o : {"--lm", "--lm-weight", "--word-bonus", "--word-beam", "--vocabulary", "--grammar"})
-      lt::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
+      lt::app::check(a.words || app.count(o) == 0, std::string(o) + " is an option of --words");
     lt_set_threads(a.threads);
     lt_recognizer_options& ro = a.recognizer;
     ro.device = a.device.c_str();
@@ -144,12 +143,12 @@ int main(int argc, char** argv) {
     ro.beam = a.beam;
     const bool use_phone_lm = a.beam > 1 && a.phone_lm != "none";
     for (const char* o : {"--phone-lm", "--phone-lm-weight", "--phone-bonus"})
-      lt::check(app.count(o) == 0 || a.phone_lm == "none" || a.beam > 1,
-                std::string(o) + " needs a beam search (--beam > 1)");
-    lt::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
-              "--max-delay needs a search to settle (--beam > 1 or --words)");
+      lt::app::check(app.count(o) == 0 || a.phone_lm == "none" || a.beam > 1,
+                     std::string(o) + " needs a beam search (--beam > 1)");
+    lt::app::check(app.count("--max-delay") == 0 || a.beam > 1 || a.words,
+                   "--max-delay needs a search to settle (--beam > 1 or --words)");
     in.follow = a.follow;
-    if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, lt::parse_pcm_format(a.raw_format)};
+    if (a.raw_rate > 0) in.raw = {a.raw_rate, a.raw_channels, a.raw_format.c_str()};
     if (a.model.empty()) a.model = lt::app::find_shipped_model(a.stream ? kStreamingModel : kOfflineModel);
     if (use_phone_lm && a.phone_lm.empty()) a.phone_lm = lt::app::find_shipped_model(kPhoneModel);
     if (use_phone_lm) ro.phone_lm = a.phone_lm.c_str();

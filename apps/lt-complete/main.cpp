@@ -12,15 +12,14 @@
 #include <random>
 
 #include "command_line.h"
-#include "common/error.h"
 #include "common_options.h"
 #include "image_progress.h"
 #include "image_sheet.h"
-#include "io/png.h"
 #include "lt.hpp"
 #include "output_path.h"
 #include "process_setup.h"
 #include "shipped_model.h"
+#include "tool_error.h"
 
 namespace {
 
@@ -42,15 +41,15 @@ struct Known {
 // The known subpixels of one input. `original` is true when the whole image
 // is known and flags mask it (so the sheet can show it).
 Known read_input(const Args& a, const std::string& path, const lt_model_info& c, bool& original) {
-  lt::Image img = lt::read_png(path);
+  const lt::app::Image img = lt::app::read_png(path);
   const bool alpha = img.channels == 2 || img.channels == 4;
   const int64_t colour = alpha ? img.channels - 1 : img.channels;
   const auto expect = std::to_string(c.width) + "x" + std::to_string(c.height) + " " +
                       (c.channels == 1 ? "grey-scale" : "RGB");
-  lt::check(img.width == c.width && img.height == c.height && colour == c.channels,
-            path + ": image is " + std::to_string(img.width) + "x" + std::to_string(img.height) + " " +
-                (colour == 1 ? "grey-scale" : "RGB") + ", the model expects " + expect +
-                " (optionally with alpha)");
+  lt::app::check(img.width == c.width && img.height == c.height && colour == c.channels,
+                 path + ": image is " + std::to_string(img.width) + "x" + std::to_string(img.height) + " " +
+                     (colour == 1 ? "grey-scale" : "RGB") + ", the model expects " + expect +
+                     " (optionally with alpha)");
   const int64_t P = int64_t(c.height) * c.width, S = P * c.channels;
   Known k;
   k.values.resize(S);
@@ -60,11 +59,11 @@ Known read_input(const Args& a, const std::string& path, const lt_model_info& c,
   original = a.keep_rows >= 0 || a.keep_pixels >= 0;
   if (original) {
     const int64_t known_pixels = a.keep_rows >= 0 ? a.keep_rows * c.width : a.keep_pixels;
-    lt::check(known_pixels <= P, path + ": --keep-rows/--keep-pixels keeps " + std::to_string(known_pixels) +
-                                     " pixels of an image of " + std::to_string(P));
+    lt::app::check(known_pixels <= P, path + ": --keep-rows/--keep-pixels keeps " + std::to_string(known_pixels) +
+                                          " pixels of an image of " + std::to_string(P));
     for (int64_t i = 0; i < known_pixels * c.channels; ++i) k.known[i] = 1;
   } else {
-    lt::check(alpha, path + ": no alpha channel to say what is unknown; pass --keep-rows K or --keep-pixels N");
+    lt::app::check(alpha, path + ": no alpha channel to say what is unknown; pass --keep-rows K or --keep-pixels N");
     for (int64_t p = 0; p < P; ++p)
       for (int64_t ch = 0; ch < c.channels; ++ch)
         k.known[p * c.channels + ch] = img.pixels[p * img.channels + colour] >= 128;
@@ -93,15 +92,15 @@ std::vector<uint8_t> to_rgb(const uint8_t* px, int64_t pixels, int64_t channels)
 
 int run(const Args& a) {
   lt_set_threads(a.threads);
-  lt::check(!(a.keep_rows >= 0 && a.keep_pixels >= 0), "give --keep-rows or --keep-pixels, not both");
-  lt::check(!a.output.empty() || !a.out_dir.empty(), "nothing to write: give -o OUT.png or --out-dir DIR");
-  lt::check(a.output.empty() || (a.inputs.size() == 1 && a.completions == 1),
-            "-o writes one completion of one input; use --out-dir DIR for several inputs or -n > 1");
+  lt::app::check(!(a.keep_rows >= 0 && a.keep_pixels >= 0), "give --keep-rows or --keep-pixels, not both");
+  lt::app::check(!a.output.empty() || !a.out_dir.empty(), "nothing to write: give -o OUT.png or --out-dir DIR");
+  lt::app::check(a.output.empty() || (a.inputs.size() == 1 && a.completions == 1),
+                 "-o writes one completion of one input; use --out-dir DIR for several inputs or -n > 1");
   if (!a.output.empty()) lt::app::check_output_file(a.output);
   const std::string model_path = a.model.empty() ? lt::app::find_shipped_model("mnist.safetensors") : a.model;
   const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
   const lt_model_info c = lt::api::model_info(model.get());
-  lt::check(c.height > 0, model_path + ": " + lt::with_article(c.family) + " model, not an image model");
+  lt::app::check(c.height > 0, model_path + ": " + lt::app::with_article(c.family) + " model, not an image model");
   const int64_t P = c.height * c.width, S = P * c.channels, K = a.completions;
 
   // Read and check every input before any work, so bad input leaves no output.
@@ -130,7 +129,7 @@ int run(const Args& a) {
 
     const std::string stem = std::filesystem::path(a.inputs[n]).stem().string();
     if (!a.output.empty()) {
-      lt::write_png(a.output, lt::app::image_at(pixels, 0, c.height, c.width, c.channels, a.scale));
+      lt::app::write_png(a.output, lt::app::image_at(pixels, 0, c.height, c.width, c.channels, a.scale));
       std::printf("%s -> %s\n", a.inputs[n].c_str(), a.output.c_str());
       continue;
     }
@@ -138,7 +137,7 @@ int run(const Args& a) {
     std::vector<uint8_t> row = occluded_rgb(k, c.channels);
     for (int64_t i = 0; i < K; ++i) {
       const std::string file = (std::filesystem::path(a.out_dir) / (stem + "_completion_" + std::to_string(i) + ".png")).string();
-      lt::write_png(file, lt::app::image_at(pixels, i, c.height, c.width, c.channels, a.scale));
+      lt::app::write_png(file, lt::app::image_at(pixels, i, c.height, c.width, c.channels, a.scale));
       std::printf("%s -> %s\n", a.inputs[n].c_str(), file.c_str());
       std::vector<uint8_t> rgb = to_rgb(pixels.data() + i * S, P, c.channels);
       row.insert(row.end(), rgb.begin(), rgb.end());
@@ -150,11 +149,10 @@ int run(const Args& a) {
       ++cells;
     }
     const std::string sheet = (std::filesystem::path(a.out_dir) / (stem + "_sheet.png")).string();
-    lt::write_png(sheet, lt::app::make_sheet(row, cells, c.height, c.width, 3, cells, 2, a.scale));
+    lt::app::write_png(sheet, lt::app::make_sheet(row, cells, c.height, c.width, 3, cells, 2, a.scale));
     std::printf("%s -> %s\n", a.inputs[n].c_str(), sheet.c_str());
     std::fflush(stdout);
   }
-  progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.quiet)
     std::fprintf(stderr, "lt-complete: %lld completions in %.2f s, seed %llu\n",

@@ -11,7 +11,6 @@
 #include <random>
 
 #include "command_line.h"
-#include "common/error.h"
 #include "common_options.h"
 #include "image_progress.h"
 #include "image_sheet.h"
@@ -19,6 +18,7 @@
 #include "output_path.h"
 #include "process_setup.h"
 #include "shipped_model.h"
+#include "tool_error.h"
 
 namespace {
 
@@ -37,7 +37,7 @@ int run(const Args& a) {
   if (!a.out_dir.empty()) lt::app::create_output_folder(a.out_dir);
   const lt::api::Model model = lt::api::load_model(model_path, {a.device.c_str(), lt::app::precision_name(a.bf16, a.tf32)});
   const lt_model_info info = lt::api::model_info(model.get());
-  lt::check(info.height > 0, model_path + ": " + lt::with_article(info.family) + " model, not an image model");
+  lt::app::check(info.height > 0, model_path + ": " + lt::app::with_article(info.family) + " model, not an image model");
   const int64_t S = info.height * info.width * info.channels, batch = std::min(a.batch, a.count);
   const uint64_t seed = a.seed_given ? a.seed : std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   const std::string precision = a.bf16 || a.tf32 ? std::string(", ") + info.precision : "";
@@ -64,17 +64,16 @@ int run(const Args& a) {
         char name[32];
         std::snprintf(name, sizeof name, "sample_%04lld.png", (long long)i);
         file = (std::filesystem::path(a.out_dir) / name).string();
-        lt::write_png(file, lt::app::image_at(all, i, info.height, info.width, info.channels, a.scale));
+        lt::app::write_png(file, lt::app::image_at(all, i, info.height, info.width, info.channels, a.scale));
       }
       std::printf("sample %lld: %.4f bits/dim%s%s\n", (long long)i, bits[i], file.empty() ? "" : " -> ", file.c_str());
       std::fflush(stdout);
     }
   }
-  progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.output.empty()) {
     const int64_t cols = a.columns > 0 ? a.columns : int64_t(std::ceil(std::sqrt(double(a.count))));
-    lt::write_png(a.output, lt::app::make_sheet(all, a.count, info.height, info.width, info.channels, cols, 2, a.scale));
+    lt::app::write_png(a.output, lt::app::make_sheet(all, a.count, info.height, info.width, info.channels, cols, 2, a.scale));
   }
   if (!a.quiet)
     std::fprintf(stderr, "lt-sample-image: %lld images in %.2f s, %.2f images/s, seed %llu%s%s\n", (long long)a.count,
