@@ -277,7 +277,7 @@ TEST_CASE("a tiny copy model learns to copy with causal-linear and softmax atten
     opt.seed = seed;
     Trainer trainer(model.params(), opt);
     // The one training loop, as lt-train runs it (one thread: one replica).
-    CopyTrainingTask task(c, seed, 32);
+    CopyTrainingTask task(c, seed);
     TrainLoopSettings s;
     s.batch = 32;
     s.steps = 300;
