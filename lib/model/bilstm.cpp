@@ -37,19 +37,27 @@ int64_t LstmConfig::parameter_count(int64_t input_width) const {
   return 2 * (G * input_width + (layers - 1) * G * 2 * H + layers * (G * H + 2 * G));
 }
 
-// Views are time-major and planned for the largest (B, L) so far.
-struct BiLstm::Buffers {
+// What a forward leaves for its backward. Views are time-major, in storage
+// grown for the largest (B, L) the pass has held.
+struct BiLstm::Pass final : EncoderPass {
+  explicit Pass(const BiLstm& m) : lstm(&m) {}
+  const BiLstm* lstm;  // that made it: another encoder refuses it
   int64_t B = 0, L = 0;
-  Tensor lengths_store, lengths;  // the last forward's, one per row (int32, on the device)
-  ForwardOptions pass;           // the last forward's, which backward repeats
-  // Storage, then the views of the last forward.
-  Tensor x_store, dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store, rec_store,
-      w_hh_t_store;
+  Tensor lengths_store, lengths;  // one per row (int32, on the device)
+  ForwardOptions options;         // of the forward, which backward repeats
+  float dropout = 0.f;            // the rate its masks were drawn at
+  // Storage, then the views of the forward.
+  Tensor x_store;
   std::vector<Tensor> out_store, gates_store, h_store, c_store;
   Tensor x;                    // [L, B, in]: the input, transposed
   std::vector<Tensor> out;     // per layer [L, B, 2H]: both directions' h (after dropout, but the last)
   std::vector<Tensor> gates;   // per direction [L, B, 4H]: the activated gates i f g o
   std::vector<Tensor> h, c;    // per direction [L + 1, B, H]
+};
+
+// The scratch of one forward or backward call, grown for the largest shape.
+struct BiLstm::Buffers {
+  Tensor dx_store, dgates_store, dnext_store, dthis_store, dtmp_store, dh_store, dc_store, rec_store, w_hh_t_store;
   // The recurrent products, one per step, with weights packed once per pass
   // (OpenBLAS would pack them again at every step: a tenth of a training
   // step): W_hh in forward, W_hh^T in backward (every layer's have the same
@@ -107,8 +115,15 @@ void BiLstm::init_parameters(uint64_t seed) {
     }
 }
 
-void BiLstm::plan(int64_t B, int64_t L) {
-  Buffers& b = *buf_;
+std::unique_ptr<EncoderPass> BiLstm::new_pass() const { return std::make_unique<Pass>(*this); }
+
+BiLstm::Pass& BiLstm::own(EncoderPass& pass) const {
+  auto* p = dynamic_cast<Pass*>(&pass);
+  check(p != nullptr && p->lstm == this, "a bilstm was given a pass another encoder made");
+  return *p;
+}
+
+void BiLstm::plan(Pass& b, int64_t B, int64_t L) const {
   const int64_t H = config_.hidden, G = 4 * H, n = config_.layers;
   const Device dev = device_;
   b.B = B, b.L = L;
@@ -124,20 +139,19 @@ void BiLstm::plan(int64_t B, int64_t L) {
 }
 
 // One direction d of layer l over in [L, B, in]: its h into columns d*H.. of out[l].
-void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
-  Buffers& b = *buf_;
+void BiLstm::direction_forward(Pass& b, size_t l, int d, const Tensor& in) {
   const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
   const DirectionTensors& p = dirs_[2 * l + d];
   const size_t k = 2 * l + d;
   Tensor gates2 = b.gates[k].reshape({L * B, G});
   linear_forward(in.reshape({L * B, in.dim(2)}), params_.value(p.w_ih), params_.value(p.b_ih), gates2,
-                 b.pass.precision.products);
-  StepLinear& recurrent = b.forward_step;
+                 b.options.precision.products);
+  StepLinear& recurrent = buf_->forward_step;
   recurrent.prepare(params_.value(p.w_hh), Products::fp32, StepLinear::packing_pays(device_, Products::fp32));
   const Tensor b_hh = params_.value(p.b_hh);
   const Tensor h_slots = b.h[k].reshape({(L + 1) * B, H}), c_slots = b.c[k].reshape({(L + 1) * B, H});
   Tensor out2 = b.out[l].reshape({L * B, 2 * H});
-  Tensor rec = grown_view(b.rec_store, {B, G}, device_);
+  Tensor rec = grown_view(buf_->rec_store, {B, G}, device_);
   const int64_t zero_slot = d == 0 ? 0 : L;
   h_slots.rows(zero_slot * B, zero_slot * B + B).zero();
   c_slots.rows(zero_slot * B, zero_slot * B + B).zero();
@@ -151,25 +165,27 @@ void BiLstm::direction_forward(size_t l, int d, const Tensor& in) {
   }
 }
 
-void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
+void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+                     EncoderPass& pass) {
   check(common_device({&x, &y}, "bilstm") == device_, "bilstm input and output must live on the model's device");
   check(x.ndim() == 3 && x.dim(2) == input_width_,
         "bilstm input must be [B, L, " + std::to_string(input_width_) + "], got " + shape_str(x.shape()));
   const int64_t B = x.dim(0), L = x.dim(1), H = config_.hidden;
   check_shape(y, {B, L, 2 * H}, "bilstm output");
-  Buffers& b = *buf_;
-  plan(B, L);
+  Pass& b = own(pass);
+  plan(b, B, L);
   check(!lengths.defined() || (lengths.dtype() == DType::i32 && lengths.numel() == B),
         "bilstm lengths need one int32 per row");
   b.lengths = grown_view(b.lengths_store, {B}, device_, DType::i32);
   b.lengths.copy_from(lengths.defined() ? lengths : Tensor::from_vector(std::vector<int32_t>(B, int32_t(L)), {B}));
-  b.pass = options;
+  b.options = options;
+  b.dropout = config_.dropout;
   swap_leading_axes(x, b.x);
   const size_t n = dirs_.size() / 2;
   for (size_t l = 0; l < n; ++l) {
     const Tensor& in = l == 0 ? b.x : b.out[l - 1];
-    direction_forward(l, 0, in);
-    direction_forward(l, 1, in);
+    direction_forward(b, l, 0, in);
+    direction_forward(b, l, 1, in);
     // nn.LSTM's dropout: on the outputs of every layer but the last.
     if (options.train && config_.dropout > 0 && l + 1 < n)
       dropout_forward(b.out[l], config_.dropout, layer_seed(options.seed, l), b.out[l], {options.first_row, B, L});
@@ -179,20 +195,20 @@ void BiLstm::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const Fo
 
 // BPTT of one direction d of layer l: dout [L, B, 2H] (the gradient of
 // out[l]) -> din [L, B, in] (written, or added to); weight gradients accumulate.
-void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor& dout, Tensor& din,
+void BiLstm::direction_backward(const Pass& b, size_t l, int d, const Tensor& in, const Tensor& dout, Tensor& din,
                                 bool accumulate_din) {
-  Buffers& b = *buf_;
+  Buffers& s = *buf_;
   const int64_t B = b.B, L = b.L, H = config_.hidden, G = 4 * H;
   const DirectionTensors& p = dirs_[2 * l + d];
   const size_t k = 2 * l + d;
-  Tensor dgates = grown_view(b.dgates_store, {L, B, G}, device_);
-  Tensor dh = grown_view(b.dh_store, {B, H}, device_), dc = grown_view(b.dc_store, {B, H}, device_);
+  Tensor dgates = grown_view(s.dgates_store, {L, B, G}, device_);
+  Tensor dh = grown_view(s.dh_store, {B, H}, device_), dc = grown_view(s.dc_store, {B, H}, device_);
   dh.zero(), dc.zero();
   // dh_{t-1} = dgates W_hh: products with W_hh^T [H, G] as the weights.
   const Tensor w_hh = params_.value(p.w_hh);
-  Tensor w_hh_t = grown_view(b.w_hh_t_store, {H, G, 1}, device_);
+  Tensor w_hh_t = grown_view(s.w_hh_t_store, {H, G, 1}, device_);
   swap_leading_axes(w_hh.reshape({G, H, 1}), w_hh_t);
-  StepLinear& recurrent = b.backward_step;
+  StepLinear& recurrent = s.backward_step;
   recurrent.prepare(w_hh_t.reshape({H, G}), Products::fp32, StepLinear::packing_pays(device_, Products::fp32));
   const Tensor dgates2 = dgates.reshape({L * B, G}), dout2 = dout.reshape({L * B, 2 * H});
   const Tensor gates2 = b.gates[k].reshape({L * B, G}), c_slots = b.c[k].reshape({(L + 1) * B, H});
@@ -212,35 +228,36 @@ void BiLstm::direction_backward(size_t l, int d, const Tensor& in, const Tensor&
   Tensor dw_ih = params_.grad(p.w_ih), db_ih = params_.grad(p.b_ih);
   const int64_t width = in.dim(2);
   Tensor in2 = in.reshape({L * B, width});
-  Tensor dx = accumulate_din ? grown_view(b.dtmp_store, {L * B, width}, device_) : din.reshape({L * B, width});
-  linear_backward(in2, params_.value(p.w_ih), dgates2, dx, dw_ih, db_ih, b.pass.precision.products);
+  Tensor dx = accumulate_din ? grown_view(s.dtmp_store, {L * B, width}, device_) : din.reshape({L * B, width});
+  linear_backward(in2, params_.value(p.w_ih), dgates2, dx, dw_ih, db_ih, b.options.precision.products);
   if (accumulate_din) {
     Tensor din2 = din.reshape({L * B, width});
     accumulate(din2, dx);
   }
 }
 
-void BiLstm::backward(const Tensor& dy, Tensor& dx) {
-  Buffers& b = *buf_;
-  check(b.B > 0, "bilstm backward before forward");
+void BiLstm::backward(const EncoderPass& pass, const Tensor& dy, Tensor& dx) {
+  const Pass& b = own(const_cast<EncoderPass&>(pass));
+  Buffers& s = *buf_;
+  check(b.B > 0, "bilstm backward of a pass no forward filled");
   const int64_t B = b.B, L = b.L, H = config_.hidden;
   check_shape(dy, {B, L, 2 * H}, "bilstm output gradient");
   check_shape(dx, {B, L, input_width_}, "bilstm input gradient");
   const size_t n = dirs_.size() / 2;
-  Tensor dthis = grown_view(b.dthis_store, {L, B, 2 * H}, device_);
+  Tensor dthis = grown_view(s.dthis_store, {L, B, 2 * H}, device_);
   swap_leading_axes(dy, dthis);
   for (size_t l = n; l-- > 0;) {
     const Tensor& in = l == 0 ? b.x : b.out[l - 1];
-    Tensor din = l == 0 ? grown_view(b.dx_store, {L, B, input_width_}, device_)
-                        : grown_view(b.dnext_store, {L, B, 2 * H}, device_);
-    direction_backward(l, 0, in, dthis, din, false);
-    direction_backward(l, 1, in, dthis, din, true);
+    Tensor din = l == 0 ? grown_view(s.dx_store, {L, B, input_width_}, device_)
+                        : grown_view(s.dnext_store, {L, B, 2 * H}, device_);
+    direction_backward(b, l, 0, in, dthis, din, false);
+    direction_backward(b, l, 1, in, dthis, din, true);
     if (l == 0) {
       swap_leading_axes(din, dx);
     } else {
-      if (b.pass.train && config_.dropout > 0)
-        dropout_backward(din, config_.dropout, layer_seed(b.pass.seed, l - 1), din, {b.pass.first_row, B, L});
-      std::swap(b.dthis_store, b.dnext_store);
+      if (b.options.train && b.dropout > 0)
+        dropout_backward(din, b.dropout, layer_seed(b.options.seed, l - 1), din, {b.options.first_row, B, L});
+      std::swap(s.dthis_store, s.dnext_store);
       dthis = din;
     }
   }

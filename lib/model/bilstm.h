@@ -49,17 +49,24 @@ class BiLstm final : public Encoder {
   // from a zero state. Products: precision.products for the input projection
   // of all positions at once and the weight gradients; the recurrent product
   // of each step is fp32. lengths may live on any device.
-  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) override;
-  void backward(const Tensor& dy, Tensor& dx) override;
+  // The pass keeps the input, every direction's gates, h and c, and each
+  // layer's output, time-major.
+  std::unique_ptr<EncoderPass> new_pass() const override;
+  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+               EncoderPass& pass) override;
+  void backward(const EncoderPass& pass, const Tensor& dy, Tensor& dx) override;
 
  private:
   struct DirectionTensors {
     size_t w_ih, w_hh, b_ih, b_hh;  // indices in params
   };
-  struct Buffers;
-  void plan(int64_t B, int64_t L);
-  void direction_forward(size_t l, int d, const Tensor& in);
-  void direction_backward(size_t l, int d, const Tensor& in, const Tensor& dout, Tensor& din, bool accumulate_din);
+  struct Pass;     // what a forward leaves for its backward
+  struct Buffers;  // scratch of one call
+  Pass& own(EncoderPass& pass) const;  // refuses another encoder's pass
+  void plan(Pass& pass, int64_t B, int64_t L) const;
+  void direction_forward(Pass& pass, size_t l, int d, const Tensor& in);
+  void direction_backward(const Pass& pass, size_t l, int d, const Tensor& in, const Tensor& dout, Tensor& din,
+                          bool accumulate_din);
 
   LstmConfig config_;
   int64_t input_width_;

@@ -93,13 +93,17 @@ SequenceBatch ImageModel::batch(const std::vector<int32_t>& images, int64_t rows
   return b;
 }
 
-double ImageModel::forward(const Tensor& images, const ForwardOptions& options, Tensor* nll) {
+SequenceBatch ImageModel::batch(const Tensor& images) const {
   const int64_t S = config_.subpixels();
   check(images.ndim() == 2 && images.dim(1) == S && images.dtype() == DType::i32,
         "images must be int32 [B, " + std::to_string(S) + "] for a " + std::to_string(config_.height) + "x" +
             std::to_string(config_.width) + "x" + std::to_string(config_.channels) + " model, got " +
             shape_str(images.shape()));
-  return core_->forward(batch(images.to_vector_i32(), images.dim(0)), options, nll);
+  return batch(images.to_vector_i32(), images.dim(0));
+}
+
+double ImageModel::forward(const Tensor& images, const ForwardOptions& options, Tensor* nll) {
+  return core_->forward(batch(images), options, nll);
 }
 
 void ImageModel::recompute_head(const std::vector<int32_t>& prefix, int64_t rows, Tensor& head,

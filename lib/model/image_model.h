@@ -89,6 +89,8 @@ class ImageModel {
   // The batch of images [B, subpixels] as the sequence model reads it:
   // inputs x[:-1], targets x[1:]. Throws on a value outside 0..255.
   SequenceBatch batch(const std::vector<int32_t>& images, int64_t rows) const;
+  // The same of images int32 [B, subpixels] on any device.
+  SequenceBatch batch(const Tensor& images) const;
 
  private:
   ImageModel(const ImageModelConfig& config, std::unique_ptr<SequenceModel> core)

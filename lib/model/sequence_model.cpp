@@ -90,16 +90,37 @@ bool SequenceModelConfig::runs_as_rnn() const {
          transformer.attention == AttentionKind::linear;
 }
 
-// Training and step buffers. Storage only grows: a smaller batch or a
-// shorter sequence takes views of it, so variable shapes allocate nothing
-// after the largest.
-struct SequenceModel::Buffers {
-  Tensor ids, x, y, head, dhead, dy, dx;  // storage (ids: token ids or feature frames)
-  // The views of the last forward, and what its loss scored.
+// What a forward leaves for its backward. Storage only grows: a smaller
+// batch or a shorter sequence takes views of it, so variable shapes allocate
+// nothing after the largest.
+struct ForwardPass::Buffers {
+  const SequenceModel* model = nullptr;  // that planned it
+  std::unique_ptr<EncoderPass> encoder;  // the encoder's activations
+  Tensor ids, x, y, head;                // storage (ids: token ids or feature frames)
+  // The views of its forward, and what its loss scored.
   int64_t rows = 0, length = 0, counted = 0;
-  Tensor v_ids, v_x, v_y, v_head, v_dhead, v_dy, v_dx;
+  Tensor v_ids, v_x, v_y, v_head;
   HeadTargets targets;
   LossBuffers loss;
+  Products head_products = Products::fp32;  // which backward repeats
+};
+
+ForwardPass::ForwardPass() : buf_(std::make_unique<Buffers>()) {}
+ForwardPass::~ForwardPass() = default;
+ForwardPass::ForwardPass(ForwardPass&&) noexcept = default;
+ForwardPass& ForwardPass::operator=(ForwardPass&&) noexcept = default;
+
+int64_t ForwardPass::counted() const { return buf_ ? buf_->counted : 0; }
+
+Tensor ForwardPass::heads() const {
+  check(buf_ && buf_->rows > 0, "heads() of a pass no forward filled");
+  return buf_->v_head.reshape({buf_->rows, buf_->length, buf_->v_head.dim(1)});
+}
+
+// The model's scratch, which no pass's state outlives: the backward's
+// gradients, and the recurrent form's buffers. Storage only grows.
+struct SequenceModel::Buffers {
+  Tensor dhead, dy, dx;  // storage of backward's gradients of head outputs, encoder outputs and inputs
   int64_t step_B = 0;
   Tensor step_x, step_y;    // [B, 1, d], [B, d]
   Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
@@ -142,6 +163,7 @@ void SequenceModel::copy_feature_maps(const SequenceModel& other) {
 void SequenceModel::release_buffers() {
   encoder_->release_buffers();
   buf_ = std::make_unique<Buffers>();
+  own_pass_ = ForwardPass();
 }
 
 void SequenceModel::set_dropout(float p) {
@@ -162,21 +184,6 @@ void SequenceModel::init_parameters(uint64_t seed) {
   double bound = 1.0 / std::sqrt(double(config_.width()));
   fill(predictor_w_, std::uniform_real_distribution<double>(-bound, bound));
   fill(predictor_b_, std::uniform_real_distribution<double>(-bound, bound));
-}
-
-void SequenceModel::plan(int64_t B, int64_t L) {
-  Buffers& b = *buf_;
-  const int64_t d = config_.width(), P = config_.head.width(), in = input_->width();
-  const Device dev = device_;
-  b.rows = B, b.length = L;
-  b.v_ids = config_.input_features > 0 ? grown_view(b.ids, {B, L, config_.input_features}, dev)
-                                       : grown_view(b.ids, {B, L}, dev, DType::i32);
-  b.v_x = grown_view(b.x, {B, L, in}, dev);
-  b.v_y = grown_view(b.y, {B, L, d}, dev);
-  b.v_dy = grown_view(b.dy, {B, L, d}, dev);
-  b.v_dx = grown_view(b.dx, {B, L, in}, dev);
-  b.v_head = grown_view(b.head, {B * L, P}, dev);
-  b.v_dhead = grown_view(b.dhead, {B * L, P}, dev);
 }
 
 namespace {
@@ -201,9 +208,7 @@ HeadTargets head_targets(const SequenceBatch& batch) {
 }
 }  // namespace
 
-// The batch's inputs through input part, stack and predictor: the head
-// outputs [B, L, P] in the planned buffers.
-Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& options) {
+Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& options, ForwardPass& pass) {
   const int64_t B = batch.rows, L = batch.length, P = config_.head.width(), F = config_.input_features;
   const bool padded = !batch.lengths.empty();
   if (F > 0) {
@@ -217,17 +222,29 @@ Tensor SequenceModel::run(const SequenceBatch& batch, const ForwardOptions& opti
       check(id >= 0 && id < config_.vocabulary, "input token " + std::to_string(id) + " outside 0.." +
                                                     std::to_string(config_.vocabulary - 1));
   }
-  plan(B, L);
-  Buffers& b = *buf_;
+  if (!pass.buf_) pass.buf_ = std::make_unique<ForwardPass::Buffers>();
+  ForwardPass::Buffers& p = *pass.buf_;
+  if (p.model != this) {  // a new pass, or another model's: planned anew
+    p = ForwardPass::Buffers();
+    p.model = this;
+    p.encoder = encoder_->new_pass();
+  }
+  const Device dev = device_;
+  p.counted = 0;  // until the loss is known: a failed forward leaves nothing to differentiate
+  p.rows = B, p.length = L;
+  p.v_ids = F > 0 ? grown_view(p.ids, {B, L, F}, dev) : grown_view(p.ids, {B, L}, dev, DType::i32);
+  p.v_x = grown_view(p.x, {B, L, input_->width()}, dev);
+  p.v_y = grown_view(p.y, {B, L, config_.width()}, dev);
+  p.v_head = grown_view(p.head, {B * L, P}, dev);
   if (F > 0)
-    b.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
+    p.v_ids.copy_from(Tensor::from_vector(batch.features, {B, L, F}));
   else
-    b.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
-  input_->forward(b.v_ids, 0, b.v_x);
-  encoder_->forward(b.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), b.v_y, options);
-  Tensor head3 = b.v_head.reshape({B, L, P});
-  linear_forward(b.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, options.precision.head);
-  head_products_ = options.precision.head;
+    p.v_ids.copy_from(Tensor::from_vector(batch.inputs, {B, L}));
+  input_->forward(p.v_ids, 0, p.v_x);
+  encoder_->forward(p.v_x, padded ? Tensor::from_vector(batch.lengths, {B}) : Tensor(), p.v_y, options, *p.encoder);
+  Tensor head3 = p.v_head.reshape({B, L, P});
+  linear_forward(p.v_y, params_.value(predictor_w_), params_.value(predictor_b_), head3, options.precision.head);
+  p.head_products = options.precision.head;
   return head3;
 }
 
@@ -244,19 +261,26 @@ Tensor SequenceModel::predict(const SequenceBatch& batch, const ForwardOptions& 
   check_batch_shape(config_, batch);
   ForwardOptions eval = options;
   eval.train = false;
-  buf_->counted = 0;  // no loss to differentiate
-  return run(batch, eval);
+  return run(batch, eval, own_pass_);  // its count stays 0: no loss to differentiate
+}
+
+double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, ForwardPass& pass,
+                              Tensor* nll, double* accuracy) {
+  check_batch_shape(config_, batch);
+  HeadTargets targets = head_targets(batch);
+  const int64_t counted = config_.head.counted(targets, batch.rows, batch.length);
+  check(counted > 0, "a batch that counts no positions");
+  const Tensor head3 = run(batch, options, pass);
+  ForwardPass::Buffers& p = *pass.buf_;
+  p.targets = std::move(targets);
+  const double loss = config_.head.loss_forward(head3, p.targets, p.loss, nll, accuracy);
+  p.counted = counted;
+  return loss;
 }
 
 double SequenceModel::forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll,
                               double* accuracy) {
-  check_batch_shape(config_, batch);
-  Buffers& b = *buf_;
-  b.targets = head_targets(batch);
-  b.counted = config_.head.counted(b.targets, batch.rows, batch.length);
-  check(b.counted > 0, "a batch that counts no positions");
-  const Tensor head3 = run(batch, options);
-  return config_.head.loss_forward(head3, b.targets, b.loss, nll, accuracy);
+  return forward(batch, options, own_pass_, nll, accuracy);
 }
 
 int64_t SequenceModel::counted(const SequenceBatch& batch) const {
@@ -264,26 +288,23 @@ int64_t SequenceModel::counted(const SequenceBatch& batch) const {
   return config_.head.counted(head_targets(batch), batch.rows, batch.length);
 }
 
-int64_t SequenceModel::counted() const { return buf_->counted; }
-
-Tensor SequenceModel::heads() const {
-  check(buf_->rows > 0, "heads() before forward");
-  return buf_->v_head.reshape({buf_->rows, buf_->length, config_.head.width()});
-}
-
-void SequenceModel::backward(int64_t normalizer) {
-  Buffers& b = *buf_;
-  check(b.counted > 0, "backward before forward");
-  check(normalizer == 0 || normalizer >= b.counted, "backward: a batch's count cannot be below its part's");
-  const int64_t B = b.rows, L = b.length, d = config_.width(), P = config_.head.width();
-  const float scale = 1.f / float(normalizer > 0 ? normalizer : b.counted);
-  Tensor dhead3 = b.v_dhead.reshape({B, L, P});
-  config_.head.loss_backward(b.v_head.reshape({B, L, P}), b.targets, scale, b.loss, dhead3);
+void SequenceModel::backward(ForwardPass& pass, int64_t normalizer) {
+  check(pass.buf_ && pass.buf_->model == this && pass.buf_->counted > 0,
+        "backward of a pass that no forward of this model filled with a loss");
+  ForwardPass::Buffers& p = *pass.buf_;
+  check(normalizer == 0 || normalizer >= p.counted, "backward: a batch's count cannot be below its part's");
+  const int64_t B = p.rows, L = p.length, d = config_.width(), P = config_.head.width();
+  const float scale = 1.f / float(normalizer > 0 ? normalizer : p.counted);
+  Buffers& s = *buf_;
+  Tensor dhead = grown_view(s.dhead, {B * L, P}, device_), dy = grown_view(s.dy, {B, L, d}, device_),
+         dx = grown_view(s.dx, {B, L, input_->width()}, device_);
+  Tensor dhead3 = dhead.reshape({B, L, P});
+  config_.head.loss_backward(p.v_head.reshape({B, L, P}), p.targets, scale, p.loss, dhead3);
   Tensor dW = params_.grad(predictor_w_), db = params_.grad(predictor_b_);
-  Tensor dy2 = b.v_dy.reshape({B * L, d});
-  linear_backward(b.v_y.reshape({B * L, d}), params_.value(predictor_w_), b.v_dhead, dy2, dW, db, head_products_);
-  encoder_->backward(b.v_dy, b.v_dx);
-  input_->backward(b.v_ids, b.v_dx);
+  Tensor dy2 = dy.reshape({B * L, d});
+  linear_backward(p.v_y.reshape({B * L, d}), params_.value(predictor_w_), dhead, dy2, dW, db, p.head_products);
+  encoder_->backward(*p.encoder, dy, dx);
+  input_->backward(p.v_ids, dx);
 }
 
 TransformerStack& SequenceModel::recurrent_form(const char* what) const {

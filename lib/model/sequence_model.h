@@ -16,8 +16,9 @@
 // are torch.nn.LSTM's under lstm. (model/bilstm.h).
 //
 //   auto model = lt::SequenceModel::load(lt::load_safetensors(path), lt::Device::cpu);
-//   double loss = model->forward(batch, {.train = true, .seed = s});
-//   model->backward();
+//   lt::ForwardPass pass;  // the caller's: what the forward leaves for its backward
+//   double loss = model->forward(batch, {.train = true, .seed = s}, pass);
+//   model->backward(pass);
 #pragma once
 #include <cstdint>
 #include <map>
@@ -79,6 +80,32 @@ struct SequenceBatch {
   SequenceBatch slice(int64_t begin, int64_t end) const;
 };
 
+class SequenceModel;
+
+// What a SequenceModel's forward leaves for its backward, as PyTorch's ctx
+// and llm.c's activation struct hand it over: owned by the caller, filled by
+// forward, read by backward. The model keeps nothing of a pass, so passes are
+// independent: a predict(), or a forward into another pass, between a
+// forward and its backward changes nothing. A pass's buffers grow to the
+// largest batch it has held and are reused by the next forward into it, so
+// a training loop that keeps its pass allocates nothing per step.
+class ForwardPass {
+ public:
+  ForwardPass();
+  ~ForwardPass();
+  ForwardPass(ForwardPass&&) noexcept;
+  ForwardPass& operator=(ForwardPass&&) noexcept;
+  // What its forward's loss counted (OutputHead::counted); 0 before one.
+  int64_t counted() const;
+  // Its forward's head outputs [rows, length, head width], on the model's device.
+  Tensor heads() const;
+
+ private:
+  friend class SequenceModel;
+  struct Buffers;
+  std::unique_ptr<Buffers> buf_;
+};
+
 class SequenceModel {
  public:
   SequenceModel(const SequenceModelConfig& config, Device device);
@@ -120,23 +147,27 @@ class SequenceModel {
   // (OutputHead::loss_forward): the counted positions, or a CTC model's
   // labels. nll, if given, receives one value per counted position
   // (row-major), or per row for CTC; accuracy, if given, the fraction of
-  // counted positions whose most likely class is the target (CTC: -1). The
-  // head outputs stay readable through heads(). counted() is the last
-  // forward's count, counted(batch) what a forward of batch would count.
+  // counted positions whose most likely class is the target (CTC: -1).
+  // Everything backward needs goes into pass (its count and head outputs
+  // are readable there); a pass another model filled is planned anew.
+  double forward(const SequenceBatch& batch, const ForwardOptions& options, ForwardPass& pass,
+                 Tensor* nll = nullptr, double* accuracy = nullptr);
+  // The loss alone (evaluation, a gradient check's probe): the same pass in
+  // the model's own buffers, which no backward reads.
   double forward(const SequenceBatch& batch, const ForwardOptions& options, Tensor* nll = nullptr,
                  double* accuracy = nullptr);
   // The head outputs [rows, length, head width] of a batch that needs no
   // targets or labels (recognition): the forward pass in eval mode without a
-  // loss, in the model's buffers (valid until the next pass).
+  // loss, in the model's own buffers (valid until its next predict or
+  // loss-only forward).
   Tensor predict(const SequenceBatch& batch, const ForwardOptions& options);
-  // Gradients of the last forward's loss, accumulated into params().grads():
-  // its summed nats over `normalizer` counted positions, by default its own
-  // count (the mean). A part of a larger batch passes the whole batch's count,
-  // so that the parts' gradients add up to the batch's.
-  void backward(int64_t normalizer = 0);
-  int64_t counted() const;
+  // Gradients of the loss of the forward that filled pass, accumulated into
+  // params().grads(): its summed nats over `normalizer` counted positions,
+  // by default its own count (the mean). A part of a larger batch passes the
+  // whole batch's count, so that the parts' gradients add up to the batch's.
+  void backward(ForwardPass& pass, int64_t normalizer = 0);
+  // What a forward of batch would count.
   int64_t counted(const SequenceBatch& batch) const;
-  Tensor heads() const;  // the last forward's head outputs [rows, length, head width], on the device
 
   // ---- generation: the recurrent form ----
   // A transformer's only: a bilstm model refuses every call here with one
@@ -173,8 +204,9 @@ class SequenceModel {
 
  private:
   struct Buffers;
-  void plan(int64_t rows, int64_t length);
-  Tensor run(const SequenceBatch& batch, const ForwardOptions& options);
+  // The batch's inputs through input part, encoder and predictor into pass:
+  // the head outputs [B, L, P].
+  Tensor run(const SequenceBatch& batch, const ForwardOptions& options, ForwardPass& pass);
   TransformerStack& recurrent_form(const char* what) const;
   void predict_step(const Tensor& y, Tensor& head);  // the head of a step's outputs
 
@@ -186,8 +218,8 @@ class SequenceModel {
   std::unique_ptr<InputPart> input_;
   size_t predictor_w_, predictor_b_;
   Precision step_precision_;
-  Products head_products_ = Products::fp32;  // of the last forward, which backward repeats
-  std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<Buffers> buf_;  // scratch of one call and of the recurrent form: no pass's state
+  ForwardPass own_pass_;          // predict's and the loss-only forward's, which no backward reads
 };
 
 }  // namespace lt

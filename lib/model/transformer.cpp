@@ -1,6 +1,7 @@
 // TransformerStack: parameters, training forward/backward. The recurrent step
 // and prefill live in transformer_step.cpp.
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "attention/attention.h"
@@ -151,11 +152,10 @@ void TransformerStack::set_dropout(float p) {
 }
 
 void TransformerStack::release_buffers() {
-  acts_.clear();
-  layer_out_.clear();
   grads_.reset();
-  final_mean_ = final_rstd_ = arena_ = Tensor();
-  B_ = L_ = 0;
+  scratch_arena_ = Tensor();
+  scratch_B_ = scratch_L_ = 0;
+  chunk_pass_.reset();
   for (auto& b : step_) b.reset();
 }
 
@@ -191,52 +191,82 @@ void TransformerStack::init_parameters(uint64_t seed) {
   constant_fill(norm_b_, 0.f);
 }
 
-// Every training buffer is a view into one arena that only grows: planned
-// for the largest (B, L) so far, a smaller batch or a shorter sequence
-// reuses it, and a run over variable shapes allocates nothing after its
-// largest. Views start on 64-byte boundaries for the vector units and cuBLASLt.
-void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
-  if (B == B_ && L == L_ && arena_.defined() && arena_.device() == dev) return;
-  const int64_t R = B * L, d = config_.d_model, ff = config_.ff_dim, H = config_.heads;
+namespace {
+// Views in one arena that only grows: lay_out(view) asks view(shape) for each
+// tensor in a fixed order, once for the sizes (view returns nothing), then
+// for the views, each starting on a 64-byte boundary.
+using ViewOf = std::function<Tensor(const Shape&)>;
+void carve(Tensor& arena, Device dev, const std::function<void(const ViewOf& view, bool assign)>& lay_out) {
   int64_t used = 0;
-  const bool carve = arena_.defined() && arena_.device() == dev;
-  // Two passes: the first (sizes only) finds what the shape needs.
-  auto lay_out = [&](bool assign) {
-    used = 0;
-    auto t = [&](Shape s) {
-      const int64_t n = shape_numel(s), at = used;
-      used += (n + 15) / 16 * 16;
-      return assign ? arena_.rows(at, at + n).reshape(s) : Tensor();
-    };
-    if (assign) {
-      acts_.clear();
-      layer_out_.clear();
-    }
-    for (int64_t l = 0; l < config_.layers; ++l) {
-      auto a = std::make_unique<LayerActs>();
-      for (Tensor* x : {&a->q, &a->k, &a->v, &a->att, &a->res1, &a->x1, &a->res2}) *x = t({R, d});
+  bool assign = false;
+  const ViewOf view = [&](const Shape& s) {
+    const int64_t n = shape_numel(s), at = used;
+    used += (n + 15) / 16 * 16;
+    return assign ? arena.rows(at, at + n).reshape(s) : Tensor();
+  };
+  lay_out(view, false);
+  if (!arena.defined() || arena.device() != dev || arena.numel() < used) arena = Tensor::empty({used}, dev);
+  used = 0;
+  assign = true;
+  lay_out(view, true);
+}
+}  // namespace
+
+std::unique_ptr<EncoderPass> TransformerStack::new_pass() const { return std::make_unique<Pass>(*this); }
+
+TransformerStack::Pass& TransformerStack::own(EncoderPass& pass) const {
+  auto* p = dynamic_cast<Pass*>(&pass);
+  check(p != nullptr && p->stack == this, "a transformer stack was given a pass another encoder made");
+  return *p;
+}
+
+const TransformerStack::Pass& TransformerStack::own(const EncoderPass& pass) const {
+  return own(const_cast<EncoderPass&>(pass));
+}
+
+// A pass's activations for (B, L): every layer's, the input and the final
+// norm's statistics.
+void TransformerStack::plan(Pass& p, int64_t B, int64_t L, Device dev) const {
+  if (B == p.B && L == p.L && p.arena.defined() && p.arena.device() == dev) return;
+  const int64_t R = B * L, d = config_.d_model, ff = config_.ff_dim, H = config_.heads;
+  carve(p.arena, dev, [&](const ViewOf& t, bool assign) {
+    std::vector<LayerActs> acts(size_t(config_.layers));
+    std::vector<Tensor> outs;
+    for (LayerActs& a : acts) {
+      for (Tensor* x : {&a.q, &a.k, &a.v, &a.att, &a.res1, &a.x1, &a.res2}) *x = t({R, d});
       if (config_.attention == AttentionKind::linear) {
-        a->fq = t({R, H * F_});
-        a->fk = t({R, H * F_});
+        a.fq = t({R, H * F_});
+        a.fk = t({R, H * F_});
       } else if (config_.attention == AttentionKind::softmax) {
-        a->probs = t({B, H, L, L});
+        a.probs = t({B, H, L, L});
       } else {  // lsh: int32 orders share the arena (4 bytes a value, as float)
         const Shape order{B, H, config_.lsh_rounds, L};
         const Tensor at = t(order);
-        if (assign) a->lsh_order = Tensor::wrap(at.raw(), order, dev, DType::i32);
-        a->lsh_lse = t({B, H, L});
+        if (assign) a.lsh_order = Tensor::wrap(at.raw(), order, dev, DType::i32);
+        a.lsh_lse = t({B, H, L});
       }
-      for (Tensor* x : {&a->mean1, &a->rstd1, &a->mean2, &a->rstd2}) *x = t({R});
-      a->h = t({R, ff});
-      a->ad = t({R, ff});
-      if (config_.ff_conv > 0) a->hc = t({R, ff});
-      Tensor out = t({R, d});
-      if (assign) {
-        acts_.push_back(std::move(a));
-        layer_out_.push_back(out);
-      }
+      for (Tensor* x : {&a.mean1, &a.rstd1, &a.mean2, &a.rstd2}) *x = t({R});
+      a.h = t({R, ff});
+      a.ad = t({R, ff});
+      if (config_.ff_conv > 0) a.hc = t({R, ff});
+      outs.push_back(t({R, d}));
     }
-    Tensor mean = t({R}), rstd = t({R});
+    Tensor input = t({R, d}), mean = t({R}), rstd = t({R});
+    if (!assign) return;
+    p.acts = std::move(acts);
+    p.layer_out = std::move(outs);
+    p.input = input;
+    p.final_mean = mean;
+    p.final_rstd = rstd;
+  });
+  p.B = B, p.L = L;
+}
+
+// The scratch of one forward or backward call for (B, L).
+void TransformerStack::plan_scratch(int64_t B, int64_t L, Device dev) {
+  if (B == scratch_B_ && L == scratch_L_ && scratch_arena_.defined() && scratch_arena_.device() == dev) return;
+  const int64_t R = B * L, d = config_.d_model, ff = config_.ff_dim, H = config_.heads;
+  carve(scratch_arena_, dev, [&](const ViewOf& t, bool assign) {
     auto g = std::make_unique<GradBuffers>();
     for (Tensor* x : {&g->dres, &g->dtmp, &g->dx1, &g->datt, &g->dq, &g->dk, &g->dv, &g->dcur, &g->dnext, &g->o})
       *x = t({R, d});
@@ -244,16 +274,9 @@ void TransformerStack::plan(int64_t B, int64_t L, Device dev) {
     g->dfk = t({R, H * F_});
     g->dff = t({R, ff});
     if (config_.ff_conv > 0) g->dffc = t({R, ff});
-    if (assign) {
-      final_mean_ = mean;
-      final_rstd_ = rstd;
-      grads_ = std::move(g);
-    }
-  };
-  lay_out(false);
-  if (!carve || arena_.numel() < used) arena_ = Tensor::empty({used}, dev);
-  lay_out(true);
-  B_ = B, L_ = L;
+    if (assign) grads_ = std::move(g);
+  });
+  scratch_B_ = B, scratch_L_ = L;
 }
 
 // Each dropout site of each layer draws from its own stream of the step's seed.
@@ -261,75 +284,73 @@ static uint64_t site_seed(uint64_t seed, size_t layer, int site) {
   return seed ^ (0x9E3779B97F4A7C15ull * (layer * 4 + site + 1));
 }
 
-void TransformerStack::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) {
-  run(x, lengths, y, options, nullptr);
+void TransformerStack::forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+                               EncoderPass& pass) {
+  run(x, lengths, y, options, own(pass), nullptr);
 }
 
 void TransformerStack::run(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
-                           RecurrentState* continuing) {
+                           Pass& pass, RecurrentState* continuing) {
   check(x.ndim() == 3 && x.dim(2) == config_.d_model,
         "transformer input must be [B, L, " + std::to_string(config_.d_model) + "], got " + shape_str(x.shape()));
   check_shape(y, x.shape(), "transformer output");
-  plan(x.dim(0), x.dim(1), x.device());
-  set_lengths(lengths);
-  input_ = x.reshape({B_ * L_, config_.d_model});
-  pass_ = options;
-  pass_.train = options.train && config_.dropout > 0.f;
-  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(l, l ? layer_out_[l - 1] : input_, continuing);
-  Tensor y2 = y.reshape({B_ * L_, config_.d_model});
-  layernorm_forward(layer_out_.back(), params_.value(norm_g_), params_.value(norm_b_), y2, final_mean_,
-                    final_rstd_);
-  zero_padded_rows(y2);
+  const int64_t B = x.dim(0), L = x.dim(1), d = config_.d_model;
+  plan(pass, B, L, x.device());
+  plan_scratch(B, L, x.device());
+  set_lengths(pass, lengths);
+  pass.input.copy_from(x.reshape({B * L, d}));
+  pass.options = options;
+  pass.options.train = options.train && config_.dropout > 0.f;
+  pass.dropout = config_.dropout;
+  for (size_t l = 0; l < layers_.size(); ++l) layer_forward(pass, l, l ? pass.layer_out[l - 1] : pass.input, continuing);
+  Tensor y2 = y.reshape({B * L, d});
+  layernorm_forward(pass.layer_out.back(), params_.value(norm_g_), params_.value(norm_b_), y2, pass.final_mean,
+                    pass.final_rstd);
+  pass.zero_padded_rows(y2);
 }
 
-void TransformerStack::set_lengths(const Tensor& lengths) {
-  lengths_ = Tensor();
-  lengths_host_.clear();
+void TransformerStack::set_lengths(Pass& pass, const Tensor& lengths) const {
+  pass.lengths = Tensor();
+  pass.lengths_host.clear();
   if (!lengths.defined()) return;
-  check(lengths.ndim() == 1 && lengths.dim(0) == B_ && lengths.dtype() == DType::i32,
-        "sequence lengths must be int32 [" + std::to_string(B_) + "], got " + shape_str(lengths.shape()));
-  lengths_host_ = lengths.to_vector_i32();
-  for (int32_t n : lengths_host_)
-    check(n >= 0 && n <= L_, "sequence length " + std::to_string(n) + " outside 0.." + std::to_string(L_));
-  lengths_ = lengths.device() == params_.device() ? lengths : lengths.to(params_.device());
+  check(lengths.ndim() == 1 && lengths.dim(0) == pass.B && lengths.dtype() == DType::i32,
+        "sequence lengths must be int32 [" + std::to_string(pass.B) + "], got " + shape_str(lengths.shape()));
+  pass.lengths_host = lengths.to_vector_i32();
+  for (int32_t n : pass.lengths_host)
+    check(n >= 0 && n <= pass.L, "sequence length " + std::to_string(n) + " outside 0.." + std::to_string(pass.L));
+  pass.lengths = lengths.device() == params_.device() ? lengths : lengths.to(params_.device());
 }
 
-// Padded positions' rows of rows [B*L, ...] become zeros: their outputs are
-// defined, and their gradients reach nothing.
-void TransformerStack::zero_padded_rows(Tensor& rows) const {
-  for (int64_t b = 0; b < int64_t(lengths_host_.size()); ++b)
-    if (lengths_host_[b] < L_) rows.rows(b * L_ + lengths_host_[b], (b + 1) * L_).zero();
-}
-
-void TransformerStack::layer_forward(size_t l, const Tensor& x, RecurrentState* continuing) {
+void TransformerStack::layer_forward(Pass& pass, size_t l, const Tensor& x, RecurrentState* continuing) {
   const LayerIndices& p = layers_[l];
-  LayerActs& a = *acts_[l];
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim};
+  LayerActs& a = pass.acts[l];
+  const int64_t B = pass.B, L = pass.L;
+  const Shape heads4{B, L, config_.heads, config_.head_dim};
   auto V = [&](size_t i) { return params_.value(i); };
   Tensor& o = grads_->o;
-  const float drop = config_.dropout;
-  const bool train = pass_.train;
-  const uint64_t seed = pass_.seed;
-  const BatchRows rows{pass_.first_row, B_, 1};
-  const Products P = pass_.precision.products;
+  const float drop = pass.dropout;
+  const bool train = pass.options.train;
+  const uint64_t seed = pass.options.seed;
+  const BatchRows rows{pass.options.first_row, B, 1};
+  const Products P = pass.options.precision.products;
 
   linear_forward(x, V(p.wq), V(p.bq), a.q, P);
   if (config_.attention != AttentionKind::lsh) linear_forward(x, V(p.wk), V(p.bk), a.k, P);
   linear_forward(x, V(p.wv), V(p.bv), a.v, P);
   Tensor att4 = a.att.reshape(heads4);
-  attention_forward(l, att4, continuing);
+  attention_forward(pass, l, att4, continuing);
   linear_forward(a.att, V(p.wo), V(p.bo), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 0), o, rows);
   add(x, o, a.res1);
   layernorm_forward(a.res1, V(p.g1), V(p.be1), a.x1, a.mean1, a.rstd1);
   linear_forward(a.x1, V(p.w1), V(p.b1), a.h, P);
   if (config_.ff_conv > 0) {
-    Tensor h3 = a.h.reshape({B_, L_, config_.ff_dim}), hc3 = a.hc.reshape({B_, L_, config_.ff_dim});
+    Tensor h3 = a.h.reshape({B, L, config_.ff_dim}), hc3 = a.hc.reshape({B, L, config_.ff_dim});
     if (continuing) {  // a causal stack's chunk after the positions of the state's window
       Tensor window = state_views(*continuing, l).conv;
       depthwise_conv_continue(h3, V(p.wc), V(p.bc), window, hc3);
     } else {
-      depthwise_conv_forward(h3, V(p.wc), V(p.bc), lengths_, config_.direction == Direction::causal, hc3);
+      depthwise_conv_forward(h3, V(p.wc), V(p.bc), pass.lengths, config_.direction == Direction::causal, hc3);
     }
   }
   relu_forward(config_.ff_conv > 0 ? a.hc : a.h, a.ad);
@@ -337,24 +358,25 @@ void TransformerStack::layer_forward(size_t l, const Tensor& x, RecurrentState* 
   linear_forward(a.ad, V(p.w2), V(p.b2), o, P);
   if (train) dropout_forward(o, drop, site_seed(seed, l, 2), o, rows);
   add(a.x1, o, a.res2);
-  layernorm_forward(a.res2, V(p.g2), V(p.be2), layer_out_[l], a.mean2, a.rstd2);
+  layernorm_forward(a.res2, V(p.g2), V(p.be2), pass.layer_out[l], a.mean2, a.rstd2);
 }
 
 // Layer l's attention of its q, k, v projections into att4 [B, L, H, E].
-void TransformerStack::attention_forward(size_t l, Tensor& att4, RecurrentState* continuing) {
-  LayerActs& a = *acts_[l];
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
+void TransformerStack::attention_forward(Pass& pass, size_t l, Tensor& att4, RecurrentState* continuing) {
+  LayerActs& a = pass.acts[l];
+  const Tensor& lengths = pass.lengths;
+  const Shape heads4{pass.B, pass.L, config_.heads, config_.head_dim}, features4{pass.B, pass.L, config_.heads, F_};
   const bool causal = config_.direction == Direction::causal;
   const Tensor q4 = a.q.reshape(heads4), k4 = a.k.reshape(heads4), v4 = a.v.reshape(heads4);
   if (config_.attention == AttentionKind::softmax) {
-    softmax_attention_forward(q4, k4, v4, lengths_, causal, a.probs, att4);
+    softmax_attention_forward(q4, k4, v4, lengths, causal, a.probs, att4);
     return;
   }
   if (config_.attention == AttentionKind::lsh) {
     // Fresh rotations every pass (Reformer section 2), from the pass's seed:
     // a resumed run draws what the uninterrupted one drew.
-    if (rotations_.defined()) draw_lsh_rotations(site_seed(pass_.seed, l, 3), rotations_);
-    lsh_attention_forward(q4, v4, rotations_, lengths_, config_.lsh_options(), a.lsh_order, a.lsh_lse, att4);
+    if (rotations_.defined()) draw_lsh_rotations(site_seed(pass.options.seed, l, 3), rotations_);
+    lsh_attention_forward(q4, v4, rotations_, lengths, config_.lsh_options(), a.lsh_order, a.lsh_lse, att4);
     return;
   }
   const FeatureMap& phi = *phis_[l];
@@ -363,71 +385,79 @@ void TransformerStack::attention_forward(size_t l, Tensor& att4, RecurrentState*
   phi.forward(k4, fk4);
   if (continuing) {
     StateViews st = state_views(*continuing, l);
-    causal_linear_attention_continue(fq4, fk4, v4, lengths_, st.a, st.b, att4);
+    causal_linear_attention_continue(fq4, fk4, v4, lengths, st.a, st.b, att4);
   } else if (causal) {
-    causal_linear_attention_forward(fq4, fk4, v4, lengths_, att4);
+    causal_linear_attention_forward(fq4, fk4, v4, lengths, att4);
   } else {
-    linear_attention_forward(fq4, fk4, v4, lengths_, att4);
+    linear_attention_forward(fq4, fk4, v4, lengths, att4);
   }
 }
 
 // Gradients of layer l's attention: datt4 -> dq4, dk4 (not for lsh), dv4.
-void TransformerStack::attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4) {
-  LayerActs& a = *acts_[l];
+void TransformerStack::attention_backward(const Pass& pass, size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4,
+                                          Tensor& dv4) {
+  const LayerActs& a = pass.acts[l];
+  const Tensor& lengths = pass.lengths;
   GradBuffers& g = *grads_;
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim}, features4{B_, L_, config_.heads, F_};
+  const Shape heads4{pass.B, pass.L, config_.heads, config_.head_dim}, features4{pass.B, pass.L, config_.heads, F_};
   const Tensor q4 = a.q.reshape(heads4), k4 = a.k.reshape(heads4), v4 = a.v.reshape(heads4);
   if (config_.attention == AttentionKind::softmax) {
-    softmax_attention_backward(q4, k4, v4, lengths_, a.probs, datt4, dq4, dk4, dv4);
+    softmax_attention_backward(q4, k4, v4, lengths, a.probs, datt4, dq4, dk4, dv4);
     return;
   }
   if (config_.attention == AttentionKind::lsh) {
-    lsh_attention_backward(q4, v4, lengths_, config_.lsh_options(), a.lsh_order, a.lsh_lse, a.att.reshape(heads4),
+    lsh_attention_backward(q4, v4, lengths, config_.lsh_options(), a.lsh_order, a.lsh_lse, a.att.reshape(heads4),
                            datt4, dq4, dv4);
     return;
   }
-  Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
+  const Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
   Tensor dfq4 = g.dfq.reshape(features4), dfk4 = g.dfk.reshape(features4);
   if (config_.direction == Direction::causal)
-    causal_linear_attention_backward(fq4, fk4, v4, lengths_, datt4, dfq4, dfk4, dv4);
+    causal_linear_attention_backward(fq4, fk4, v4, lengths, datt4, dfq4, dfk4, dv4);
   else
-    linear_attention_backward(fq4, fk4, v4, lengths_, datt4, dfq4, dfk4, dv4);
+    linear_attention_backward(fq4, fk4, v4, lengths, datt4, dfq4, dfk4, dv4);
   phis_[l]->backward(q4, dfq4, dq4);
   phis_[l]->backward(k4, dfk4, dk4);
 }
 
-void TransformerStack::backward(const Tensor& dy, Tensor& dx) {
-  check(!acts_.empty() && dy.numel() == B_ * L_ * config_.d_model,
-        "transformer backward: gradient " + shape_str(dy.shape()) + " does not match the last forward [" +
-            std::to_string(B_) + ", " + std::to_string(L_) + ", " + std::to_string(config_.d_model) + "]");
+void TransformerStack::backward(const EncoderPass& encoder_pass, const Tensor& dy, Tensor& dx) {
+  const Pass& pass = own(encoder_pass);
+  const int64_t B = pass.B, L = pass.L;
+  check(!pass.acts.empty() && dy.numel() == B * L * config_.d_model,
+        "transformer backward: gradient " + shape_str(dy.shape()) + " does not match its forward [" +
+            std::to_string(B) + ", " + std::to_string(L) + ", " + std::to_string(config_.d_model) + "]");
+  plan_scratch(B, L, pass.arena.device());
   GradBuffers& g = *grads_;
   Tensor dg = params_.grad(norm_g_), db = params_.grad(norm_b_);
-  Tensor dy2 = dy.reshape({B_ * L_, config_.d_model});
-  if (!lengths_host_.empty()) {  // padded outputs are constants: whatever dy holds there reaches nothing
+  Tensor dy2 = dy.reshape({B * L, config_.d_model});
+  if (!pass.lengths_host.empty()) {  // padded outputs are constants: whatever dy holds there reaches nothing
     g.dtmp.copy_from(dy2);
-    zero_padded_rows(g.dtmp);
+    pass.zero_padded_rows(g.dtmp);
     dy2 = g.dtmp;
   }
-  layernorm_backward(layer_out_.back(), params_.value(norm_g_), final_mean_, final_rstd_, dy2, g.dcur, dg, db);
-  zero_padded_rows(g.dcur);
+  layernorm_backward(pass.layer_out.back(), params_.value(norm_g_), pass.final_mean, pass.final_rstd, dy2, g.dcur,
+                     dg, db);
+  pass.zero_padded_rows(g.dcur);
   for (size_t l = layers_.size(); l-- > 0;) {
-    layer_backward(l, l ? layer_out_[l - 1] : input_, g.dcur, g.dnext, pass_.seed);
+    layer_backward(pass, l, l ? pass.layer_out[l - 1] : pass.input, g.dcur, g.dnext);
     std::swap(g.dcur, g.dnext);
   }
   if (dx.defined()) dx.copy_from(g.dcur);
 }
 
-void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed) {
+void TransformerStack::layer_backward(const Pass& pass, size_t l, const Tensor& x, const Tensor& dy, Tensor& dx) {
   const LayerIndices& p = layers_[l];
-  LayerActs& a = *acts_[l];
+  const LayerActs& a = pass.acts[l];
   GradBuffers& g = *grads_;
-  const bool train = pass_.train;
-  const Products P = pass_.precision.products;
-  const Shape heads4{B_, L_, config_.heads, config_.head_dim};
+  const int64_t B = pass.B, L = pass.L;
+  const bool train = pass.options.train;
+  const uint64_t seed = pass.options.seed;
+  const Products P = pass.options.precision.products;
+  const Shape heads4{B, L, config_.heads, config_.head_dim};
   auto V = [&](size_t i) { return params_.value(i); };
   auto G = [&](size_t i) { return params_.grad(i); };
-  const float drop = config_.dropout;
-  const BatchRows rows{pass_.first_row, B_, 1};
+  const float drop = pass.dropout;
+  const BatchRows rows{pass.options.first_row, B, 1};
 
   // x2 = norm2(res2), res2 = x1 + dropout(linear2(dropout(relu(linear1(x1)))))
   Tensor dg2 = G(p.g2), dbe2 = G(p.be2), dg1 = G(p.g1), dbe1 = G(p.be1);
@@ -442,9 +472,9 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   if (train) dropout_backward(g.dff, drop, site_seed(seed, l, 1), g.dff, rows);
   if (config_.ff_conv > 0) {
     relu_backward(a.hc, g.dff, g.dffc);
-    const Shape ff3{B_, L_, config_.ff_dim};
+    const Shape ff3{B, L, config_.ff_dim};
     Tensor dh3 = g.dff.reshape(ff3), dWc = G(p.wc), dbc = G(p.bc);
-    depthwise_conv_backward(a.h.reshape(ff3), V(p.wc), lengths_, config_.direction == Direction::causal,
+    depthwise_conv_backward(a.h.reshape(ff3), V(p.wc), pass.lengths, config_.direction == Direction::causal,
                             g.dffc.reshape(ff3), dh3, dWc, dbc);
   } else {
     relu_backward(a.h, g.dff, g.dff);
@@ -463,7 +493,7 @@ void TransformerStack::layer_backward(size_t l, const Tensor& x, const Tensor& d
   Tensor dWo = G(p.wo), dbo = G(p.bo);
   linear_backward(a.att, V(p.wo), *dattn_out, g.datt, dWo, dbo, P);
   Tensor dq4 = g.dq.reshape(heads4), dk4 = g.dk.reshape(heads4), dv4 = g.dv.reshape(heads4);
-  attention_backward(l, g.datt.reshape(heads4), dq4, dk4, dv4);
+  attention_backward(pass, l, g.datt.reshape(heads4), dq4, dk4, dv4);
   Tensor dWq = G(p.wq), dbq = G(p.bq), dWv = G(p.wv), dbv = G(p.bv);
   linear_backward(x, V(p.wq), g.dq, dx, dWq, dbq, P);
   if (config_.attention != AttentionKind::lsh) {

@@ -140,15 +140,19 @@ class TransformerStack final : public Encoder {
   void redraw_feature_maps(uint64_t seed) override;
 
   // ---- training: all positions at once ----
+  // A pass holds every layer's activations, a copy of the input, the
+  // lengths and the options of its forward: one arena planned for the
+  // largest (B, L) it has held.
+  std::unique_ptr<EncoderPass> new_pass() const override;
   // x, y [B, L, d_model]; lengths int32 [B] (any device) or undefined for
   // all L: positions l >= lengths[b] are padding. They contribute nothing to
   // any real position's output or gradient, their outputs are zeros and
-  // their input gradients too. Saves what backward needs in buffers planned
-  // for the largest (B, L) so far: smaller shapes allocate nothing.
-  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options) override;
-  // dy [B, L, d] -> dx [B, L, d]; parameter gradients accumulate in params,
-  // with the products of the last forward.
-  void backward(const Tensor& dy, Tensor& dx) override;
+  // their input gradients too. Saves what backward needs in pass.
+  void forward(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+               EncoderPass& pass) override;
+  // dy [B, L, d] -> dx [B, L, d] of the forward that filled pass; parameter
+  // gradients accumulate in params, with that forward's products and dropout.
+  void backward(const EncoderPass& pass, const Tensor& dy, Tensor& dx) override;
 
   // ---- generation: the recurrent form, one position for a batch ----
   // LSH attention has none: new_state, prepare_step and continue_chunk refuse it.
@@ -210,20 +214,24 @@ class TransformerStack final : public Encoder {
     size_t wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, wc, bc, w2, b2, g1, be1, g2, be2;
   };
   struct LayerActs;    // saved activations of one layer
-  struct GradBuffers;  // scratch of the backward pass, shared by the layers
+  struct Pass;         // what a forward leaves for its backward (an EncoderPass)
+  struct GradBuffers;  // scratch of one forward or backward call, shared by the layers
   struct StepBuffers;  // scratch of step(), planned for one batch size
   struct StepWeights;  // step()'s weights, prepared by prepare_step
-  void plan(int64_t B, int64_t L, Device d);
-  void set_lengths(const Tensor& lengths);
-  void zero_padded_rows(Tensor& rows) const;
-  // The parallel pass; with `continuing`, a chunk after the positions that
-  // state holds (continue_chunk), whose attention and convolution continue it.
-  void run(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options,
+  Pass& own(EncoderPass& pass) const;  // refuses another encoder's pass
+  const Pass& own(const EncoderPass& pass) const;
+  void plan(Pass& pass, int64_t B, int64_t L, Device d) const;
+  void plan_scratch(int64_t B, int64_t L, Device d);
+  void set_lengths(Pass& pass, const Tensor& lengths) const;
+  // The parallel pass into pass; with `continuing`, a chunk after the
+  // positions that state holds (continue_chunk), whose attention and
+  // convolution continue it.
+  void run(const Tensor& x, const Tensor& lengths, Tensor& y, const ForwardOptions& options, Pass& pass,
            RecurrentState* continuing);
-  void layer_forward(size_t l, const Tensor& x, RecurrentState* continuing);
-  void layer_backward(size_t l, const Tensor& x, const Tensor& dy, Tensor& dx, uint64_t seed);
-  void attention_forward(size_t l, Tensor& att4, RecurrentState* continuing);
-  void attention_backward(size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4);
+  void layer_forward(Pass& pass, size_t l, const Tensor& x, RecurrentState* continuing);
+  void layer_backward(const Pass& pass, size_t l, const Tensor& x, const Tensor& dy, Tensor& dx);
+  void attention_forward(Pass& pass, size_t l, Tensor& att4, RecurrentState* continuing);
+  void attention_backward(const Pass& pass, size_t l, const Tensor& datt4, Tensor& dq4, Tensor& dk4, Tensor& dv4);
   void check_recurrent_form() const;
   // Refuses a state of another layout or size; allocation-free when it passes.
   void check_state(const RecurrentState& state) const;
@@ -240,18 +248,13 @@ class TransformerStack final : public Encoder {
   std::string prefix_;
   std::vector<std::unique_ptr<FeatureMap>> phis_;  // one per layer, each its own draw
   int64_t F_ = 0;
-  Tensor rotations_;  // lsh: [rounds, E, buckets / 2], drawn anew by every forward
-  // Training buffers, views of arena_ planned for (B_, L_).
-  int64_t B_ = 0, L_ = 0;
-  Tensor arena_;
-  Tensor lengths_;                     // of the last forward, on the parameters' device (or undefined)
-  std::vector<int32_t> lengths_host_;  // the same on the host
-  std::vector<std::unique_ptr<LayerActs>> acts_;
-  Tensor input_;                   // [B*L, d], aliases the caller's x until backward
-  std::vector<Tensor> layer_out_;  // output of layer l (input of l+1), pre final norm
-  Tensor final_mean_, final_rstd_;
-  ForwardOptions pass_;  // of the last forward, which backward repeats
+  Tensor rotations_;  // lsh: [rounds, E, buckets / 2], drawn anew by every layer's forward and used at once
+  // Scratch of one call (forward or backward), views of scratch_arena_
+  // planned for (scratch_B_, scratch_L_); nothing in it outlives the call.
+  int64_t scratch_B_ = 0, scratch_L_ = 0;
+  Tensor scratch_arena_;
   std::unique_ptr<GradBuffers> grads_;
+  std::unique_ptr<Pass> chunk_pass_;  // continue_chunk's, which no backward reads
   std::vector<std::unique_ptr<StepBuffers>> step_;  // kStepSlots sets, made on use
   std::unique_ptr<StepWeights> packed_;
   Products step_products_ = Products::fp32;

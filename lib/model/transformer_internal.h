@@ -1,5 +1,5 @@
-// Buffers of TransformerStack, planned once per shape so that neither a
-// training step nor a generation step allocates.
+// Buffers of TransformerStack and of its passes, planned once per shape so
+// that neither a training step nor a generation step allocates.
 #pragma once
 #include "backend/cuda_graph.h"
 #include "model/step_linear.h"
@@ -23,10 +23,36 @@ struct TransformerStack::LayerActs {
   Tensor mean2, rstd2;  // norm2 statistics [R]
 };
 
+// Everything a training forward leaves for its backward, in one arena that
+// only grows: planned for the largest (B, L) it has held, a smaller batch or
+// a shorter sequence reuses it, and a loop that keeps its pass allocates
+// nothing after its largest shape. Views start on 64-byte boundaries for the
+// vector units and cuBLASLt.
+struct TransformerStack::Pass final : EncoderPass {
+  explicit Pass(const TransformerStack& s) : stack(&s) {}
+  const TransformerStack* stack;  // that made it: another stack refuses it
+  int64_t B = 0, L = 0;           // of its forward
+  Tensor arena;
+  std::vector<LayerActs> acts;
+  std::vector<Tensor> layer_out;       // output of layer l (input of l+1), pre final norm [R, d]
+  Tensor input;                        // [R, d]: the forward's x, copied
+  Tensor final_mean, final_rstd;       // the final norm's statistics [R]
+  Tensor lengths;                      // on the parameters' device, or undefined for all L
+  std::vector<int32_t> lengths_host;   // the same on the host
+  ForwardOptions options;              // the forward's (train only with dropout on), which backward repeats
+  float dropout = 0.f;                 // the rate its masks were drawn at
+  // Padded positions' rows of rows [B*L, ...] become zeros: their outputs
+  // are defined, and their gradients reach nothing.
+  void zero_padded_rows(Tensor& rows) const {
+    for (int64_t b = 0; b < int64_t(lengths_host.size()); ++b)
+      if (lengths_host[b] < L) rows.rows(b * L + lengths_host[b], (b + 1) * L).zero();
+  }
+};
+
 struct TransformerStack::GradBuffers {
   Tensor dres, dtmp, dx1, datt, dq, dk, dv, dfq, dfk;  // [R, d]
   Tensor dcur, dnext;                                  // gradient entering / leaving a layer
-  Tensor o;                                            // forward scratch [R, d]
+  Tensor o;                                            // the forward's scratch [R, d]
   Tensor dff, dffc;                                    // [R, ff]: of h, and of hc with ff_conv
 };
 

@@ -279,13 +279,14 @@ void TransformerStack::continue_chunk(RecurrentState& state, const Tensor& x, Te
     // Softmax from the empty prefix: its keys and values become the cache.
     if (!linear && config_.ff_conv > 0)
       for (size_t l = 0; l < layers_.size(); ++l) state_views(state, l).conv.zero();
-    run(x, Tensor(), y, eval, &state);
+    if (!chunk_pass_) chunk_pass_ = std::make_unique<Pass>(*this);
+    run(x, Tensor(), y, eval, *chunk_pass_, &state);
     state.position += T;
     if (linear) return;
     const int64_t H = config_.heads, E = config_.head_dim, max_len = state.max_len;
     for (size_t l = 0; l < layers_.size(); ++l) {
       StateViews st = state_views(state, l);
-      const LayerActs& a = *acts_[l];
+      const LayerActs& a = chunk_pass_->acts[l];
       Tensor kc = st.a.reshape({B * max_len, H * E}), vc = st.b.reshape({B * max_len, H * E});
       Tensor k = a.k.reshape({B * T, H * E}), v = a.v.reshape({B * T, H * E});
       for (int64_t b = 0; b < B; ++b) {

@@ -32,6 +32,7 @@ ReplicaSet::ReplicaSet(SequenceModel& model, int64_t batch, int64_t micro_batch)
     m->params().share_values(model.params());
     extra_.push_back(std::move(m));
   }
+  passes_.resize(size_t(n));
 }
 
 ReplicaSet::~ReplicaSet() = default;
@@ -54,9 +55,10 @@ BatchScore ReplicaSet::run(const SequenceBatch& batch, int64_t begin, int64_t en
     const SequenceBatch part = first == 0 && last == batch.rows ? SequenceBatch() : batch.slice(first, last);
     const SequenceBatch& b = first == 0 && last == batch.rows ? batch : part;
     double acc = 0;
-    const double loss = m.forward(b, o, nullptr, accuracy ? &acc : nullptr);
-    if (backward && std::isfinite(loss)) m.backward(normalizer);
-    const double w = double(m.counted()) / double(normalizer);
+    ForwardPass& fp = passes_[size_t(r)];
+    const double loss = m.forward(b, o, fp, nullptr, accuracy ? &acc : nullptr);
+    if (backward && std::isfinite(loss)) m.backward(fp, normalizer);
+    const double w = double(fp.counted()) / double(normalizer);
     score[size_t(r)] = {loss * w, acc * w};
   };
   if (n == 1) {
@@ -111,6 +113,7 @@ BatchScore ReplicaSet::passes(const SequenceBatch& batch, int64_t begin, int64_t
       if (backward) model_.params().zero_grad();
       model_.release_buffers();
       for (auto& m : extra_) m->release_buffers();
+      for (ForwardPass& p : passes_) p = ForwardPass();
     }
   }
 }

@@ -148,6 +148,7 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
   double nats = 0;
   int64_t phones = 0;
   const int64_t C = model.config().head.width();
+  ForwardPass pass;  // its count and head outputs, batch after batch
   // Under MPI the ranks take the batches in turn, then sum their counts.
   World& world = World::get();
   for (size_t at = 0, k = 0; at < order.size(); at += size_t(batch), ++k) {
@@ -155,10 +156,10 @@ SpeechScore score_speech(SequenceModel& model, const SpeechSet& set, int64_t bat
     const std::vector<int64_t> idx(order.begin() + long(at), order.begin() + long(std::min(order.size(), at + size_t(batch))));
     gather_batch(set, idx, stacked, b);
     window_batch(set, stacked, b);
-    const double loss = model.forward(b, options);
-    nats += loss * double(model.counted());
-    phones += model.counted();
-    const std::vector<float> logits = model.heads().to_vector();
+    const double loss = model.forward(b, options, pass);
+    nats += loss * double(pass.counted());
+    phones += pass.counted();
+    const std::vector<float> logits = pass.heads().to_vector();
     for (size_t r = 0; r < idx.size(); ++r) {
       const float* row = logits.data() + r * size_t(b.length * C);
       const std::vector<int32_t> hyp = labels_of(ctc_decode(row, b.lengths[r], C, decoding));

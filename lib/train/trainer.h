@@ -4,9 +4,10 @@
 //
 //   lt::Trainer trainer(model.params(), options);
 //   trainer.restore(lt::load_safetensors(path));        // when resuming
+//   lt::ForwardPass pass;                                // what each forward leaves for its backward
 //   while (trainer.step() < options.steps) {
-//     model.forward(batch_at(trainer.step()), true, trainer.dropout_seed());
-//     model.backward();
+//     model.forward(batch_at(trainer.step()), {.train = true, .seed = trainer.dropout_seed()}, pass);
+//     model.backward(pass);
 //     trainer.update();                                  // clip, step, zero grads
 //   }
 #pragma once

@@ -77,6 +77,7 @@ class ReplicaSet {
   SequenceModel& model_;
   int64_t micro_batch_;
   std::vector<std::unique_ptr<SequenceModel>> extra_;
+  std::vector<ForwardPass> passes_;  // replica r's forward for its backward
 };
 
 // Scores of a model on a task's test data.

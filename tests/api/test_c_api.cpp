@@ -58,8 +58,7 @@ TEST_CASE("lt.h: a state stepped position by position gives the parallel pass's 
   auto direct = ImageModel::load(dir.file("m.safetensors"), Device::cpu);
   SequenceBatch batch;
   batch.rows = B, batch.length = L, batch.inputs = tokens, batch.targets = tokens;
-  direct->core().forward(batch, ForwardOptions{});
-  const std::vector<float> parallel = direct->core().heads().to_vector();  // [B, L, W]
+  const std::vector<float> parallel = direct->core().predict(batch, ForwardOptions{}).to_vector();  // [B, L, W]
 
   State state;
   REQUIRE(lt_state_new(model.m, B, &state.s) == LT_OK);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/speech_batch.h"
 #include "speech/speech_model.h"
 #include "test_util.h"
 
@@ -18,19 +19,6 @@ double norm(const std::vector<float>& v) {
   for (float x : v) s += double(x) * x;
   return std::sqrt(s);
 }
-
-SequenceBatch random_batch(Rng& rng, int64_t B, int64_t L, int64_t F, int64_t classes) {
-  SequenceBatch batch;
-  batch.rows = B, batch.length = L;
-  batch.features = rng.normals(B * L * F);
-  batch.labels.offsets = {0};
-  for (int64_t r = 0; r < B; ++r) {
-    batch.lengths.push_back(r == 0 ? int32_t(L) : int32_t(rng.integer(L / 2, L)));
-    for (int64_t i = rng.integer(1, 4); i > 0; --i) batch.labels.labels.push_back(int32_t(rng.integer(1, classes - 1)));
-    batch.labels.offsets.push_back(int64_t(batch.labels.labels.size()));
-  }
-  return batch;
-}
 }  // namespace
 
 TEST_CASE("cuda bilstm speech model loss and gradients match the CPU on a padded batch, dropout on") {
@@ -44,14 +32,15 @@ TEST_CASE("cuda bilstm speech model loss and gradients match the CPU on a padded
   cpu.init_parameters(seed);
   Tensor values = gpu.params().values();  // a view: copying into it sets the GPU parameters
   values.copy_from(cpu.params().values());
-  const SequenceBatch batch = random_batch(rng, B, L, F, classes);
+  const SequenceBatch batch = random_speech_batch(rng, B, L, F, classes);
   const ForwardOptions train = pass(true, seed ^ 0x5bd1e995ull);
   cpu.params().zero_grad();
   gpu.params().zero_grad();
-  const double loss_cpu = cpu.forward(batch, train), loss_gpu = gpu.forward(batch, train);
+  ForwardPass fc, fg;
+  const double loss_cpu = cpu.forward(batch, train, fc), loss_gpu = gpu.forward(batch, train, fg);
   CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
-  cpu.backward();
-  gpu.backward();
+  cpu.backward(fc);
+  gpu.backward(fg);
   const double floor = 1e-3 * norm(cpu.params().grads().to_vector());
   for (size_t p = 0; p < cpu.params().size(); ++p) {
     INFO("parameter " << cpu.params().name(p));

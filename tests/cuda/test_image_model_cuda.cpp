@@ -70,14 +70,15 @@ TEST_CASE("cuda image model loss and gradients match the CPU (both attentions, b
       const int64_t B = rng.integer(1, 4), L = c.sequence_length();
       Tensor images = random_images(rng, B, c.subpixels());
       Tensor nll_cpu = Tensor::empty({B * L}), nll_gpu = Tensor::empty({B * L}, kGpu);
-      double loss_cpu = m.cpu.forward(images, pass(true, 91), &nll_cpu);
-      double loss_gpu = m.gpu.forward(images.to(kGpu), pass(true, 91), &nll_gpu);
+      ForwardPass fc, fg;
+      double loss_cpu = m.cpu.core().forward(m.cpu.batch(images), pass(true, 91), fc, &nll_cpu);
+      double loss_gpu = m.gpu.core().forward(m.gpu.batch(images), pass(true, 91), fg, &nll_gpu);
       CHECK(std::abs(loss_gpu - loss_cpu) < 1e-4 * std::abs(loss_cpu));
       CHECK(rel_error(nll_gpu, nll_cpu) < 1e-4);
       m.cpu.core().params().zero_grad();
       m.gpu.core().params().zero_grad();
-      m.cpu.core().backward();
-      m.gpu.core().backward();
+      m.cpu.core().backward(fc);
+      m.gpu.core().backward(fg);
       // Errors relative to each gradient, floored at a small part of the whole
       // gradient: softmax is blind to the key bias, whose gradient is rounding noise.
       const double floor = 1e-3 * norm(m.cpu.core().params().grads().to_vector());
@@ -102,12 +103,13 @@ TEST_CASE("cuda training steps follow the CPU") {
   TrainOptions options;
   options.schedule.lr = 1e-3f;
   Trainer tc(m.cpu.core().params(), options), tg(m.gpu.core().params(), options);
+  ForwardPass fc, fg;
   for (int s = 0; s < 5; ++s) {
     Tensor images = random_images(rng, 2, c.subpixels());
-    m.cpu.forward(images, pass(true, tc.dropout_seed()));
-    m.gpu.forward(images.to(kGpu), pass(true, tg.dropout_seed()));
-    m.cpu.core().backward();
-    m.gpu.core().backward();
+    m.cpu.core().forward(m.cpu.batch(images), pass(true, tc.dropout_seed()), fc);
+    m.gpu.core().forward(m.gpu.batch(images), pass(true, tg.dropout_seed()), fg);
+    m.cpu.core().backward(fc);
+    m.gpu.core().backward(fg);
     tc.update();
     tg.update();
   }

@@ -59,7 +59,9 @@ struct Lstm {
     lstm = std::make_unique<BiLstm>(c, features, params);
     params.allocate(Device::cpu);
     lstm->init_parameters(seed);
+    pass = lstm->new_pass();
   }
+  std::unique_ptr<EncoderPass> pass;  // what a forward leaves for its backward
 };
 
 SequenceModelConfig small_bilstm_config(int64_t features) {
@@ -77,7 +79,7 @@ TEST_CASE("a BiLstm's outputs are torch.nn.LSTM's equations in float64, each row
   const Tensor x = rng.randn({B, L, F});
   const std::vector<int32_t> lengths = {int32_t(L), int32_t(rng.integer(1, L - 1)), int32_t(rng.integer(1, L - 1))};
   Tensor y = Tensor::empty({B, L, 2 * H});
-  m.lstm->forward(x, Tensor::from_vector(lengths, {B}), y, ForwardOptions{});
+  m.lstm->forward(x, Tensor::from_vector(lengths, {B}), y, ForwardOptions{}, *m.pass);
   const std::vector<double> xs = to_double(x);
   std::vector<double> want(B * L * 2 * H, 0.0);  // padded positions stay zero
   for (int64_t r = 0; r < B; ++r) {
@@ -106,12 +108,12 @@ TEST_CASE("BiLstm backpropagation through time matches central differences, padd
     const ForwardOptions options = pass(dropout > 0, seed);
     Tensor y = Tensor::empty({B, L, 2 * H}), dx = Tensor::empty({B, L, F});
     auto loss = [&] {
-      m.lstm->forward(x, lengths, y, options);
+      m.lstm->forward(x, lengths, y, options, *m.pass);
       return dot(y, w);
     };
     loss();
     m.params.zero_grad();
-    m.lstm->backward(Tensor::from_vector(w, {B, L, 2 * H}), dx);
+    m.lstm->backward(*m.pass, Tensor::from_vector(w, {B, L, 2 * H}), dx);
     const Tensor grads = m.params.grads().clone(), input_grads = dx.clone();
     Tensor values = m.params.values();
     CHECK(rel_error(grads, numeric_grad(values, loss)) < 2e-2);
@@ -140,8 +142,9 @@ TEST_CASE("a bilstm speech model scores a padded row as the row alone, loss and 
     batch.labels.offsets.push_back(int64_t(batch.labels.labels.size()));
   }
   model.params().zero_grad();
-  const double loss = model.forward(batch, ForwardOptions{});
-  model.backward();
+  ForwardPass fp;
+  const double loss = model.forward(batch, ForwardOptions{}, fp);
+  model.backward(fp);
   const std::vector<float> grads = model.params().grads().to_vector();
   double nats = 0;
   std::vector<double> want(grads.size(), 0.0);
@@ -150,9 +153,9 @@ TEST_CASE("a bilstm speech model scores a padded row as the row alone, loss and 
     one.length = batch.lengths[r];
     one.features.resize(size_t(one.length * F));
     one.lengths.clear();
-    nats += model.forward(one, ForwardOptions{}) * 2;
+    nats += model.forward(one, ForwardOptions{}, fp) * 2;
     model.params().zero_grad();
-    model.backward();
+    model.backward(fp);
     const std::vector<float> g = model.params().grads().to_vector();
     for (size_t i = 0; i < g.size(); ++i) want[i] += double(g[i]) * 2 / double(2 * B);
   }

@@ -164,10 +164,11 @@ TEST_CASE("copy model loss and accuracy equal a float64 model (causal-linear and
     opt.optimizer = "adam";
     opt.schedule.lr = 3e-3f;
     Trainer trainer(model.params(), opt);
+    ForwardPass fp;
     for (int64_t step = 0; step < 40; ++step) {
       make_copy_batch(c, seed, step + 1, 16, b);
-      model.forward(b, pass(false, 0));
-      model.backward();
+      model.forward(b, pass(false, 0), fp);
+      model.backward(fp);
       trainer.update();
     }
     make_copy_batch(c, seed, 1000, 8, b);
@@ -191,8 +192,9 @@ TEST_CASE("copy model gradients match finite differences") {
     SequenceBatch b;
     make_copy_batch(c, seed, 3, 3, b);
     model.params().zero_grad();
-    model.forward(b, pass(true, 9));
-    model.backward();
+    ForwardPass fp;
+    model.forward(b, pass(true, 9), fp);
+    model.backward(fp);
     std::vector<float> grads = model.params().grads().to_vector();
     Tensor values = model.params().values();
     GradientProbes g;

@@ -51,8 +51,9 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
     model.core().init_parameters(seed);
     Tensor images = random_images(rng, 2, c.subpixels());
     model.core().params().zero_grad();
-    model.forward(images, pass(true, 77));
-    model.core().backward();
+    ForwardPass fp;
+    model.core().forward(model.batch(images), pass(true, 77), fp);
+    model.core().backward(fp);
     std::vector<float> grads = model.core().params().grads().to_vector();
 
     Tensor values = model.core().params().values();

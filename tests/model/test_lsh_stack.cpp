@@ -32,7 +32,9 @@ struct Stack {
     stack = std::make_unique<TransformerStack>(c, params);
     params.allocate(Device::cpu);
     stack->init_parameters(seed);
+    pass = stack->new_pass();
   }
+  std::unique_ptr<EncoderPass> pass;  // what a forward leaves for its backward
 };
 
 // Rows 0..n-1 of sequence b of x [B, L, d] as [1, n, d].
@@ -69,15 +71,15 @@ TEST_CASE("an LSH stack on a padded batch equals each sequence alone, in both di
       Tensor dx = Tensor::empty({B, L, d});
       const ForwardOptions same = pass(false, seed);  // the same rotations for every call
       s.params.zero_grad();
-      s.stack->forward(x, Tensor::from_vector(lengths, {B}), y, same);
-      s.stack->backward(dy, dx);
+      s.stack->forward(x, Tensor::from_vector(lengths, {B}), y, same, *s.pass);
+      s.stack->backward(*s.pass, dy, dx);
       const std::vector<float> batch_grads = s.params.grads().to_vector();
       s.params.zero_grad();
       for (int64_t b = 0; b < B; ++b) {
         const int64_t n = lengths[b];
         Tensor yb = Tensor::empty({1, n, d}), dxb = Tensor::empty({1, n, d});
-        s.stack->forward(sequence(x, b, n), Tensor(), yb, same);
-        s.stack->backward(sequence(dy, b, n), dxb);
+        s.stack->forward(sequence(x, b, n), Tensor(), yb, same, *s.pass);
+        s.stack->backward(*s.pass, sequence(dy, b, n), dxb);
         CHECK(rel_error(sequence(y, b, n), yb) < 1e-5);
         CHECK(rel_error(sequence(dx, b, n), dxb) < 1e-5);
         const std::vector<float> padded_y = sequence(y, b, L).to_vector(), padded_dx = sequence(dx, b, L).to_vector();
@@ -98,10 +100,10 @@ TEST_CASE("an LSH stack draws its rotations from the pass's seed") {
   c.lsh_buckets = 16;  // 64 positions in chunks of 3: 16 buckets
   Stack s(c, seed);
   Tensor x = rng.randn({2, 64, 8}), y1 = Tensor::empty({2, 64, 8}), y2 = Tensor::empty({2, 64, 8});
-  s.stack->forward(x, Tensor(), y1, pass(true, 77));
-  s.stack->forward(x, Tensor(), y2, pass(true, 77));
+  s.stack->forward(x, Tensor(), y1, pass(true, 77), *s.pass);
+  s.stack->forward(x, Tensor(), y2, pass(true, 77), *s.pass);
   CHECK(y1.to_vector() == y2.to_vector());
-  s.stack->forward(x, Tensor(), y2, pass(true, 78));
+  s.stack->forward(x, Tensor(), y2, pass(true, 78), *s.pass);
   CHECK(rel_error(y2, y1) > 1e-4);
 }
 

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "io/temp_dir.h"
+#include "model/speech_batch.h"
 #include "speech/speech_model.h"
 #include "test_util.h"
 #include "train/training_loop.h"
@@ -16,23 +17,6 @@ SequenceModelConfig small_speech_config(AttentionKind kind, Direction dir, int64
   TransformerConfig t{2, 2, 4, 8, 16, kind, dir, "elu", 0.f};
   t.ff_conv = ff_conv;
   return speech_model_config(t, features, 5, 64);
-}
-
-// Random frames and label sequences that fit them (CTC needs labels plus repeats).
-SequenceBatch random_speech_batch(Rng& rng, int64_t rows, int64_t length, int64_t features, int64_t classes) {
-  SequenceBatch b;
-  b.rows = rows;
-  b.length = length;
-  b.features = rng.normals(rows * length * features);
-  b.labels.offsets = {0};
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t frames = r == 0 ? int32_t(length) : int32_t(rng.integer(3, length));
-    b.lengths.push_back(frames);
-    const int64_t n = rng.integer(1, frames / 2);
-    for (int64_t i = 0; i < n; ++i) b.labels.labels.push_back(int32_t(rng.integer(1, classes - 1)));
-    b.labels.offsets.push_back(int64_t(b.labels.labels.size()));
-  }
-  return b;
 }
 
 }  // namespace
@@ -50,9 +34,10 @@ TEST_CASE("a CTC speech model's padded batch scores each row as the rows alone d
     model.init_parameters(seed);
     const SequenceBatch batch = random_speech_batch(rng, 3, 12, 6, 5);
     model.params().zero_grad();
-    const double loss = model.forward(batch, ForwardOptions{});
-    CHECK(model.counted() == int64_t(batch.labels.labels.size()));
-    model.backward();
+    ForwardPass fp;
+    const double loss = model.forward(batch, ForwardOptions{}, fp);
+    CHECK(fp.counted() == int64_t(batch.labels.labels.size()));
+    model.backward(fp);
     const std::vector<float> grads = model.params().grads().to_vector();
     // Each row alone and unpadded; the batch's loss is nats per label.
     double nats = 0;
@@ -65,9 +50,9 @@ TEST_CASE("a CTC speech model's padded batch scores each row as the rows alone d
       std::copy(batch.features.begin() + r * 12 * 6, batch.features.begin() + (r * 12 + n) * 6, one.features.begin());
       one.lengths.clear();
       const int64_t labels = one.labels.length(0);
-      nats += model.forward(one, ForwardOptions{}) * double(labels);
+      nats += model.forward(one, ForwardOptions{}, fp) * double(labels);
       model.params().zero_grad();
-      model.backward();
+      model.backward(fp);
       const std::vector<float> g = model.params().grads().to_vector();
       for (size_t i = 0; i < g.size(); ++i) want[i] += double(g[i]) * double(labels);
     }
@@ -88,8 +73,9 @@ TEST_CASE("a CTC speech model's gradient matches central differences of its loss
     model.init_parameters(seed);
     const SequenceBatch batch = random_speech_batch(rng, 2, 9, 6, 5);
     model.params().zero_grad();
-    model.forward(batch, ForwardOptions{});
-    model.backward();
+    ForwardPass fp;
+    model.forward(batch, ForwardOptions{}, fp);
+    model.backward(fp);
     const std::vector<float> grads = model.params().grads().to_vector();
     Tensor values = model.params().values();
     GradientProbes probes;
@@ -115,8 +101,7 @@ TEST_CASE("a causal speech model run frame by frame as an RNN gives the parallel
   const int64_t B = 2, T = 11, F = 6, C = 5;
   SequenceBatch batch = random_speech_batch(rng, B, T, F, C);
   batch.lengths.clear();
-  model.forward(batch, ForwardOptions{});
-  const std::vector<float> parallel = model.heads().to_vector();
+  const std::vector<float> parallel = model.predict(batch, ForwardOptions{}).to_vector();
   model.prepare_step(Precision{});
   RecurrentState state = model.new_state(B);
   state.buffer.zero();
@@ -204,8 +189,9 @@ TEST_CASE("a CTC batch split over CPU replicas gives the whole batch's loss and 
   // Rows with very different label counts, so weighing by frames would be wrong.
   SequenceBatch batch = random_speech_batch(rng, 5, 14, 6, 5);
   model.params().zero_grad();
-  const double whole = model.forward(batch, ForwardOptions{});
-  model.backward();
+  ForwardPass fp;
+  const double whole = model.forward(batch, ForwardOptions{}, fp);
+  model.backward(fp);
   const std::vector<float> want = model.params().grads().to_vector();
   set_num_threads(2);
   {

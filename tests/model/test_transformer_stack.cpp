@@ -25,7 +25,9 @@ struct Stack {
     stack = std::make_unique<TransformerStack>(c, params);
     params.allocate(Device::cpu);
     stack->init_parameters(seed);
+    pass = stack->new_pass();
   }
+  std::unique_ptr<EncoderPass> pass;  // what a forward leaves for its backward
 };
 
 // Rows first..first+n-1 of sequence b of x [B, L, d] as a [1, n, d] tensor.
@@ -64,8 +66,8 @@ TEST_CASE("a padded batch equals each sequence alone, forward and backward, in b
       Tensor x = rng.randn({B, L, d}), y = Tensor::empty({B, L, d}), dy = rng.randn({B, L, d});
       Tensor dx = Tensor::empty({B, L, d});
       s.params.zero_grad();
-      s.stack->forward(x, Tensor::from_vector(lengths, {B}), y, ForwardOptions{});
-      s.stack->backward(dy, dx);
+      s.stack->forward(x, Tensor::from_vector(lengths, {B}), y, ForwardOptions{}, *s.pass);
+      s.stack->backward(*s.pass, dy, dx);
       const std::vector<float> batch_grads = s.params.grads().to_vector();
 
       // Each sequence alone, unpadded; the parameter gradients add up.
@@ -74,8 +76,8 @@ TEST_CASE("a padded batch equals each sequence alone, forward and backward, in b
       for (int64_t b = 0; b < B; ++b) {
         const int64_t n = lengths[b];
         Tensor xb = sequence(x, b, 0, n), yb = Tensor::empty({1, n, d}), dxb = Tensor::empty({1, n, d});
-        s.stack->forward(xb, Tensor(), yb, ForwardOptions{});
-        s.stack->backward(sequence(dy, b, 0, n), dxb);
+        s.stack->forward(xb, Tensor(), yb, ForwardOptions{}, *s.pass);
+        s.stack->backward(*s.pass, sequence(dy, b, 0, n), dxb);
         const std::vector<float> want = yb.to_vector(), dwant = dxb.to_vector();
         std::vector<float> got(yv.begin() + b * L * d, yv.begin() + (b * L + n) * d);
         std::vector<float> dgot(dxv.begin() + b * L * d, dxv.begin() + (b * L + n) * d);
@@ -102,8 +104,8 @@ TEST_CASE("training buffers are planned for the largest shape: smaller batches a
     for (auto& n : lengths) n = int32_t(rng.integer(1, L));
     Tensor xv = x.rows(0, B * L).reshape({B, L, d}), yv = y.rows(0, B * L).reshape({B, L, d});
     Tensor dxv = dx.rows(0, B * L).reshape({B, L, d});
-    s.stack->forward(xv, Tensor::from_vector(lengths, {B}), yv, ForwardOptions{});
-    s.stack->backward(yv, dxv);
+    s.stack->forward(xv, Tensor::from_vector(lengths, {B}), yv, ForwardOptions{}, *s.pass);
+    s.stack->backward(*s.pass, yv, dxv);
   };
   Tensor x = rng.randn({6 * 12, d}), y = Tensor::empty({6 * 12, d}), dx = Tensor::empty({6 * 12, d});
   pass(6, 12, x, y, dx);  // the largest
@@ -130,7 +132,7 @@ TEST_CASE("a state continued over random chunks equals one prefill, stepping and
     s.stack->prefill(x, y_whole, whole);
     // The training pass, which keeps no state.
     Tensor y_train = Tensor::empty({B, L, d});
-    s.stack->forward(x, Tensor(), y_train, ForwardOptions{});
+    s.stack->forward(x, Tensor(), y_train, ForwardOptions{}, *s.pass);
     // Random chunks, the first one included in the split.
     RecurrentState chunked = s.stack->new_state(B, L);
     std::vector<float> y_chunks(B * L * d);
@@ -199,8 +201,9 @@ TEST_CASE("a sequence model's padded batch scores each row's real positions as t
     batch.targets.push_back(int32_t(rng.integer(0, 6)));
   }
   model.params().zero_grad();
-  const double loss = model.forward(batch, ForwardOptions{});
-  model.backward();
+  ForwardPass fp;
+  const double loss = model.forward(batch, ForwardOptions{}, fp);
+  model.backward(fp);
   const std::vector<float> grads = model.params().grads().to_vector();
   // Row by row, unpadded; the loss is the mean over every real position.
   double total = 0;
@@ -214,10 +217,10 @@ TEST_CASE("a sequence model's padded batch scores each row's real positions as t
     one.length = n;
     one.inputs.assign(batch.inputs.begin() + r * 10, batch.inputs.begin() + r * 10 + n);
     one.targets.assign(batch.targets.begin() + r * 10, batch.targets.begin() + r * 10 + n);
-    total += model.forward(one, ForwardOptions{}) * double(n);
+    total += model.forward(one, ForwardOptions{}, fp) * double(n);
     positions += n;
     model.params().zero_grad();
-    model.backward();
+    model.backward(fp);
     const std::vector<float> g = model.params().grads().to_vector();
     for (size_t i = 0; i < g.size(); ++i) summed[i] += g[i] * float(n);
   }
