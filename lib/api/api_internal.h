@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -18,13 +19,13 @@ struct lt_model {
   lt::Device device = lt::Device::cpu;
   lt::Precision precision;          // of generation (lt_model_options): the state API and images
   bool step_prepared = false;       // the model's step packed at `precision` (lt_state_new)
+  std::unique_ptr<lt::SequenceModel> sequence;  // the model, of any family
+  std::optional<lt::ImageModel> image;          // what the image family adds, over it
   // lt_image_sample's and lt_image_complete's, kept while the batch size stays.
   std::unique_ptr<lt::ImageGenerator> generator;
-  std::unique_ptr<lt::ImageModel> image;        // the image family
-  std::unique_ptr<lt::SequenceModel> sequence;  // any other
   std::string weights_checksum;  // hex, computed on first use: the API never changes the weights
-  lt::SequenceModel& core() { return image ? image->core() : *sequence; }
-  const lt::SequenceModel& core() const { return image ? image->core() : *sequence; }
+  lt::SequenceModel& core() { return *sequence; }
+  const lt::SequenceModel& core() const { return *sequence; }
 };
 
 struct lt_state {

@@ -48,14 +48,17 @@ lt_status lt_model_load(const char* path, const lt_model_options* options, lt_mo
     lt::api::parse_precision(o.precision, "options->precision", bf16, tf32);
     m->precision = lt::generation_precision(bf16, tf32, m->device);
     // A checkpoint without lt.model is the reference's image model.
-    m->family = lt::load_safetensors(path).meta("lt.model", "image");
-    if (m->family == "image")
-      m->image = lt::ImageModel::load(path, m->device);
-    else if (m->family == "copy")
-      m->sequence = lt::load_copy_model(path, m->device);
-    else
+    const lt::Checkpoint ck = lt::load_safetensors(path);
+    m->family = ck.meta("lt.model", "image");
+    if (m->family == "image") {
+      m->sequence = lt::load_image_model(ck, m->device);
+      m->image.emplace(*m->sequence);  // what images add, over the one model
+    } else if (m->family == "copy") {
+      m->sequence = lt::load_copy_model(ck, m->device);
+    } else {
       throw lt::Error(std::string(path) + ": " + lt::with_article(m->family) +
                       " model, not an image or copy model (speech models: lt_recognizer_new)");
+    }
     *model = m.release();
   });
 }

@@ -21,10 +21,13 @@ using lt::api::ArgumentError;
 using lt::api::caller_copy;
 using lt::api::require;
 
-// The model's architecture as saved states record it (dropout is a training setting).
+// The model's architecture as saved states record it: dropout is a training
+// setting, and the family's entries (an image's size and histogram) were
+// never part of it, so states saved before still load.
 std::map<std::string, std::string> architecture(const lt_model& m) {
   std::map<std::string, std::string> a = m.core().metadata();
   a.erase("dropout");
+  for (const auto& [key, value] : m.core().config().family_metadata) a.erase(key);
   return a;
 }
 

@@ -41,7 +41,20 @@ SequenceModelConfig ImageModelConfig::sequence_config() const {
   c.max_positions = sequence_length();
   c.transformer = transformer;
   c.head = output_head();
+  c.family_metadata = metadata();
   return c;
+}
+
+std::map<std::string, std::string> ImageModelConfig::metadata() const {
+  std::map<std::string, std::string> m = {{"image_height", std::to_string(height)},
+                                          {"image_width", std::to_string(width)},
+                                          {"image_channels", std::to_string(channels)}};
+  if (!first_subpixel_histogram.empty()) {
+    std::string h;
+    for (double v : first_subpixel_histogram) h += (h.empty() ? "" : ",") + std::to_string(int64_t(v));
+    m["first_subpixel_histogram"] = h;
+  }
+  return m;
 }
 
 ImageModelConfig ImageModelConfig::preset(const std::string& name) {
@@ -62,20 +75,28 @@ ImageModelConfig ImageModelConfig::preset(const std::string& name) {
   return c;
 }
 
-ImageModel::ImageModel(const ImageModelConfig& config, Device device) : config_(config) {
-  config_.validate();
-  core_ = std::make_unique<SequenceModel>(config_.sequence_config(), device);
+ImageModel::ImageModel(const ImageModelConfig& config, Device device) : image_(config) {
+  image_.validate();
+  owned_ = std::make_unique<SequenceModel>(image_.sequence_config(), device);
+  core_ = owned_.get();
 }
 
+ImageModel::ImageModel(std::unique_ptr<SequenceModel> core) : ImageModel(*core) { owned_ = std::move(core); }
+
+ImageModel::ImageModel(ImageModel&&) noexcept = default;
 ImageModel::~ImageModel() = default;
 
-void ImageModel::set_dropout(float p) {
-  core_->set_dropout(p);
-  config_.transformer.dropout = p;
+ImageModelConfig ImageModel::config() const {
+  ImageModelConfig c = image_;
+  const SequenceModelConfig& s = core_->config();
+  c.transformer = s.transformer;
+  c.head = s.head.kind;
+  c.mixtures = s.head.mixtures;
+  return c;
 }
 
 SequenceBatch ImageModel::batch(const std::vector<int32_t>& images, int64_t rows) const {
-  const int64_t S = config_.subpixels(), L = config_.sequence_length();
+  const int64_t S = image_.subpixels(), L = image_.sequence_length();
   check(int64_t(images.size()) == rows * S, "image batch holds " + std::to_string(images.size()) +
                                                 " subpixels, not " + std::to_string(rows) + " x " + std::to_string(S));
   SequenceBatch b;
@@ -94,23 +115,19 @@ SequenceBatch ImageModel::batch(const std::vector<int32_t>& images, int64_t rows
 }
 
 SequenceBatch ImageModel::batch(const Tensor& images) const {
-  const int64_t S = config_.subpixels();
+  const int64_t S = image_.subpixels();
   check(images.ndim() == 2 && images.dim(1) == S && images.dtype() == DType::i32,
-        "images must be int32 [B, " + std::to_string(S) + "] for a " + std::to_string(config_.height) + "x" +
-            std::to_string(config_.width) + "x" + std::to_string(config_.channels) + " model, got " +
+        "images must be int32 [B, " + std::to_string(S) + "] for a " + std::to_string(image_.height) + "x" +
+            std::to_string(image_.width) + "x" + std::to_string(image_.channels) + " model, got " +
             shape_str(images.shape()));
   return batch(images.to_vector_i32(), images.dim(0));
-}
-
-double ImageModel::forward(const Tensor& images, const ForwardOptions& options, Tensor* nll) {
-  return core_->forward(batch(images), options, nll);
 }
 
 void ImageModel::recompute_head(const std::vector<int32_t>& prefix, int64_t rows, Tensor& head,
                                 const Precision& precision) {
   check(rows >= 1 && !prefix.empty() && int64_t(prefix.size()) % rows == 0,
         "a prefix of " + std::to_string(prefix.size()) + " subpixels is not " + std::to_string(rows) + " equal rows");
-  const int64_t T = int64_t(prefix.size()) / rows, P = config_.head_width();
+  const int64_t T = int64_t(prefix.size()) / rows, P = core_->config().head.width();
   check_shape(head, {rows, P}, "recompute_head head");
   SequenceBatch b;
   b.rows = rows, b.length = T, b.inputs = prefix;
@@ -125,31 +142,11 @@ void ImageModel::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor&
 }
 
 void ImageModel::log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const {
-  check_shape(head, {bytes.numel(), config_.head_width()}, "log_loss head");
+  check_shape(head, {bytes.numel(), core_->config().head.width()}, "log_loss head");
   HeadTargets targets;
   targets.positions = bytes;
   LossBuffers buffers;  // bytes and nll on the head's device need none
   core_->config().head.loss_forward(head.reshape({head.dim(0), 1, head.dim(1)}), targets, buffers, &nll);
-}
-
-std::map<std::string, std::string> ImageModel::metadata() const {
-  std::map<std::string, std::string> m = core_->metadata();
-  m["image_height"] = std::to_string(config_.height);
-  m["image_width"] = std::to_string(config_.width);
-  m["image_channels"] = std::to_string(config_.channels);
-  if (!config_.first_subpixel_histogram.empty()) {
-    std::string h;
-    for (double v : config_.first_subpixel_histogram) h += (h.empty() ? "" : ",") + std::to_string(int64_t(v));
-    m["first_subpixel_histogram"] = h;
-  }
-  return m;
-}
-
-void ImageModel::save(const std::string& path, const std::map<std::string, std::string>& extra,
-                      const std::map<std::string, Tensor>& extra_tensors) const {
-  std::map<std::string, std::string> meta = metadata();
-  for (const auto& [k, v] : extra) meta[k] = v;
-  core_->save(path, meta, extra_tensors);
 }
 
 namespace {
@@ -193,16 +190,23 @@ std::vector<double> read_histogram(const Checkpoint& ck) {
                                   (counts.size() > 256 ? std::string("more") : std::to_string(counts.size())));
   return counts;
 }
-}  // namespace
 
-std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device device) {
-  const Checkpoint ck = load_safetensors(path);
-  const std::string family = ck.meta("lt.model", "image");
-  check(family == "image", path + ": " + with_article(family) + " model, not an image model (metadata lt.model)");
+// The geometry and histogram of metadata (a checkpoint's, or a model's
+// family_metadata in view).
+ImageModelConfig image_of(const Checkpoint& ck) {
   ImageModelConfig c;
   read_image_size(ck, c);
   c.first_subpixel_histogram = read_histogram(ck);
-  auto core = SequenceModel::load(ck, device, c.sequence_length());
+  return c;
+}
+}  // namespace
+
+std::unique_ptr<SequenceModel> load_image_model(const Checkpoint& ck, Device device) {
+  const std::string& path = ck.path;
+  const std::string family = ck.meta("lt.model", "image");
+  check(family == "image", path + ": " + with_article(family) + " model, not an image model (metadata lt.model)");
+  ImageModelConfig c = image_of(ck);
+  auto core = SequenceModel::load(ck, device, c.sequence_length(), c.metadata());
   const SequenceModelConfig& s = core->config();
   check(s.vocabulary == 256, path + ": value_embedding.weight has " + std::to_string(s.vocabulary) +
                                  " rows, an image model 256");
@@ -216,8 +220,19 @@ std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device dev
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
-  auto model = std::unique_ptr<ImageModel>(new ImageModel(c, std::move(core)));
-  return model;
+  return core;
+}
+
+ImageModel::ImageModel(SequenceModel& core) : core_(&core) {
+  check(core.config().family == "image", with_article(core.config().family) + " model is not an image model");
+  Checkpoint metadata;  // the family's entries, as its checkpoint had them
+  metadata.path = "an image model's metadata";
+  metadata.metadata = core.config().family_metadata;
+  image_ = image_of(metadata);
+}
+
+std::unique_ptr<ImageModel> ImageModel::load(const std::string& path, Device device) {
+  return std::make_unique<ImageModel>(load_image_model(load_safetensors(path), device));
 }
 
 }  // namespace lt

@@ -5,6 +5,10 @@
 // Linear(d, 3K) of a discretized mixture of K logistics [logits|means|log-scales]
 // (or Linear(d, 256) logits of a categorical head).
 //
+// The model is a SequenceModel (core()): its parameters, checkpoints,
+// training passes and recurrent state; an ImageModel adds what images add,
+// owning its core or over one held elsewhere (the C API's handle).
+//
 //   auto model = lt::ImageModel::load("weights/mnist.safetensors", lt::Device::cpu);
 //   lt::RecurrentState state = model->core().new_state(batch);
 //   for (t = 0; t < L; ++t) { model->core().step(state, tokens, head); model->sample(head, seed, t, tokens); }
@@ -40,39 +44,41 @@ struct ImageModelConfig {
   // The paper's configurations: "mnist" (8 layers, 8 heads x 32, d 256, 10
   // mixtures, 28x28x1) and "cifar10" (16 layers, 32x32x3).
   static ImageModelConfig preset(const std::string& name);
-  // The SequenceModel it is: 256 byte tokens, sequence_length() positions.
+  // What images add to the checkpoint's metadata: image_height, image_width,
+  // image_channels and first_subpixel_histogram (docs/checkpoint-format.md).
+  std::map<std::string, std::string> metadata() const;
+  // The SequenceModel it is: 256 byte tokens, sequence_length() positions,
+  // metadata() its family's.
   SequenceModelConfig sequence_config() const;
 };
 
+// The SequenceModel of an image checkpoint, its geometry and histogram in
+// config().family_metadata; a reference checkpoint without them is sized
+// from pos_embedding.pe. Errors name the file.
+std::unique_ptr<SequenceModel> load_image_model(const Checkpoint& checkpoint, Device device);
+
 // The image family on the shared SequenceModel: what images add is their
-// geometry, the first subpixel's histogram, and the shift of a row of
-// subpixels into inputs x[:-1] and targets x[1:].
+// geometry, the first subpixel's histogram, the shift of a row of subpixels
+// into inputs x[:-1] and targets x[1:], their heads' sampling and generation.
+// Save, load, metadata, dropout and the training passes are the core's.
 class ImageModel {
  public:
+  // A new model (core().init_parameters draws its weights).
   ImageModel(const ImageModelConfig& config, Device device);
+  // Over an image-family SequenceModel (load_image_model's): owning it, or
+  // over one that must outlive it.
+  explicit ImageModel(std::unique_ptr<SequenceModel> core);
+  explicit ImageModel(SequenceModel& core);
+  ImageModel(ImageModel&&) noexcept;
   ~ImageModel();
-  // Reads a safetensors checkpoint (SequenceModel::load) plus the image
-  // metadata; a reference checkpoint without it is sized from pos_embedding.pe.
   static std::unique_ptr<ImageModel> load(const std::string& path, Device device);
-  // The model's tensors and metadata with extra entries and tensors (a
-  // trainer's "optimizer.*", which load() skips), written atomically.
-  void save(const std::string& path, const std::map<std::string, std::string>& extra = {},
-            const std::map<std::string, Tensor>& extra_tensors = {}) const;
-  std::map<std::string, std::string> metadata() const;
 
-  const ImageModelConfig& config() const { return config_; }
-  // The sequence model it is: parameters, device, init, backward, the
-  // recurrent state and its step, prefill and chunks are the core's.
+  // The geometry and histogram, with the core's stack and head as they are now.
+  ImageModelConfig config() const;
+  // The sequence model it is: parameters, device, init, save, forward and
+  // backward, the recurrent state and its step, prefill and chunks.
   SequenceModel& core() { return *core_; }
   const SequenceModel& core() const { return *core_; }
-  // The core's dropout, kept in config().transformer too.
-  void set_dropout(float p);
-
-  // ---- training and evaluation ----
-  // images int32 [B, subpixels] of bytes (any device). Returns the mean
-  // negative log-likelihood in nats per predicted subpixel (bits/dim = that /
-  // ln 2). nll, if given, receives [B, sequence_length] per-subpixel values.
-  double forward(const Tensor& images, const ForwardOptions& options, Tensor* nll = nullptr);
 
   // ---- generation by recomputation: any model, the only way for LSH ----
   // One parallel pass over prefix [rows, T] (host bytes of subpixels
@@ -87,16 +93,17 @@ class ImageModel {
   // Negative log-likelihood in nats of bytes [B] under head [B, head_width] -> nll [B].
   void log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const;
   // The batch of images [B, subpixels] as the sequence model reads it:
-  // inputs x[:-1], targets x[1:]. Throws on a value outside 0..255.
+  // inputs x[:-1], targets x[1:], whose loss is the mean negative
+  // log-likelihood in nats per predicted subpixel (bits/dim = that / ln 2).
+  // Throws on a value outside 0..255.
   SequenceBatch batch(const std::vector<int32_t>& images, int64_t rows) const;
   // The same of images int32 [B, subpixels] on any device.
   SequenceBatch batch(const Tensor& images) const;
 
  private:
-  ImageModel(const ImageModelConfig& config, std::unique_ptr<SequenceModel> core)
-      : config_(config), core_(std::move(core)) {}
-  ImageModelConfig config_;
-  std::unique_ptr<SequenceModel> core_;
+  std::unique_ptr<SequenceModel> owned_;  // or none: a core held elsewhere
+  SequenceModel* core_;
+  ImageModelConfig image_;  // its geometry and histogram (the stack and head are the core's)
 };
 
 }  // namespace lt

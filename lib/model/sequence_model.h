@@ -53,6 +53,10 @@ struct SequenceModelConfig {
   TransformerConfig transformer;  // encoder transformer
   LstmConfig lstm;                // encoder bilstm: over feature frames as they are (no projection)
   OutputHead head;
+  // What the family adds to the checkpoint's metadata (an image's size and
+  // first subpixel's histogram), saved with the model's own entries, which
+  // take precedence.
+  std::map<std::string, std::string> family_metadata;
   // Throws lt::Error naming the inconsistent sizes.
   void validate() const;
   int64_t width() const;  // of the encoder's outputs: d_model, or 2 x hidden
@@ -115,9 +119,11 @@ class SequenceModel {
   // max_positions); a checkpoint without lt.model is the reference's image
   // model. Errors name the file and the tensor or key.
   // max_positions: what the family derives from its own metadata (an
-  // image's size), or 0 to read the metadata key max_positions.
+  // image's size), or 0 to read the metadata key max_positions;
+  // family_metadata: what the family read from it (config().family_metadata).
   static std::unique_ptr<SequenceModel> load(const Checkpoint& checkpoint, Device device,
-                                             int64_t max_positions = 0);
+                                             int64_t max_positions = 0,
+                                             const std::map<std::string, std::string>& family_metadata = {});
   // The tensors plus metadata() and extra entries and tensors (a trainer's
   // "optimizer.*", which load() skips), written atomically.
   void save(const std::string& path, const std::map<std::string, std::string>& extra = {},

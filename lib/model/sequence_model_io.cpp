@@ -19,19 +19,20 @@ std::map<std::string, std::string> SequenceModel::metadata() const {
                                           {"max_positions", std::to_string(config_.max_positions)}};
   if (config_.encoder == EncoderKind::bilstm) {  // its sizes are in its tensors' shapes
     m["dropout"] = std::to_string(config_.lstm.dropout);
-    return m;
+  } else {
+    const TransformerConfig& t = config_.transformer;
+    m.insert({{"attention", attention_name(t)},
+              {"direction", direction_name(t.direction)},
+              {"heads", std::to_string(t.heads)},
+              {"feature_map", t.feature_map},
+              {"dropout", std::to_string(t.dropout)}});
+    if (!stack_->feature_tensors().empty()) m["feature_dim"] = std::to_string(stack_->feature_dim());
+    if (t.attention == AttentionKind::lsh) {  // the rounds are in the attention's name, lsh-N
+      m["lsh_buckets"] = std::to_string(t.lsh_buckets);
+      m["lsh_chunk"] = std::to_string(t.lsh_chunk);
+    }
   }
-  const TransformerConfig& t = config_.transformer;
-  m.insert({{"attention", attention_name(t)},
-          {"direction", direction_name(t.direction)},
-          {"heads", std::to_string(t.heads)},
-          {"feature_map", t.feature_map},
-          {"dropout", std::to_string(t.dropout)}});
-  if (!stack_->feature_tensors().empty()) m["feature_dim"] = std::to_string(stack_->feature_dim());
-  if (t.attention == AttentionKind::lsh) {  // the rounds are in the attention's name, lsh-N
-    m["lsh_buckets"] = std::to_string(t.lsh_buckets);
-    m["lsh_chunk"] = std::to_string(t.lsh_chunk);
-  }
+  m.insert(config_.family_metadata.begin(), config_.family_metadata.end());  // the model's own entries first
   return m;
 }
 
@@ -158,9 +159,11 @@ int64_t read_bilstm(const Checkpoint& ck, SequenceModelConfig& c) {
 }
 }  // namespace
 
-std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device device, int64_t max_positions) {
+std::unique_ptr<SequenceModel> SequenceModel::load(const Checkpoint& ck, Device device, int64_t max_positions,
+                                                   const std::map<std::string, std::string>& family_metadata) {
   SequenceModelConfig c;
   c.family = ck.meta("lt.model", "image");
+  c.family_metadata = family_metadata;
   try {
     c.encoder = parse_encoder_kind(ck.meta("encoder", "transformer"));
   } catch (const Error& e) {

@@ -75,7 +75,7 @@ class ImageFamily final : public TaskFamily {
     return a.make_schedule(cifar_like() ? 2e-4f : 1e-4f, steps);
   }
   std::map<std::string, std::string> metadata(const TrainingRecipe& a) const override {
-    std::map<std::string, std::string> m = model_->metadata();  // the geometry and histogram the core does not know
+    std::map<std::string, std::string> m = model_->core().metadata();  // the geometry and histogram among them
     m["dataset"] = folder_name(a.data);
     if (!a.init.empty()) m["lt.train.init"] = a.init;
     return m;
@@ -104,9 +104,9 @@ class ImageFamily final : public TaskFamily {
     model_ = ImageModel::load(path, d);
     return model_->core();
   }
-  std::map<std::string, std::string> model_metadata() const override { return model_->metadata(); }
+  std::map<std::string, std::string> model_metadata() const override { return model_->core().metadata(); }
   std::string save(const std::string& path, const std::map<std::string, std::string>& meta) override {
-    model_->save(path, meta);
+    model_->core().save(path, meta);
     return "";
   }
   std::string evaluate(const TrainingRecipe& a, Device d) override {

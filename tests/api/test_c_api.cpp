@@ -258,7 +258,7 @@ TEST_CASE("lt.h: batches draw from seed + j, progress sees each subpixel, bits/d
   // bits/dim against the parallel pass over the finished images, and as lt-sample-image prints it.
   auto image_model = ImageModel::load(path, Device::cpu);
   Tensor nll = Tensor::empty({n, S - 1});
-  image_model->forward(Tensor::from_vector(std::vector<int32_t>(images.begin(), images.end()), {n, S}), {}, &nll);
+  image_model->core().forward(image_model->batch(Tensor::from_vector(std::vector<int32_t>(images.begin(), images.end()), {n, S})), {}, &nll);
   const std::vector<float> per_subpixel = nll.to_vector();
   const CommandResult r = run_tool(dir, "lt-sample-image", "-m '" + path + "' -n 5 -b 2 -q -s " + std::to_string(seed));
   REQUIRE(r.exit_code == 0);

@@ -67,7 +67,7 @@ inline std::string tiny_image_checkpoint(const TempDir& dir, const std::string& 
   ImageModel model(c, Device::cpu);
   model.core().init_parameters(seed);
   const std::string path = dir.file(name);
-  model.save(path);
+  model.core().save(path);
   return path;
 }
 

@@ -42,7 +42,7 @@ TEST_CASE("lt-sample-image writes the grid and one PNG per image with their bits
     REQUIRE(img.width == 5);
     REQUIRE(img.height == 6);
     std::vector<int32_t> tokens(img.pixels.begin(), img.pixels.end());
-    double nats = m->forward(Tensor::from_vector(tokens, {1, 30}), pass(false, 0));
+    double nats = m->core().forward(m->batch(Tensor::from_vector(tokens, {1, 30})), pass(false, 0));
     CHECK(bpd == doctest::Approx(nats / std::log(2.0)).epsilon(1e-3));
     ++n;
   }
@@ -94,7 +94,7 @@ TEST_CASE("lt-sample-image --bf16 is deterministic and its bits/dim track the fp
     for (int64_t y = 0; y < 6; ++y)
       for (int64_t x = 0; x < 5; ++x)
         tokens.push_back(grid.pixels[((i / 2) * 8 + y) * grid.width + (i % 2) * 7 + x]);
-    const double nats = m->forward(Tensor::from_vector(tokens, {1, 30}), pass(false, 0));
+    const double nats = m->core().forward(m->batch(Tensor::from_vector(tokens, {1, 30})), pass(false, 0));
     CHECK(bpd == doctest::Approx(nats / std::log(2.0)).epsilon(2e-2));
   }
 }

@@ -211,7 +211,7 @@ static void check_generation_against_parallel(ImageModel& gpu, uint64_t seed, in
   gen.generate(seed, pixels, nullptr, nullptr, &nll);
   std::vector<int32_t> px(pixels.begin(), pixels.end());
   Tensor per = Tensor::empty({B * c.sequence_length()}, kGpu);
-  gpu.forward(Tensor::from_vector(px, {B, c.subpixels()}).to(kGpu), pass(false, 0), &per);
+  gpu.core().forward(gpu.batch(Tensor::from_vector(px, {B, c.subpixels()})), pass(false, 0), &per);
   std::vector<float> pv = per.to_vector();
   for (int64_t b = 0; b < B; ++b) {
     double sum = 0, sampled = 0;

@@ -110,15 +110,15 @@ int main(int argc, char** argv) {
     ic.transformer.feature_map = phi;
     ic.transformer.features = std::string(phi) == "favor" ? 2 : 0;
     lt::ImageModel m(ic, lt::Device::cpu);
-    model_seed(std::string("image-") + phi, 0, [&](const std::string& p) { m.save(p); });
+    model_seed(std::string("image-") + phi, 0, [&](const std::string& p) { m.core().save(p); });
   }
   ic.transformer.attention = lt::AttentionKind::softmax;
   ic.transformer.feature_map = "elu";
   ic.transformer.features = 0;
   {
     lt::ImageModel m(ic, lt::Device::cpu);
-    model_seed("image-softmax", 0, [&](const std::string& p) { m.save(p); });
-    auto tensors = m.params().named_values();
+    model_seed("image-softmax", 0, [&](const std::string& p) { m.core().save(p); });
+    auto tensors = m.core().params().named_values();
     tensors["pos_embedding.pe"] = lt::Tensor::zeros({3, 2});
     model_seed("image-reference", 0, [&](const std::string& p) {
       lt::save_safetensors(p, tensors, {{"heads", "1"}, {"attention", "full"}, {"image_height", "2"},

@@ -254,7 +254,7 @@ std::vector<SavedModel> saved_models(const TempDir& tmp, uint64_t seed) {
   ImageModel im(image, Device::cpu);
   im.core().init_parameters(seed);
   out.push_back({tmp.file("image.safetensors"), [](const std::string& p) { ImageModel::load(p, Device::cpu); }});
-  im.save(out.back().path);
+  im.core().save(out.back().path);
   CopyTaskConfig copy{16, 5, TransformerConfig{1, 2, 8, 16, 32}};
   SequenceModel cm(copy.sequence_config(), Device::cpu);
   cm.init_parameters(seed);

@@ -31,7 +31,7 @@ Tensor as_tokens(const std::vector<uint8_t>& pixels, int64_t B, int64_t S) {
 std::vector<double> parallel_nll(ImageModel& model, const std::vector<uint8_t>& pixels, int64_t B) {
   const int64_t S = model.config().subpixels();
   Tensor per = Tensor::empty({B, S - 1});
-  model.forward(as_tokens(pixels, B, S), pass(false, 0), &per);
+  model.core().forward(model.batch(as_tokens(pixels, B, S)), pass(false, 0), &per);
   std::vector<float> p = per.to_vector();
   std::vector<double> total(B, 0.0);
   for (int64_t b = 0; b < B; ++b)
@@ -64,7 +64,7 @@ std::pair<double, double> prefill_and_parallel_nll(ImageModel& model, const std:
     if (t + 1 < S) model.core().step(state, Tensor::from_vector(std::vector<int32_t>{image[t]}, {1}), head);
   }
   Tensor per = Tensor::empty({1, S - 1});
-  model.forward(Tensor::from_vector(image, {1, S}), pass(false, 0), &per);
+  model.core().forward(model.batch(Tensor::from_vector(image, {1, S})), pass(false, 0), &per);
   std::vector<float> p = per.to_vector();
   double parallel = 0;
   for (int64_t t = T - 1; t < S - 1; ++t) parallel += p[t];

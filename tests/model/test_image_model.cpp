@@ -63,7 +63,7 @@ TEST_CASE("image model gradients match finite differences (causal-linear and sof
       size_t p = size_t(rng.integer(0, int64_t(model.core().params().size()) - 1));
       Tensor t = model.core().params().value(p);
       int64_t offset = (t.data() - values.data()) + rng.integer(0, t.numel() - 1);
-      g.probe(values, grads, offset, [&] { return model.forward(images, pass(true, 77)); });
+      g.probe(values, grads, offset, [&] { return model.core().forward(model.batch(images), pass(true, 77)); });
     }
     CHECK(g.kinks <= 10);
     CHECK(rel_error(g.analytic, g.numeric) < 2e-2);
@@ -83,7 +83,7 @@ TEST_CASE("recurrent sampling log-likelihood equals the parallel one at every po
       const int64_t B = 3, S = c.subpixels(), L = c.sequence_length();
       Tensor images = random_images(rng, B, S);
       Tensor nll = Tensor::empty({B * L});
-      double mean = model.forward(images, pass(false, 0), &nll);
+      double mean = model.core().forward(model.batch(images), pass(false, 0), &nll);
       std::vector<float> parallel = nll.to_vector();
 
       std::vector<int32_t> px = images.to_vector_i32();
@@ -180,22 +180,22 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   ImageModel model(c, Device::cpu);
   model.core().init_parameters(seed);
   Tensor images = random_images(rng, 2, c.subpixels());
-  double loss = model.forward(images, pass(false, 0));
+  double loss = model.core().forward(model.batch(images), pass(false, 0));
 
   auto dir = std::filesystem::temp_directory_path() / ("lt-image-model-" + std::to_string(seed));
   std::filesystem::create_directories(dir);
   std::string path = (dir / "m.safetensors").string();
-  model.save(path, {{"dataset", "random"}});
+  model.core().save(path, {{"dataset", "random"}});
   auto loaded = ImageModel::load(path, Device::cpu);
   CHECK(loaded->config().transformer.layers == 2);
   CHECK(loaded->config().transformer.heads == 2);
   CHECK(loaded->config().mixtures == 3);
   CHECK(loaded->config().height == 3);
-  CHECK(loaded->forward(images, pass(false, 0)) == doctest::Approx(loss).epsilon(1e-7));
+  CHECK(loaded->core().forward(loaded->batch(images), pass(false, 0)) == doctest::Approx(loss).epsilon(1e-7));
 
   // Without the heads metadata the checkpoint cannot be interpreted.
   auto tensors = model.core().params().named_values();
-  auto meta = model.metadata();
+  auto meta = model.core().metadata();
   meta.erase("heads");
   std::string bad = (dir / "noheads.safetensors").string();
   save_safetensors(bad, tensors, meta);
@@ -216,7 +216,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
                            BadMeta{"image_height", "4294967296", "image size"}}) {
     const std::string what = std::string(b.key) + "=" + b.value;
     INFO(what);
-    auto m = model.metadata();
+    auto m = model.core().metadata();
     m[b.key] = b.value;
     const std::string file = (dir / "badmeta.safetensors").string();
     save_safetensors(file, tensors, m);
@@ -232,7 +232,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
     t["transformer.layers.99999999999999999999.linear1.weight"] = Tensor::zeros({1, 1});
     t["transformer.layers.9999999.linear1.weight"] = Tensor::zeros({1, 1});
     const std::string file = (dir / "badlayer.safetensors").string();
-    save_safetensors(file, t, model.metadata());
+    save_safetensors(file, t, model.core().metadata());
     const std::string err = error_of([&] { ImageModel::load(file, Device::cpu); });
     CHECK(err.find(file) != std::string::npos);
     CHECK(err.find("layer") != std::string::npos);
@@ -241,7 +241,7 @@ TEST_CASE("image model checkpoints round-trip and reject what does not fit") {
   // A wrong shape names the tensor.
   tensors["predictor.bias"] = Tensor::zeros({4});
   std::string wrong = (dir / "wrong.safetensors").string();
-  save_safetensors(wrong, tensors, model.metadata());
+  save_safetensors(wrong, tensors, model.core().metadata());
   CHECK_THROWS_WITH_AS(ImageModel::load(wrong, Device::cpu), doctest::Contains("predictor"), lt::Error);
   std::filesystem::remove_all(dir);
 }

@@ -39,7 +39,7 @@ TEST_CASE("shipped models sample the same images and score them the same") {
     gen.generate(20261124, pixels);
     const std::vector<int32_t> tokens(pixels.begin(), pixels.end());
     const double nats =
-        model->forward(Tensor::from_vector(tokens, {3, model->config().subpixels()}), ForwardOptions{});
+        model->core().forward(model->batch(Tensor::from_vector(tokens, {3, model->config().subpixels()})), ForwardOptions{});
     CHECK(fnv1a(pixels) == p.pixels_hash);
     CHECK(nats == doctest::Approx(p.nats_per_dim).epsilon(1e-6));
   }

@@ -100,7 +100,7 @@ void check_same(const TrainedState& a, const TrainedState& b) {
 TrainResult train_images(ImageModel& model, Trainer& trainer, const TrainOptions& opt, const ImageDataset& data,
                          TrainLoopSettings s, const std::function<void(const TrainEvent&)>& on_event,
                          const std::atomic<bool>* stop = nullptr) {
-  for (const auto& [k, v] : model.metadata()) s.metadata[k] = v;
+  for (const auto& [k, v] : model.core().metadata()) s.metadata[k] = v;
   ImageTrainingTask task(model, data, opt.seed, 0, s.batch);
   return train_model(model.core(), trainer, task, s, on_event, stop);
 }
@@ -303,7 +303,7 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
 
   // Trained with radam, restored into adam.
   const std::string with_radam = dir.file("radam.safetensors");
-  save_training_checkpoint(with_radam, model.core(), radam, model.metadata());
+  save_training_checkpoint(with_radam, model.core(), radam, model.core().metadata());
   Trainer adam(model.core().params(), cosine_options("adam", 10));
   std::string err = error_of([&] { adam.restore(load_safetensors(with_radam)); });
   CHECK(err.find(with_radam) != std::string::npos);
@@ -312,17 +312,17 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
 
   // A model-only checkpoint (lt-train --export): no optimizer at all.
   const std::string model_only = dir.file("exported.safetensors");
-  model.save(model_only);
+  model.core().save(model_only);
   err = error_of([&] { radam.restore(load_safetensors(model_only)); });
   CHECK(err.find(model_only) != std::string::npos);
   CHECK(err.find("lt.train.optimizer") != std::string::npos);
 
   // The metadata without the moment tensors.
   std::map<std::string, Tensor> tensors;
-  std::map<std::string, std::string> meta = model.metadata();
+  std::map<std::string, std::string> meta = model.core().metadata();
   radam.save_state(tensors, meta);
   const std::string no_moments = dir.file("no-moments.safetensors");
-  model.save(no_moments, meta);
+  model.core().save(no_moments, meta);
   err = error_of([&] { radam.restore(load_safetensors(no_moments)); });
   CHECK(err.find(no_moments) != std::string::npos);
   CHECK(err.find("optimizer.exp_avg") != std::string::npos);
@@ -333,7 +333,7 @@ TEST_CASE("Trainer::restore errors name the checkpoint file") {
   ImageModel other(bigger, Device::cpu);
   Trainer other_trainer(other.core().params(), cosine_options("radam", 10));
   const std::string other_size = dir.file("other-size.safetensors");
-  save_training_checkpoint(other_size, other.core(), other_trainer, other.metadata());
+  save_training_checkpoint(other_size, other.core(), other_trainer, other.core().metadata());
   err = error_of([&] { radam.restore(load_safetensors(other_size)); });
   CHECK(err.find(other_size) != std::string::npos);
   CHECK(err.find("optimizer.exp_avg") != std::string::npos);
@@ -495,7 +495,7 @@ TEST_CASE("evaluation split over replicas gives the whole batch's mean loss") {
   Tensor images = Tensor::from_vector(px, {B, S});
   ReplicaSet replicas(model.core(), B);
   CHECK(replicas.replicas() == 2);
-  const double split = replicas.forward(model.batch(px, B), {}).loss, whole = model.forward(images, pass(false, 0));
+  const double split = replicas.forward(model.batch(px, B), {}).loss, whole = model.core().forward(model.batch(images), pass(false, 0));
   CHECK(std::abs(split - whole) < 1e-6 * std::abs(whole));
   // A bad byte in the second replica's share is an error, not the end of the process.
   CHECK_THROWS_WITH(replicas.forward(bad_tokens(model, px, B), {}), doctest::Contains("outside 0..255"));
