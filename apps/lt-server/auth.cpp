@@ -7,7 +7,7 @@
 #include <cctype>
 #include <fstream>
 
-#include "setup_error.h"
+#include "tool_error.h"
 
 namespace lt::server {
 
@@ -50,7 +50,7 @@ bool Auth::accepts(std::string_view candidate) const {
 
 void read_api_keys(const std::string& path, std::vector<std::string>& keys) {
   std::ifstream in(path);
-  check_setup(in.good(), path + ": cannot read the API keys");
+  lt::app::check(in.good(), path + ": cannot read the API keys");
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t hash = line.find('#');
@@ -58,11 +58,11 @@ void read_api_keys(const std::string& path, std::vector<std::string>& keys) {
     if (!key.empty() && key.back() == '\r') key.remove_suffix(1);
     if (key.empty()) continue;
     for (unsigned char c : key)
-      check_setup(c > 0x20 && c < 0x7f && c != ',',
-                  path + ":" + std::to_string(number) + ": a key must be printable ASCII without spaces or commas");
+      lt::app::check(c > 0x20 && c < 0x7f && c != ',',
+                     path + ":" + std::to_string(number) + ": a key must be printable ASCII without spaces or commas");
     keys.emplace_back(key);
   }
-  check_setup(!in.bad(), path + ": cannot read the API keys");
+  lt::app::check(!in.bad(), path + ": cannot read the API keys");
 }
 
 std::string bearer_token(std::string_view authorization) {

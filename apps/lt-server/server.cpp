@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "http_session.h"
-#include "setup_error.h"
+#include "tool_error.h"
 
 namespace lt::server {
 
@@ -27,29 +27,29 @@ Server::Server(const ServerOptions& options, Models& models)
       acceptor_(ioc_),
       signals_(ioc_, SIGINT, SIGTERM),
       drain_timer_(ioc_) {
-  check_setup(options.tls_cert.empty() == options.tls_key.empty(), "--tls-cert and --tls-key go together");
+  lt::app::check(options.tls_cert.empty() == options.tls_key.empty(), "--tls-cert and --tls-key go together");
   if (!options.tls_cert.empty()) {
     tls_.emplace(net::ssl::context::tls_server);
     tls_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
     beast::error_code ec;
     tls_->use_certificate_chain_file(options.tls_cert, ec);
-    check_setup(!ec, options.tls_cert + ": cannot use as a TLS certificate chain (PEM): " + ec.message());
+    lt::app::check(!ec, options.tls_cert + ": cannot use as a TLS certificate chain (PEM): " + ec.message());
     tls_->use_private_key_file(options.tls_key, net::ssl::context::pem, ec);
-    check_setup(!ec, options.tls_key + ": cannot use as the certificate's private key (PEM): " + ec.message());
+    lt::app::check(!ec, options.tls_key + ": cannot use as the certificate's private key (PEM): " + ec.message());
   }
   const std::string where = options.host + ":" + std::to_string(options.port);
   beast::error_code ec;
   tcp::resolver resolver(ioc_);
   const auto endpoints = resolver.resolve(options.host, std::to_string(options.port),
                                           tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  check_setup(!ec && !endpoints.empty(), "cannot listen on " + where + ": " + (ec ? ec.message() : "no address"));
+  lt::app::check(!ec && !endpoints.empty(), "cannot listen on " + where + ": " + (ec ? ec.message() : "no address"));
   const tcp::endpoint endpoint = endpoints.begin()->endpoint();
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-  check_setup(!ec, "cannot listen on " + where + ": " + ec.message());
+  lt::app::check(!ec, "cannot listen on " + where + ": " + ec.message());
   const tcp::endpoint bound = acceptor_.local_endpoint();
   const std::string address = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
   std::fprintf(stderr, "lt-server: listening on %s://%s:%u\n", tls_ ? "https" : "http", address.c_str(),

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "setup_error.h"
+#include "tool_error.h"
 
 namespace lt::server {
 
@@ -25,7 +25,7 @@ std::string content_type(const fs::path& p) {
 
 std::string find_folder(const std::string& flag) {
   if (!flag.empty()) {
-    check_setup(fs::is_regular_file(fs::path(flag) / "index.html"), "--web " + flag + ": no index.html there");
+    lt::app::check(fs::is_regular_file(fs::path(flag) / "index.html"), "--web " + flag + ": no index.html there");
     return flag;
   }
   std::vector<fs::path> candidates;
@@ -40,7 +40,7 @@ std::string find_folder(const std::string& flag) {
     if (fs::is_regular_file(p / "index.html", ec)) return p.string();
     tried += (tried.empty() ? "" : ", ") + p.string();
   }
-  throw SetupError("the web page's folder was not found (looked in " + tried + "); give --web DIR");
+  throw lt::app::ToolError("the web page's folder was not found (looked in " + tried + "); give --web DIR");
 }
 }  // namespace
 
@@ -50,7 +50,7 @@ WebFiles::WebFiles(const std::string& folder_flag) : folder_(find_folder(folder_
     std::ifstream in(e.path(), std::ios::binary);
     std::ostringstream body;
     body << in.rdbuf();
-    check_setup(in.good() || in.eof(), e.path().string() + ": cannot read");
+    lt::app::check(in.good() || in.eof(), e.path().string() + ": cannot read");
     files_["/" + e.path().filename().string()] = {body.str(), content_type(e.path())};
   }
 }
