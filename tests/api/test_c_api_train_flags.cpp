@@ -92,7 +92,7 @@ TEST_CASE("lt-train's options are lt_recipe_option_at's rows: names, flags, type
   lt_recipe_free(defaults);
 }
 
-TEST_CASE("lt_recipe_get reads back random values as lt_recipe_set set them; unknown options are one line") {
+TEST_CASE("lt_recipe_get reads back random values as lt_recipe_set set them, and an unknown option is one line") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -128,7 +128,7 @@ TEST_CASE("lt_recipe_get reads back random values as lt_recipe_set set them; unk
   lt_recipe_free(r);
 }
 
-TEST_CASE("a run records its caller's command line and names its lines after it; a divergence is LT_ERROR_DIVERGED") {
+TEST_CASE("a run records its caller's command line and names its lines after it, and a divergence is LT_ERROR_DIVERGED") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   TempDir dir;
