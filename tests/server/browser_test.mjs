@@ -70,12 +70,7 @@ function speechWav(text, file) {
   rate = out;
   const before = Buffer.alloc(2 * Math.round(rate * 0.5)), after = Buffer.alloc(2 * Math.round(rate * 2.5));
   const pcm = Buffer.concat([before, data, after]);
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVE', 8); h.write('fmt ', 12);
-  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(rate, 24);
-  h.writeUInt32LE(2 * rate, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36);
-  h.writeUInt32LE(pcm.length, 40);
-  fs.writeFileSync(file, Buffer.concat([h, pcm]));
+  writeWav(file, rate, pcm);
   return { seconds: pcm.length / 2 / rate, speechEnd: (before.length + data.length) / 2 / rate };
 }
 
