@@ -45,9 +45,11 @@ double frequency(const std::vector<float>& x) {
 }
 
 // Power of x at hz, by correlation with a complex tone (a single DFT bin).
+// The DFT at one frequency; the phasor turns by multiplication so that many bins stay cheap.
 double power_at(const std::vector<float>& x, double hz) {
-  std::complex<double> s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += double(x[i]) * std::polar(1.0, -2 * M_PI * hz * double(i) / 16000);
+  const std::complex<double> turn = std::polar(1.0, -2 * M_PI * hz / 16000);
+  std::complex<double> s = 0, phasor = 1;
+  for (size_t i = 0; i < x.size(); ++i, phasor *= turn) s += double(x[i]) * phasor;
   return std::norm(s) / double(x.size() * x.size());
 }
 
@@ -131,11 +133,13 @@ TEST_CASE("coloured noise has unit RMS and a spectrum falling as 1/f^exponent") 
     const std::vector<float> x = coloured_noise(n, exponent, seed);
     CHECK(std::abs(power(x) - 1) < 1e-4);
     // Mean power in octave bands 125..250 .. 4000..8000 Hz, by averaged DFT bins; their log-log slope.
+    // Each bin's power is exponentially distributed, so 64 bins leave each band's log10 a standard
+    // deviation of 0.054 and the slope one of 0.043: 0.25 is 5.8 of them (16 bins gave 2.9, and failed).
     std::vector<double> lf, lp;
     for (double lo = 125; lo < 8000; lo *= 2) {
       double sum = 0;
       int bins = 0;
-      for (double hz = lo; hz < 2 * lo; hz += lo / 16, ++bins) sum += power_at(x, hz);
+      for (double hz = lo; hz < 2 * lo; hz += lo / 64, ++bins) sum += power_at(x, hz);
       lf.push_back(std::log10(lo * std::sqrt(2.0)));
       lp.push_back(std::log10(sum / bins));
     }
