@@ -75,18 +75,44 @@ double LanguageModel::score(LmState from, int32_t word, LmState* to) const {
     throw Error("LanguageModel::score: word id " + std::to_string(word) + " is outside the vocabulary of " +
                 std::to_string(words_.size()));
   check(from.context >= 0 && size_t(from.context) < context_count_, "LanguageModel::score: not a state of this model");
-  double backoff = 0;
+  // One walk down the suffix links finds both the probability (the first
+  // arc that has one, past the back-offs) and, for *to, next_state's answer
+  // (the first arc that is a context, from the contexts short enough to
+  // extend): each arc is a probe into a table of tens of MB, mostly a cache
+  // miss, and the two walks visit the same arcs.
+  double backoff = 0, logp = 0;
+  bool scored = false, placed = to == nullptr || order_ < 2;
+  if (to) *to = LmState{};
   for (int32_t c = from.context;;) {
+    const Context& ctx = contexts_[size_t(c)];
     const Arc* a = arc(c, word);
-    if (a && a->has_prob) {
-      if (to) *to = next_state(from.context, word);
-      return backoff + a->logp;
-    }
+    if (!scored && a && a->has_prob) logp = backoff + a->logp, scored = true;
+    if (!placed && ctx.length <= order_ - 2 && a && a->next >= 0) *to = LmState{a->next}, placed = true;
+    if (scored && placed) break;
     // Every word of the vocabulary has a unigram, so the walk ends at the
     // empty history at the latest.
-    backoff += contexts_[size_t(c)].backoff;
-    c = contexts_[size_t(c)].suffix;
+    if (c == 0) {
+      if (!scored) throw Error(name_ + ": word " + words_[size_t(word)] + " has no unigram");
+      break;
+    }
+    if (!scored) backoff += ctx.backoff;
+    c = ctx.suffix;
   }
+  return logp;
+}
+
+double LanguageModel::max_score() const {
+  // Every arc's probability is at most 1 (read_arpa refuses more).
+  double most = 0;
+  for (size_t i = 0; i < context_count_; ++i) {
+    double gain = 0;
+    for (int32_t c = int32_t(i);; c = contexts_[size_t(c)].suffix) {
+      gain += std::max(0.0, contexts_[size_t(c)].backoff);
+      if (c == 0) break;
+    }
+    most = std::max(most, gain);
+  }
+  return most;
 }
 
 LmState LanguageModel::state_of(const std::vector<int32_t>& history) const {

@@ -52,12 +52,23 @@ class LanguageModel {
   LmState empty_history() const { return LmState{}; }
   // ln P(word | from's history); *to (if given) receives the history after it.
   double score(LmState from, int32_t word, LmState* to = nullptr) const;
-  // Asks the memory system for what score(from, word) reads first, so that
-  // a caller about to score many pairs overlaps their cache misses.
+  // Asks the memory system for the arcs score(from, word) may read, one per
+  // context down the back-off chain, so that a caller about to score many
+  // pairs overlaps their cache misses instead of taking them one by one.
   void prefetch(LmState from, int32_t word) const {
-    if (arc_slots_) __builtin_prefetch(&arcs_[first_slot(key(from.context, word))]);
+    if (arc_slots_ == 0) return;
+    for (int32_t c = from.context;; c = contexts_[size_t(c)].suffix) {
+      __builtin_prefetch(&arcs_[first_slot(key(c, word))]);
+      if (c == 0) break;
+    }
   }
+  // The same for a history's context, which prefetch() reads first.
+  void prefetch_context(LmState from) const { __builtin_prefetch(&contexts_[size_t(from.context)]); }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
+  // A bound no score() exceeds: 0, plus the positive back-off weights one
+  // walk down the suffix links can pass (a model may have bo(h) > 1). A
+  // pass over every context: for a search to compute once.
+  double max_score() const;
   // A number no other model made in this process has (copies share it: they
   // score alike), so that a memo of scores can tell models apart even when
   // one is freed and another takes its address.

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <cstdlib>
 #include <utility>
 
 #include "common/error.h"
@@ -66,7 +67,9 @@ std::vector<SearchWord> searchable_words(const Lexicon& lexicon, const LanguageM
     }
     std::vector<std::vector<int32_t>> ways = {first};
     auto more = lexicon.alternates.find(text);
-    if (more != lexicon.alternates.end()) ways.insert(ways.end(), more->second.begin(), more->second.end());
+    if (more != lexicon.alternates.end())  // each once: the score beam counts on it
+      for (const std::vector<int32_t>& phones : more->second)
+        if (std::find(ways.begin(), ways.end(), phones) == ways.end()) ways.push_back(phones);
     const int32_t spelling = int32_t(out.size());
     for (const std::vector<int32_t>& phones : ways) {
       for (int32_t p : phones)
@@ -96,6 +99,15 @@ uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node, int3
   return mix64(history.hash(words) ^ mix64((uint64_t(uint32_t(node)) << 8 | uint32_t(last_phone)) + 0x632be59bd9b4e019ull));
 }
 
+// What a hypothesis's emissions need to reach this frame's beam (the score
+// beam in WordSearch::Impl::plan_reach): an emission whose alignments score
+// below `cut` is left out, unless its words are those of a hypothesis in
+// the beam, listed in extensions[first_extension, end_extension).
+struct Reach {
+  double cut;
+  int32_t first_extension, end_extension;
+};
+
 bool better(const Hyp& a, const Hyp& b) {
   if (a.ranked != b.ranked) return a.ranked > b.ranked;
   return a.key != b.key ? a.key < b.key : a.node < b.node;
@@ -108,10 +120,12 @@ bool better(const Hyp& a, const Hyp& b) {
 // streams), since for the CMU dictionary that takes a third of a second.
 struct WordVocabulary {
   WordVocabulary(const Lexicon& lexicon, const LanguageModel* model)
-      : words(searchable_words(lexicon, model)), trie(pronunciations(words)), lm(model) {}
+      : words(searchable_words(lexicon, model)), trie(pronunciations(words)), lm(model),
+        lm_max(model ? model->max_score() : 0.0) {}
   std::vector<SearchWord> words;
   PronunciationTrie trie;
   const LanguageModel* lm;  // whose word ids `words` hold
+  double lm_max;            // lm->max_score(), for the score beam
 };
 
 std::shared_ptr<const WordVocabulary> WordSearch::vocabulary(const Lexicon& lexicon, const LanguageModel* lm) {
@@ -137,6 +151,10 @@ struct WordSearch::Impl {
   std::vector<Hyp> beam, next;
   std::vector<int32_t> slots;  // open addressing: index into next, or -1
   std::vector<double> logp;
+  std::vector<Reach> reach;                                // per beam hypothesis, this frame
+  std::vector<uint64_t> beam_words;                        // the beam's word hashes, sorted
+  std::vector<std::pair<uint64_t, int32_t>> extensions;   // (hash of the words before, spelling) of the beam's last words, sorted
+  std::vector<std::pair<LmState, int32_t>> asks;          // the scores this frame's word ends ask for
   std::vector<RecognizedWord> settled;
   int32_t settled_at = WordHistory::kNone;  // the last settled word's entry
   int64_t frame = 0;
@@ -245,11 +263,13 @@ struct WordSearch::Impl {
     }
   }
 
-  // h emits trie node `child`'s phone with log-probability `lp` over alignments `from`.
-  void emit(const Hyp& h, int32_t child, double from, double lp) {
+  // h emits trie node `child`'s phone with log-probability `lp` over
+  // alignments `from`, less what cannot reach the beam (plan_reach).
+  void emit(const Hyp& h, const Reach& r, int32_t child, double from, double lp) {
     const PronunciationTrie::Node& n = trie.node(child);
     const int64_t start = h.node == kRoot ? frame : h.word_start;
-    if (n.children > 0) {  // the word goes on
+    const bool low = from + lp < r.cut;
+    if (n.children > 0 && !low) {  // the word goes on
       Hyp e = h;
       e.node = child;
       e.last_phone = n.phone;
@@ -259,6 +279,7 @@ struct WordSearch::Impl {
     }
     for (int32_t k = 0; k < n.words; ++k) {  // a word ends
       const int32_t w = trie.words_of(n)[k];
+      if (low && !extended(r, words[size_t(w)].spelling)) continue;
       Hyp e = h;
       e.words = history.add(h.words, w, words[size_t(w)].spelling, start, frame);
       e.node = kRoot;
@@ -270,20 +291,89 @@ struct WordSearch::Impl {
     }
   }
 
-  // The language model's arcs this frame's word ends will read first: the
-  // misses overlap instead of stalling one after another.
-  void prefetch_scores() const {
+  bool extended(const Reach& r, int32_t spelling) const {
+    for (int32_t i = r.first_extension; i < r.end_extension; ++i)
+      if (extensions[size_t(i)].second == spelling) return true;
+    return false;
+  }
+
+  // The score beam, exact. This frame's K-th best candidate scores at least
+  // T, the K-th best of what the beam's own hypotheses get from a blank or
+  // a repeat alone: those keys are candidates, and merging only adds. An
+  // emission scores at most its alignments + its hypothesis's LM score +
+  // the most a word end adds (LanguageModel::max_score), and a key takes at
+  // most one emission per hypothesis, at most K. So a key that only
+  // emissions below T - ln K reach cannot make the beam, and those
+  // emissions are never made: no history entry, no LM lookup, no table
+  // slot. Every other key gets all of its contributions in the same order,
+  // so the beam is the same bits. A low emission is left out only when its
+  // key is certainly nobody else's: its hypothesis's words are the only
+  // such in the beam (or another hypothesis could emit to the same key),
+  // and no beam hypothesis holds those words plus the word it ends. With
+  // lt-asr's phone model and beam 64 that leaves out about a third of the
+  // emissions that pass --prune.
+  void plan_reach() {
+    reach.assign(beam.size(), Reach{kLogZero, 0, 0});
+    if (beam.size() < size_t(options.beam) || options.lm_weight < 0) return;
+    double T = -kLogZero;
     for (const Hyp& h : beam) {
+      const double total = log_add(h.blank, h.label);
+      const double repeat = h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune
+                                ? h.label + logp[size_t(h.last_phone)] : kLogZero;
+      T = std::min(T, log_add(total + logp[0], repeat) + h.lm_score);
+    }
+    if (!std::isfinite(T)) return;
+    // The most a word end adds; the margin covers rounding: the sums
+    // compared here are formed in another order.
+    const double gain = options.word_bonus + (lm ? options.lm_weight * vocab->lm_max : 0.0);
+    const double bar = T - std::log(double(options.beam)) - std::max(0.0, gain) - 1e-9 * (1 + std::fabs(T));
+    beam_words.clear();
+    extensions.clear();
+    for (const Hyp& h : beam) {
+      beam_words.push_back(history.hash(h.words));
+      if (h.words != WordHistory::kNone)
+        extensions.emplace_back(history.hash(history[h.words].parent), history[h.words].spelling);
+    }
+    std::sort(beam_words.begin(), beam_words.end());
+    std::sort(extensions.begin(), extensions.end());
+    for (size_t i = 0; i < beam.size(); ++i) {
+      const uint64_t mine = history.hash(beam[i].words);
+      auto same = std::equal_range(beam_words.begin(), beam_words.end(), mine);
+      if (same.second - same.first > 1) continue;
+      auto ext = std::equal_range(extensions.begin(), extensions.end(), std::pair<uint64_t, int32_t>{mine, INT32_MIN},
+                                  [](const auto& a, const auto& b) { return a.first < b.first; });
+      reach[i] = Reach{bar - beam[i].lm_score, int32_t(ext.first - extensions.begin()),
+                       int32_t(ext.second - extensions.begin())};
+    }
+  }
+
+  // The language model's arcs this frame's word ends will read: the misses
+  // overlap instead of stalling one after another. In two passes, since
+  // finding out what to fetch misses too: first the memo's slots and the
+  // histories' contexts, then the arcs of what the memo lacks.
+  void prefetch_scores() {
+    asks.clear();
+    for (size_t i = 0; i < beam.size(); ++i) {
+      const Hyp& h = beam[i];
+      const double total = log_add(h.blank, h.label);
       const PronunciationTrie::Node& n = trie.node(h.node);
+      const size_t before = asks.size();
       for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
         const PronunciationTrie::Node& c = trie.node(child);
-        if (logp[size_t(c.phone)] < options.prune) continue;
+        const double lp = logp[size_t(c.phone)];
+        if (lp < options.prune) continue;
+        const bool low = (c.phone == h.last_phone ? h.blank : total) + lp < reach[i].cut;
         for (int32_t k = 0; k < c.words; ++k) {
-          const int32_t id = words[size_t(trie.words_of(c)[k])].lm_id;
-          if (!memoized(h.lm, id)) lm->prefetch(h.lm, id);
+          const SearchWord& w = words[size_t(trie.words_of(c)[k])];
+          if (low && !extended(reach[i], w.spelling)) continue;
+          asks.emplace_back(h.lm, w.lm_id);
+          __builtin_prefetch(&memo_slot(memo_key(h.lm, w.lm_id)));
         }
       }
+      if (asks.size() > before) lm->prefetch_context(h.lm);
     }
+    for (const auto& [state, word] : asks)
+      if (!memoized(state, word)) lm->prefetch(state, word);
   }
 
   void push(const float* row) {
@@ -294,8 +384,10 @@ struct WordSearch::Impl {
     log_softmax_row(row, kPhoneClasses, logp);
     next.clear();
     std::fill(slots.begin(), slots.end(), -1);
+    plan_reach();
     if (lm) prefetch_scores();
-    for (const Hyp& h : beam) {
+    for (size_t i = 0; i < beam.size(); ++i) {
+      const Hyp& h = beam[i];
       const double total = log_add(h.blank, h.label);
       contribute(h, total + logp[0], kLogZero);
       if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
@@ -306,7 +398,7 @@ struct WordSearch::Impl {
         const double lp = logp[size_t(phone)];
         // After the same phone, only alignments with a blank between emit it anew.
         const double from = phone == h.last_phone ? h.blank : total;
-        if (lp >= options.prune && from != kLogZero) emit(h, child, from, lp);
+        if (lp >= options.prune && from != kLogZero) emit(h, reach[i], child, from, lp);
       }
     }
     const size_t keep = std::min(next.size(), size_t(options.beam));

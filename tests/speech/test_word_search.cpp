@@ -5,8 +5,11 @@
 // language model decoder (the search over the phones as words) the same way.
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "heads/ctc_reference.h"
+#include "heads/log_space.h"
 #include "speech/arpa_reference.h"
 #include "speech/word_search.h"
 
@@ -182,6 +185,172 @@ TEST_CASE("word search with a wide beam finds the best word sequence of brute fo
     if (all.size() == 1 || all[0].score - all[1].score > 1e-7) CHECK(names(r.words) == all[0].words);
     for (const RecognizedWord& w : r.words)
       CHECK((w.phones == lex.words.at(w.word) || (lex.alternates.count(w.word) && w.phones == lex.alternates.at(w.word)[0])));
+  }
+}
+
+namespace {
+
+// The beam search as written down: candidates keyed by (words, phones of
+// the word being spoken, last phone) in a std::map, every contribution
+// made, the best `beam` kept. The search leaves out the emissions that
+// cannot reach its beam; this makes them all.
+struct ReferenceBeam {
+  using Key = std::tuple<std::vector<std::string>, std::vector<int32_t>, int32_t>;
+  struct Scores {
+    double blank, label, lm;
+    double score() const { return log_add(blank, label) + lm; }
+  };
+  std::map<Key, Scores> beam = {{Key{}, Scores{0, kLogZero, 0}}};
+
+  // Every pronunciation of every word (the model knows them all).
+  static std::vector<std::pair<std::string, std::vector<int32_t>>> pronunciations(const Lexicon& lex) {
+    std::vector<std::pair<std::string, std::vector<int32_t>>> out;
+    for (const auto& [w, p] : lex.words) {
+      out.emplace_back(w, p);
+      if (lex.alternates.count(w))
+        for (const std::vector<int32_t>& q : lex.alternates.at(w)) out.emplace_back(w, q);
+    }
+    return out;
+  }
+
+  void push(const float* row, const std::vector<std::pair<std::string, std::vector<int32_t>>>& prons,
+            const ArpaModel& m, const WordSearchOptions& o) {
+    std::vector<double> logp;
+    log_softmax_row(row, kPhoneClasses, logp);
+    std::map<Key, Scores> next;
+    auto add = [&](const Key& k, double blank, double label, double lm) {
+      if (blank == kLogZero && label == kLogZero) return;
+      auto [at, fresh] = next.emplace(k, Scores{blank, label, lm});
+      if (!fresh) at->second.blank = log_add(at->second.blank, blank), at->second.label = log_add(at->second.label, label);
+    };
+    for (const auto& [k, h] : beam) {
+      const auto& [words, spoken, last] = k;
+      const double total = log_add(h.blank, h.label);
+      add(k, total + logp[0], kLogZero, h.lm);
+      if (last > 0 && logp[size_t(last)] >= o.prune) add(k, kLogZero, h.label + logp[size_t(last)], h.lm);
+      for (int32_t c = 1; c < kPhoneClasses; ++c) {
+        std::vector<int32_t> longer = spoken;
+        longer.push_back(c);
+        const double from = c == last ? h.blank : total;
+        if (logp[size_t(c)] < o.prune || from == kLogZero) continue;
+        bool goes_on = false;
+        for (const auto& [w, p] : prons) {
+          if (p.size() < longer.size() || !std::equal(longer.begin(), longer.end(), p.begin())) continue;
+          if (p.size() > longer.size()) {
+            goes_on = true;
+            continue;
+          }
+          std::vector<std::string> history = {"<s>"};
+          history.insert(history.end(), words.begin(), words.end());
+          const double lm = h.lm + o.word_bonus + o.lm_weight * naive_log_prob(m, usable(m, history), w);
+          std::vector<std::string> more = words;
+          more.push_back(w);
+          add(Key{more, {}, c}, kLogZero, from + logp[size_t(c)], lm);
+        }
+        if (goes_on) add(Key{words, longer, c}, kLogZero, from + logp[size_t(c)], h.lm);
+      }
+    }
+    std::vector<std::pair<Key, Scores>> all(next.begin(), next.end());
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.score() > b.second.score(); });
+    all.resize(std::min(all.size(), size_t(o.beam)));
+    beam = std::map<Key, Scores>(all.begin(), all.end());
+  }
+  const std::vector<std::string>& best() const {
+    return std::get<0>(std::max_element(beam.begin(), beam.end(), [](const auto& a, const auto& b) {
+                         return a.second.score() < b.second.score();
+                       })->first);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("word search with a narrow beam keeps the beam of the search written down, frame by frame") {
+  // Beams of 2 to 8 over 30-50 frames: most emissions cannot reach the beam,
+  // and the search leaves them out without changing what it keeps.
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  for (int trial = 0; trial < 24; ++trial) {
+    INFO("trial " << trial);
+    const bool phones = trial % 3 == 0;  // the phone decoder's lexicon: single-phone words
+    Lexicon lex;
+    if (phones) {
+      const int32_t base = int32_t(rng.integer(1, kPhoneClasses - 6));
+      for (int32_t p = base; p < base + 6; ++p) lex.words[phone_names()[size_t(p)]] = {p};
+    } else {
+      // Without homophones, nor a word one of whose pronunciations begins
+      // another: candidates that sound alike and score alike tie (two words
+      // without a model or as <unk>s; "X(a) b.." and "X(a b)"), and which of
+      // them a beam keeps is arbitrary.
+      const Lexicon drawn = random_lexicon(rng, rng.integer(3, 5), 3, 4, trial % 3 == 2);
+      auto begins = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+        return std::equal(a.begin(), a.begin() + std::ptrdiff_t(std::min(a.size(), b.size())), b.begin());
+      };
+      std::set<std::vector<int32_t>> heard;
+      for (const auto& [w, p] : std::map<std::string, std::vector<int32_t>>(drawn.words.begin(), drawn.words.end())) {
+        std::vector<std::vector<int32_t>> ways = {p};
+        if (drawn.alternates.count(w) && !begins(p, drawn.alternates.at(w)[0])) ways.push_back(drawn.alternates.at(w)[0]);
+        if (std::any_of(ways.begin(), ways.end(), [&](const auto& q) { return heard.count(q) > 0; })) continue;
+        heard.insert(ways.begin(), ways.end());
+        lex.words[w] = p;
+        if (ways.size() > 1) lex.alternates[w] = {ways[1]};
+      }
+    }
+    // Every word in a model of order 2 or more whose histories all back off
+    // with a weight of their own, for the same reason: "A BC" and "AB C"
+    // sound alike, and score alike too without a model, as two <unk>s, or
+    // as the same words in another order under unigrams.
+    std::vector<std::string> lm_words;
+    for (const auto& [w, p] : lex.words) lm_words.push_back(w);
+    ArpaModel m = random_arpa(rng, int(rng.integer(2, 4)), lm_words, false);
+    for (auto& [g, e] : m.ngrams)
+      if (int(g.size()) < m.order && !e.has_backoff) e.has_backoff = true, e.log10_backoff = rng.uniform(-1.5, 0.5);
+    write_text_file(tmp.file("lm.arpa"), arpa_text(m, rng), false);
+    const LanguageModel lm = read_arpa(tmp.file("lm.arpa"));
+    WordSearchOptions o;
+    o.beam = int(rng.integer(2, 8));
+    o.lm_weight = rng.uniform(0.3, 2);
+    o.word_bonus = rng.uniform(-1, 3);
+    o.max_delay = 1000;  // nothing forced: the best hypothesis is the reference's
+    if (rng.uniform(0, 1) < 0.5) o.prune = -8;
+    const int64_t T = rng.integer(30, 50);
+    const std::vector<float> logits = rng.normals(T * kPhoneClasses, 3);
+    const auto prons = ReferenceBeam::pronunciations(lex);
+
+    WordSearch search(lex, &lm, o);
+    ReferenceBeam ref;
+    std::vector<std::string> taken;
+    for (int64_t t = 0; t < T; ++t) {
+      INFO("frame " << t << ", beam " << o.beam);
+      search.push(logits.data() + t * kPhoneClasses);
+      ref.push(logits.data() + t * kPhoneClasses, prons, m, o);
+      for (const std::string& w : names(search.take_settled())) taken.push_back(w);
+      std::vector<std::string> best = taken;
+      for (const std::string& w : names(search.pending())) best.push_back(w);
+      REQUIRE(best == ref.best());
+    }
+    // The end: the same words and score as the reference's beam gives.
+    double best_score = kLogZero;
+    std::vector<std::string> best_words;
+    std::map<std::vector<std::string>, std::pair<double, double>> ends;  // words -> (summed score, lm part)
+    for (const auto& [k, h] : ref.beam) {
+      if (!std::get<1>(k).empty()) continue;
+      auto [at, fresh] = ends.emplace(std::get<0>(k), std::pair{h.score(), h.lm});
+      if (!fresh) at->second.first = log_add(at->second.first, h.score());
+    }
+    for (const auto& [words, s] : ends) {
+      std::vector<std::string> history = {"<s>"};
+      history.insert(history.end(), words.begin(), words.end());
+      const double score = s.first + o.lm_weight * naive_log_prob(m, usable(m, history), "</s>");
+      if (score > best_score) best_score = score, best_words = words;
+    }
+    const WordSearchResult r = search.finish();
+    if (best_score != kLogZero) {
+      for (const std::string& w : names(r.words)) taken.push_back(w);
+      CHECK(taken == best_words);
+      CHECK(std::abs(r.score - best_score) < 1e-9 * std::max(1.0, std::abs(best_score)));
+    }
   }
 }
 
