@@ -102,6 +102,8 @@ double LanguageModel::score(LmState from, int32_t word, LmState* to) const {
 }
 
 double LanguageModel::max_score() const {
+  const double known = max_score_->load(std::memory_order_relaxed);
+  if (known >= 0) return known;
   // Every arc's probability is at most 1 (read_arpa refuses more).
   double most = 0;
   for (size_t i = 0; i < context_count_; ++i) {
@@ -112,6 +114,7 @@ double LanguageModel::max_score() const {
     }
     most = std::max(most, gain);
   }
+  max_score_->store(most, std::memory_order_relaxed);  // threads that race store the same
   return most;
 }
 

@@ -66,8 +66,8 @@ class LanguageModel {
   void prefetch_context(LmState from) const { __builtin_prefetch(&contexts_[size_t(from.context)]); }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
   // A bound no score() exceeds: 0, plus the positive back-off weights one
-  // walk down the suffix links can pass (a model may have bo(h) > 1). A
-  // pass over every context: for a search to compute once.
+  // walk down the suffix links can pass (a model may have bo(h) > 1). The
+  // first call passes over every context; copies share the answer.
   double max_score() const;
   // A number no other model made in this process has (copies share it: they
   // score alike), so that a memo of scores can tell models apart even when
@@ -85,6 +85,7 @@ class LanguageModel {
     return next++;
   }
   uint64_t instance_ = new_instance();
+  std::shared_ptr<std::atomic<double>> max_score_ = std::make_shared<std::atomic<double>>(-1.0);  // -1: not yet asked
   std::string name_;
   // A history the model can use: an n-gram of order < N, or the context of a
   // longer one (closed under prefixes, so the search below finds every one).
