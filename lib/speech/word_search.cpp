@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <cstdlib>
 #include <utility>
@@ -100,11 +101,15 @@ uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node, int3
 }
 
 // What a hypothesis's emissions need to reach this frame's beam (the score
-// beam in WordSearch::Impl::plan_reach): an emission whose alignments score
-// below `cut` is left out, unless its words are those of a hypothesis in
-// the beam, listed in extensions[first_extension, end_extension).
+// beam in WordSearch::Impl::plan_reach): a word end whose alignments score
+// below `cut` is left out before its LM score is looked up, unless its
+// words are those of a hypothesis in the beam, listed in
+// extensions[first_extension, end_extension). `cut` is the floor less
+// `head` (the hypothesis's LM score and the most a word end adds), and
+// rises with the floor; -inf: nothing is left out (another hypothesis has
+// the same words).
 struct Reach {
-  double cut;
+  double cut, head;
   int32_t first_extension, end_extension;
 };
 
@@ -152,6 +157,7 @@ struct WordSearch::Impl {
   std::vector<int32_t> slots;  // open addressing: index into next, or -1
   std::vector<double> logp;
   std::vector<Reach> reach;                                // per beam hypothesis, this frame
+  std::vector<double> floor;                               // a min-heap: lower bounds of `beam` distinct candidates
   std::vector<uint64_t> beam_words;                        // the beam's word hashes, sorted
   std::vector<std::pair<uint64_t, int32_t>> extensions;   // (hash of the words before, spelling) of the beam's last words, sorted
   std::vector<std::pair<LmState, int32_t>> asks;          // the scores this frame's word ends ask for
@@ -239,10 +245,11 @@ struct WordSearch::Impl {
     for (size_t i = 0; i < next.size(); ++i) slot_of(next[i]) = int32_t(i);
   }
 
-  // Adds the alignments (blank, label) of hypothesis h to the candidates.
-  void contribute(const Hyp& h, double blank, double label) {
+  // Adds the alignments (blank, label) of hypothesis h to the candidates;
+  // whether they make a new one.
+  bool contribute(const Hyp& h, double blank, double label) {
     const double part = log_add(blank, label);
-    if (part == kLogZero) return;
+    if (part == kLogZero) return false;
     if ((next.size() + 1) * 2 > slots.size()) grow_slots();
     int32_t& slot = slot_of(h);
     if (slot < 0) {
@@ -251,7 +258,7 @@ struct WordSearch::Impl {
       next.back().blank = blank;
       next.back().label = label;
       next.back().strongest = part;
-      return;
+      return true;
     }
     Hyp& c = next[size_t(slot)];
     c.blank = log_add(c.blank, blank);
@@ -261,33 +268,52 @@ struct WordSearch::Impl {
       c.words = h.words;
       c.word_start = h.word_start;
     }
+    return false;
   }
+
+  // A new candidate that scores at least `score` and is none of the
+  // floor's: the floor's lowest gives way to it.
+  void raise_floor(double score) {
+    if (floor.empty() || score <= floor.front()) return;
+    std::pop_heap(floor.begin(), floor.end(), std::greater<double>());
+    floor.back() = score;
+    std::push_heap(floor.begin(), floor.end(), std::greater<double>());
+  }
+  static double margin(double t) { return 1e-9 * (1 + std::fabs(t)); }
 
   // h emits trie node `child`'s phone with log-probability `lp` over
   // alignments `from`, less what cannot reach the beam (plan_reach).
   void emit(const Hyp& h, const Reach& r, int32_t child, double from, double lp) {
     const PronunciationTrie::Node& n = trie.node(child);
     const int64_t start = h.node == kRoot ? frame : h.word_start;
-    const bool low = from + lp < r.cut;
-    if (n.children > 0 && !low) {  // the word goes on
+    const double label = from + lp;
+    const bool alone = r.cut != kLogZero;
+    if (n.children > 0 && !(alone && label + h.lm_score < floor.front())) {  // the word goes on
       Hyp e = h;
       e.node = child;
       e.last_phone = n.phone;
       e.word_start = start;
       e.key = merge_key(history, e.words, child, e.last_phone);
-      contribute(e, kLogZero, from + lp);
+      if (contribute(e, kLogZero, label) && alone) raise_floor(label + e.lm_score);
+    }
+    if (label < r.cut) {  // no word ending here can reach the beam, unless its words are a beam hypothesis's
+      bool any = false;
+      for (int32_t k = 0; k < n.words && !any; ++k) any = extended(r, words[size_t(trie.words_of(n)[k])].spelling);
+      if (!any) return;
     }
     for (int32_t k = 0; k < n.words; ++k) {  // a word ends
       const int32_t w = trie.words_of(n)[k];
-      if (low && !extended(r, words[size_t(w)].spelling)) continue;
+      const bool beam_words = extended(r, words[size_t(w)].spelling);  // perhaps a key of the beam's
       Hyp e = h;
+      e.lm_score += options.word_bonus;
+      if (lm) e.lm_score += options.lm_weight * lm_score(h.lm, words[size_t(w)].lm_id, &e.lm);
+      const bool fresh = alone && !beam_words;  // a key of its own: this is all it gets
+      if (fresh && label + e.lm_score < floor.front()) continue;
       e.words = history.add(h.words, w, words[size_t(w)].spelling, start, frame);
       e.node = kRoot;
       e.last_phone = n.phone;
-      e.lm_score += options.word_bonus;
-      if (lm) e.lm_score += options.lm_weight * lm_score(h.lm, words[size_t(w)].lm_id, &e.lm);
       e.key = merge_key(history, e.words, kRoot, e.last_phone);
-      contribute(e, kLogZero, from + lp);
+      if (contribute(e, kLogZero, label) && fresh) raise_floor(label + e.lm_score);
     }
   }
 
@@ -297,36 +323,37 @@ struct WordSearch::Impl {
     return false;
   }
 
-  // The score beam, exact. This frame's K-th best candidate scores at least
-  // T, the K-th best of what the beam's own hypotheses get from a blank or
-  // a repeat alone: those keys are candidates, and merging only adds. An
-  // emission scores at most its alignments + its hypothesis's LM score +
-  // the most a word end adds (LanguageModel::max_score), and a key takes at
-  // most one emission per hypothesis, at most K. So a key that only
-  // emissions below T - ln K reach cannot make the beam, and those
-  // emissions are never made: no history entry, no LM lookup, no table
-  // slot. Every other key gets all of its contributions in the same order,
-  // so the beam is the same bits. A low emission is left out only when its
-  // key is certainly nobody else's: its hypothesis's words are the only
-  // such in the beam (or another hypothesis could emit to the same key),
-  // and no beam hypothesis holds those words plus the word it ends. With
-  // lt-asr's phone model and beam 64 that leaves out about a third of the
-  // emissions that pass --prune.
+  // The score beam, exact. The floor holds lower bounds of K distinct
+  // candidates of this frame, so the K-th best candidate scores at least
+  // its lowest, T: at first what the beam's own hypotheses get from a blank
+  // or a repeat alone (their keys are candidates, and merging only adds),
+  // then each new candidate that certainly is not one of those raises it.
+  // An emission is left out only when its key is certainly nobody else's:
+  // its hypothesis's words are the only such in the beam (or another
+  // hypothesis could emit to the same key), and no beam hypothesis holds
+  // those words plus the word it ends. Then its score is all its key ever
+  // gets, and below T it cannot make the beam: it is never made (no
+  // history entry, no table slot). A word end scores at most its
+  // alignments + its hypothesis's LM score + the most a word end adds
+  // (LanguageModel::max_score): below T, not even its LM score is looked
+  // up. Every other key gets all of its contributions in the same order, so
+  // the beam is the same bits. The beam is best first, so its best
+  // hypotheses' emissions raise the floor before the others are looked at.
   void plan_reach() {
-    reach.assign(beam.size(), Reach{kLogZero, 0, 0});
+    reach.assign(beam.size(), Reach{kLogZero, 0, 0, 0});
+    floor.clear();
     if (beam.size() < size_t(options.beam) || options.lm_weight < 0) return;
-    double T = -kLogZero;
     for (const Hyp& h : beam) {
       const double total = log_add(h.blank, h.label);
       const double repeat = h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune
                                 ? h.label + logp[size_t(h.last_phone)] : kLogZero;
-      T = std::min(T, log_add(total + logp[0], repeat) + h.lm_score);
+      floor.push_back(log_add(total + logp[0], repeat) + h.lm_score);
     }
-    if (!std::isfinite(T)) return;
-    // The most a word end adds; the margin covers rounding: the sums
-    // compared here are formed in another order.
+    std::make_heap(floor.begin(), floor.end(), std::greater<double>());
+    const double T = floor.front();
+    if (!std::isfinite(T)) return floor.clear();
     const double gain = options.word_bonus + (lm ? options.lm_weight * vocab->lm_max : 0.0);
-    const double bar = T - std::log(double(options.beam)) - std::max(0.0, gain) - 1e-9 * (1 + std::fabs(T));
+    const double lift = std::max(0.0, gain);
     beam_words.clear();
     extensions.clear();
     for (const Hyp& h : beam) {
@@ -342,7 +369,8 @@ struct WordSearch::Impl {
       if (same.second - same.first > 1) continue;
       auto ext = std::equal_range(extensions.begin(), extensions.end(), std::pair<uint64_t, int32_t>{mine, INT32_MIN},
                                   [](const auto& a, const auto& b) { return a.first < b.first; });
-      reach[i] = Reach{bar - beam[i].lm_score, int32_t(ext.first - extensions.begin()),
+      const double head = lift + beam[i].lm_score;
+      reach[i] = Reach{T - margin(T) - head, head, int32_t(ext.first - extensions.begin()),
                        int32_t(ext.second - extensions.begin())};
     }
   }
@@ -388,6 +416,8 @@ struct WordSearch::Impl {
     if (lm) prefetch_scores();
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
+      Reach& r = reach[i];
+      if (r.cut != kLogZero) r.cut = floor.front() - margin(floor.front()) - r.head;
       const double total = log_add(h.blank, h.label);
       contribute(h, total + logp[0], kLogZero);
       if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
@@ -398,7 +428,7 @@ struct WordSearch::Impl {
         const double lp = logp[size_t(phone)];
         // After the same phone, only alignments with a blank between emit it anew.
         const double from = phone == h.last_phone ? h.blank : total;
-        if (lp >= options.prune && from != kLogZero) emit(h, reach[i], child, from, lp);
+        if (lp >= options.prune && from != kLogZero) emit(h, r, child, from, lp);
       }
     }
     const size_t keep = std::min(next.size(), size_t(options.beam));
