@@ -2,7 +2,10 @@
 // touches the CUDA runtime goes through the CUDA module (cuda_module.h),
 // loaded when a CUDA device is first asked for, and is compiled only with
 // LT_WITH_CUDA; without it, asking for cuda says the build lacks it.
+#include <cpuid.h>
 #include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -78,6 +81,17 @@ bool cpu_has_avx512() {
 
 bool cpu_has_bf16() {
   static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+bool cpu_has_amx() {
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!cpu_has_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool tile = d & (1u << 24), bf16 = d & (1u << 22);
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;  // asm/prctl.h, not in every libc's headers
+    return tile && bf16 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
   return has;
 }
 

@@ -26,6 +26,10 @@ void require_device(Device d);
 // products of generation need, and AVX512_BF16 (vdpbf16ps) for bf16 products.
 bool cpu_has_avx512();
 bool cpu_has_bf16();
+// AMX tiles with bf16 products (TDPBF16PS, Sapphire Rapids on), which the
+// kernel has let this process use (Linux 5.16+ hands the tile state out on
+// request, and a hypervisor may withhold it).
+bool cpu_has_amx();
 // Whether the GPU replays a recurrent step's launches as one CUDA graph (on
 // by default; off to compare).
 void set_cuda_graphs(bool on);

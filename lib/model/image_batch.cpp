@@ -42,7 +42,6 @@ void ImageBatch::remove(ImageJob* job) {
 
 int64_t ImageBatch::step() {
   const int64_t P = model_.config().head_width();
-  SequenceModel& core = model_.core();
   // Joining jobs take a row; a completion reads its known prefix in one pass.
   stepping_.clear();
   rows_.clear();

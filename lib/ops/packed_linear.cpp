@@ -6,6 +6,11 @@
 //   bf16: panel[p] = 32 pairs (W[n, 2p], W[n, 2p+1]); vdpbf16ps multiplies
 //         the broadcast pair (x[r, 2p], x[r, 2p+1]) with them, two
 //         multiply-adds per lane into fp32.
+//   bf16 on AMX: the same panel read as tiles. 16 of its pair rows, one half
+//         of the outputs each (a stride of 128 bytes), are TDPBF16PS's B;
+//         16 rows of 32 inputs of x its A; a 32 x 32 block of y is four fp32
+//         tiles. Each output row still depends on its input row alone, so a
+//         row's bits do not depend on the batch it is in.
 #include "ops/packed_linear.h"
 
 #include <immintrin.h>
@@ -14,6 +19,7 @@
 #include <cstring>
 
 #include "backend/bf16.h"
+#include "backend/device.h"
 #include "common/error.h"
 
 namespace lt {
@@ -90,6 +96,72 @@ LT_AVX512_BF16 void tile_bf16(const void* xv, int64_t k, const void* panel, cons
   for (int r = 0; r < R; ++r) store_tile(acc[r][0], acc[r][1], relu, y + r * ldy, m);
 }
 
+#define LT_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+// Eight tiles of 16 rows x 64 bytes: C 0-3, A 4-5, B 6-7.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+  TileConfig() {
+    for (int t = 0; t < 8; ++t) bytes_per_row[t] = 64, rows[t] = 16;
+  }
+};
+
+// y rows [0, rows) of panel j from xb [padded rows (a multiple of 16), 16 n
+// pairs] and the panel's 16 n pair rows of 128 bytes.
+LT_AMX void amx_panel(const uint32_t* xb, int64_t padded, int64_t rows, int64_t pairs, const char* panel,
+                      const float* bias, bool relu, float* y, int64_t ldy, int64_t cols) {
+  alignas(64) float c[32 * 32];
+  const PanelMasks m(cols);
+  const size_t lda = size_t(pairs) * sizeof(uint32_t);
+  const char* a = reinterpret_cast<const char*>(xb);
+  for (int64_t r0 = 0; r0 < padded; r0 += 32) {
+    const bool two = r0 + 16 < padded;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t p = 0; p < pairs; p += 16) {
+      _tile_loadd(6, panel + p * 128, 128);
+      _tile_loadd(7, panel + p * 128 + 64, 128);
+      _tile_loadd(4, a + size_t(r0) * lda + size_t(p) * 4, lda);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (two) {
+        _tile_loadd(5, a + size_t(r0 + 16) * lda + size_t(p) * 4, lda);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, c, 128);
+    _tile_stored(1, c + 16, 128);
+    _tile_stored(2, c + 16 * 32, 128);
+    _tile_stored(3, c + 16 * 32 + 16, 128);
+    const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m.lo, bias) : _mm512_setzero_ps();
+    const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m.hi, bias + 16) : _mm512_setzero_ps();
+    for (int64_t r = r0; r < std::min(rows, r0 + 32); ++r) {
+      const float* cr = c + (r - r0) * 32;
+      store_tile(_mm512_add_ps(_mm512_load_ps(cr), b0), _mm512_add_ps(_mm512_load_ps(cr + 16), b1), relu,
+                 y + r * ldy, m);
+    }
+  }
+}
+
+LT_AMX void amx_forward(const uint32_t* xb, int64_t padded, int64_t rows, int64_t pairs, const char* w,
+                        size_t panel_bytes, int64_t panels, const float* bias, bool relu, float* y, int64_t out) {
+#pragma omp parallel
+  {
+    const TileConfig config;  // a thread's tiles are its own
+    _tile_loadconfig(&config);
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < panels; ++j)
+      amx_panel(xb, padded, rows, pairs, w + size_t(j) * panel_bytes, bias ? bias + j * kPanel : nullptr, relu,
+                y + j * kPanel, out, std::min(kPanel, out - j * kPanel));
+    _tile_release();
+  }
+}
+
 using TileFn = void (*)(const void*, int64_t, const void*, const float*, bool, float*, int64_t, int64_t);
 constexpr TileFn kF32Tiles[kRows + 1] = {nullptr, tile_f32<1>, tile_f32<2>, tile_f32<3>, tile_f32<4>,
                                          tile_f32<5>, tile_f32<6>, tile_f32<7>, tile_f32<8>};
@@ -164,12 +236,16 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   const bool bf16 = products_ == Products::bf16;
   const int64_t k = bf16 ? (in_ + 1) / 2 : in_;  // steps of the inner loop
   const void* xs = x.data();
+  // AMX takes 16 rows and 32 inputs at a time: rows padded with zeros.
+  const bool amx = bf16 && k % 16 == 0 && cpu_has_amx();
+  const int64_t padded = amx ? (rows + 15) / 16 * 16 : rows;
   if (bf16) {
     // Per thread: a state pool runs products of its row slices on several threads at once.
     thread_local Tensor xb_;
-    if (!xb_.defined() || xb_.numel() < rows * k) xb_ = Tensor::empty({rows * k}, Device::cpu, DType::i32);
+    if (!xb_.defined() || xb_.numel() < padded * k) xb_ = Tensor::empty({padded * k}, Device::cpu, DType::i32);
     uint32_t* xb = reinterpret_cast<uint32_t*>(xb_.data_i32());
     round_rows(x.data(), rows, in_, xb, k);
+    std::fill(xb + rows * k, xb + padded * k, 0u);
     xs = xb;
   }
   const TileFn* tiles = bf16 ? kBf16Tiles : kF32Tiles;
@@ -179,6 +255,8 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   const size_t panel_bytes = size_t(k * kPanel) * (bf16 ? 2 * sizeof(uint16_t) : sizeof(float));
   const float* bias = b.defined() ? b.data() : nullptr;
   float* yp = y.data();
+  if (amx)
+    return amx_forward(static_cast<const uint32_t*>(xs), padded, rows, k, w, panel_bytes, panels, bias, relu, yp, out_);
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < panels; ++j) {
     const int64_t cols = std::min(kPanel, out_ - j * kPanel);
