@@ -41,7 +41,8 @@ struct Hyp {
   double blank, label;  // ln P of the frames so far over alignments ending in a blank / in the last phone
   double strongest;     // the largest single contribution this frame: its timings are kept
   int64_t word_start;   // frame of the first phone of the word being spoken
-  double ranked;        // score(), computed once before the beam is cut
+  double total;         // log_add(blank, label), computed once before the beam is cut
+  double ranked;        // score(), likewise
   double score() const { return log_add(blank, label) + lm_score; }
 };
 
@@ -212,7 +213,7 @@ struct WordSearch::Impl {
     frame = 0;
     const LmState start = lm ? lm->begin() : LmState{};
     beam = {Hyp{merge_key(history, WordHistory::kNone, kRoot, 0), WordHistory::kNone, kRoot, 0, start, 0.0, 0.0, kLogZero,
-                0.0, 0, 0.0}};
+                0.0, 0, 0.0, 0.0}};
   }
 
   RecognizedWord recognized(int32_t entry) const {
@@ -344,7 +345,7 @@ struct WordSearch::Impl {
     floor.clear();
     if (beam.size() < size_t(options.beam) || options.lm_weight < 0) return;
     for (const Hyp& h : beam) {
-      const double total = log_add(h.blank, h.label);
+      const double total = h.total;
       const double repeat = h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune
                                 ? h.label + logp[size_t(h.last_phone)] : kLogZero;
       floor.push_back(log_add(total + logp[0], repeat) + h.lm_score);
@@ -383,7 +384,7 @@ struct WordSearch::Impl {
     asks.clear();
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
-      const double total = log_add(h.blank, h.label);
+      const double total = h.total;
       const PronunciationTrie::Node& n = trie.node(h.node);
       const size_t before = asks.size();
       for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
@@ -418,7 +419,7 @@ struct WordSearch::Impl {
       const Hyp& h = beam[i];
       Reach& r = reach[i];
       if (r.cut != kLogZero) r.cut = floor.front() - margin(floor.front()) - r.head;
-      const double total = log_add(h.blank, h.label);
+      const double total = h.total;
       contribute(h, total + logp[0], kLogZero);
       if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
         contribute(h, kLogZero, h.label + logp[size_t(h.last_phone)]);
@@ -432,7 +433,10 @@ struct WordSearch::Impl {
       }
     }
     const size_t keep = std::min(next.size(), size_t(options.beam));
-    for (Hyp& c : next) c.ranked = c.score();
+    for (Hyp& c : next) {
+      c.total = log_add(c.blank, c.label);
+      c.ranked = c.total + c.lm_score;  // score()
+    }
     std::partial_sort(next.begin(), next.begin() + std::ptrdiff_t(keep), next.end(), better);
     next.resize(keep);
     for (const Hyp& h : next) history.acquire(h.words);
