@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common_options.h"
 #include "file_transcription.h"
 #include "http_error.h"
 #include "image_endpoints.h"
@@ -210,7 +211,8 @@ void HttpSession<Stream>::dispatch() {
         nlohmann::json j = {{"status", draining ? "draining" : "ok"},
                             {"version", lt_version()},
                             {"connections", server_.metrics.connections.load()},
-                            {"live_streams", server_.metrics.live_streams.load()}};
+                            {"live_streams", server_.metrics.live_streams.load()},
+                            {"precision", lt::app::precision_name(server_.options.bf16, server_.options.tf32)}};
         return answer(json_response(draining ? 503 : 200, j.dump()));
       }
       case Route::metrics: {

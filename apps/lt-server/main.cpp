@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--beam", o.beam, "CTC beam width of both speech models (lt-asr's --beam)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  lt::app::add_precision_flags(app, o.bf16, o.tf32, lt::app::PrecisionUse::recognition);
   app.add_option("--phone-lm", o.phone_lm,
                  "phone n-gram model (ARPA, plain or gzip) for the beam search, or 'none' (default: "
                  "speech-phones.arpa.gz, found likewise)")

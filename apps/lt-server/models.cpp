@@ -33,6 +33,7 @@ Models load_models(const ServerOptions& o) {
   lt_recognizer_options ro = lt_recognizer_default_options();
   ro.device = o.device.c_str();
   ro.beam = o.beam;
+  ro.precision = lt::app::precision_name(o.bf16, o.tf32);
   std::string phone_lm = o.phone_lm, lexicon = o.lexicon, lm = o.lm;
   if (o.beam > 1 && phone_lm != "none") {
     if (phone_lm.empty()) phone_lm = lt::app::find_shipped_model(kPhoneModel);

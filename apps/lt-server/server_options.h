@@ -16,6 +16,7 @@ struct ServerOptions {
   std::string image_model;   // image model (default: mnist.safetensors)
   std::string phone_lm, lexicon, lm;  // as lt-asr's --phone-lm, --lexicon, --lm ("none": without)
   int beam = 64;             // lt-asr's default
+  bool bf16 = false, tf32 = false;  // the speech encoders' products, as lt-asr's --bf16 and --tf32
   std::string device = "cpu";
   int threads = 0;           // CPU threads of the models (0: all cores)
   std::string web;           // the page's folder (default: share/lt/web, or the source tree's)

@@ -123,9 +123,9 @@ def resampled(path, rate, name):
 
 # ---- what the tools say ----
 
-def lt_asr(paths, stream):
-    """lt-asr [--stream] --words -f json on each path: {path: result}."""
-    cmd = [bin_path("lt-asr"), "--words", "-f", "json", "-q"] + (["--stream"] if stream else []) + list(paths)
+def lt_asr(paths, stream, extra=()):
+    """lt-asr [--stream] --words -f json [extra...] on each path: {path: result}."""
+    cmd = [bin_path("lt-asr"), "--words", "-f", "json", "-q"] + (["--stream"] if stream else []) + list(extra) + list(paths)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     results = [json.loads(line) for line in out.splitlines() if line.strip()]
     return {r["path"]: r for r in results}

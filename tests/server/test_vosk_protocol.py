@@ -42,6 +42,30 @@ def test_results_equal_lt_asr_stream():
         assert server.stop() == 0
 
 
+def test_bf16_products_equal_lt_asr_bf16():
+    """--bf16: the stream model's products in bf16, as lt-asr --bf16 (on AMX
+    where the CPU has it), and /health says so; a CPU without AVX512_BF16
+    refuses both alike."""
+    path = h.espeak("seven green apples fell from the old tree", "bf16.wav", voice="en-gb", speed=160)
+    try:
+        want = h.lt_asr([path], stream=True, extra=["--bf16"])[path]
+    except h.subprocess.CalledProcessError as e:
+        assert "AVX512_BF16" in e.stderr, e.stderr
+        try:
+            with Server("--bf16"):
+                raise AssertionError("lt-server --bf16 started where lt-asr --bf16 refused")
+        except RuntimeError as refused:
+            assert "AVX512_BF16" in str(refused), refused
+        return
+    with Server("--bf16") as server:
+        status, _, body = h.http("GET", server.url + "/health")
+        assert status == 200 and h.json.loads(body)["precision"] == "bf16", body
+        words, phones = h.stream_outcome(asyncio.run(h.vosk_transcribe(server.ws_url, path)))
+        assert server.stop() == 0
+    assert words == h.words_of(want["words"]), (words, want["words"])
+    assert phones == h.phones_of(want["phones"])
+
+
 def test_any_frame_sizes():
     """Frames of random whole-sample sizes give the same results."""
     path = h.espeak("the quick brown fox jumps over the lazy dog", "fox.wav")
