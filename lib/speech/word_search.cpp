@@ -18,7 +18,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <cstdlib>
 #include <utility>
 
 #include "common/error.h"
@@ -42,8 +41,7 @@ struct Hyp {
   double strongest;     // the largest single contribution this frame: its timings are kept
   int64_t word_start;   // frame of the first phone of the word being spoken
   double total;         // log_add(blank, label), computed once before the beam is cut
-  double ranked;        // score(), likewise
-  double score() const { return log_add(blank, label) + lm_score; }
+  double ranked;        // its score: total + lm_score
 };
 
 struct SearchWord {
@@ -297,14 +295,10 @@ struct WordSearch::Impl {
       e.key = merge_key(history, e.words, child, e.last_phone);
       if (contribute(e, kLogZero, label) && alone) raise_floor(label + e.lm_score);
     }
-    if (label < r.cut) {  // no word ending here can reach the beam, unless its words are a beam hypothesis's
-      bool any = false;
-      for (int32_t k = 0; k < n.words && !any; ++k) any = extended(r, words[size_t(trie.words_of(n)[k])].spelling);
-      if (!any) return;
-    }
     for (int32_t k = 0; k < n.words; ++k) {  // a word ends
       const int32_t w = trie.words_of(n)[k];
       const bool beam_words = extended(r, words[size_t(w)].spelling);  // perhaps a key of the beam's
+      if (label < r.cut && !beam_words) continue;  // cannot reach the beam, whatever its LM score
       Hyp e = h;
       e.lm_score += options.word_bonus;
       if (lm) e.lm_score += options.lm_weight * lm_score(h.lm, words[size_t(w)].lm_id, &e.lm);
@@ -435,7 +429,7 @@ struct WordSearch::Impl {
     const size_t keep = std::min(next.size(), size_t(options.beam));
     for (Hyp& c : next) {
       c.total = log_add(c.blank, c.label);
-      c.ranked = c.total + c.lm_score;  // score()
+      c.ranked = c.total + c.lm_score;
     }
     std::partial_sort(next.begin(), next.begin() + std::ptrdiff_t(keep), next.end(), better);
     next.resize(keep);
@@ -492,13 +486,13 @@ struct WordSearch::Impl {
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
       if (h.node != kRoot) continue;  // inside a word
-      double total = h.score();
+      double total = h.ranked;
       bool first = true;
       for (size_t j = 0; j < beam.size() && first; ++j) {
         const Hyp& o = beam[j];
         if (j == i || o.node != kRoot || !history.same_words(o.words, h.words)) continue;
         if (j < i) first = false;  // counted with the earlier one
-        total = log_add(total, o.score());
+        total = log_add(total, o.ranked);
       }
       if (!first) continue;
       const double s = total + (lm ? options.lm_weight * lm->end_score(h.lm) : 0.0);
