@@ -56,7 +56,7 @@ void step_pair(const float* __restrict q, const float* __restrict k, const float
 // do not wait on one FMA chain.
 template <int M, typename T>
 void step_pair_fixed(const float* __restrict q, const float* __restrict k, const float* __restrict val,
-                     T* __restrict S, float* __restrict z, float* __restrict o, int64_t F) {
+                     T* __restrict S, float* __restrict z, float* __restrict o, int64_t F, const T* ahead) {
   float even[M] = {}, odd[M] = {};
   float den_even = 0.f, den_odd = 0.f;
   int64_t f = 0;
@@ -64,6 +64,9 @@ void step_pair_fixed(const float* __restrict q, const float* __restrict k, const
     T* __restrict r0 = S + f * M;
     T* __restrict r1 = r0 + M;
     const float k0 = k[f], q0 = q[f], k1 = k[f + 1], q1 = q[f + 1];
+    if (ahead)
+      for (int64_t b = 0; b < 2 * M * int64_t(sizeof(T)); b += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(ahead + f * M) + b, 1);
 #pragma omp simd
     for (int64_t m = 0; m < M; ++m) {
       const float a = load(r0 + m) + k0 * val[m], b = load(r1 + m) + k1 * val[m];  // eq. 18
@@ -95,11 +98,12 @@ void step_pair_fixed(const float* __restrict q, const float* __restrict k, const
 }
 
 template <typename T>
-void step_one(const float* q, const float* k, const float* val, T* s, float* z, float* o, int64_t F, int64_t M) {
+void step_one(const float* q, const float* k, const float* val, T* s, float* z, float* o, int64_t F, int64_t M,
+              const T* ahead = nullptr) {
   if (M == 32)
-    step_pair_fixed<32>(q, k, val, s, z, o, F);
+    step_pair_fixed<32>(q, k, val, s, z, o, F, ahead);
   else if (M == 64)
-    step_pair_fixed<64>(q, k, val, s, z, o, F);
+    step_pair_fixed<64>(q, k, val, s, z, o, F, ahead);
   else
     step_pair(q, k, val, s, z, o, F, M);
 }
@@ -142,7 +146,8 @@ void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, i
         fk[e] = phi(k[e]);
       }
       const int64_t s = state_pair(p, H, rows);
-      step_one(fq, fk, k + H * E, Sp + s * E * E, Zp + s * E, op + p * E, E, E);
+      const T* ahead = p + 1 < pairs ? Sp + state_pair(p + 1, H, rows) * E * E : nullptr;
+      step_one(fq, fk, k + H * E, Sp + s * E * E, Zp + s * E, op + p * E, E, E, ahead);
     }
   }
 }
