@@ -156,6 +156,7 @@ struct WordSearch::Impl {
   std::vector<int32_t> slots;  // open addressing: index into next, or -1
   std::vector<double> logp;
   std::vector<Reach> reach;                                // per beam hypothesis, this frame
+  std::vector<int32_t> root_order;                         // the root's children by this frame's phone scores, best first
   std::vector<double> floor;                               // a min-heap: lower bounds of `beam` distinct candidates
   std::vector<uint64_t> beam_words;                        // the beam's word hashes, sorted
   std::vector<std::pair<uint64_t, int32_t>> extensions;   // (hash of the words before, spelling) of the beam's last words, sorted
@@ -312,6 +313,51 @@ struct WordSearch::Impl {
     }
   }
 
+  // The root's children, best phone first: a hypothesis between words (every
+  // one of a phone search's) then stops at its first child out of reach.
+  void order_root() {
+    const PronunciationTrie::Node& n = trie.node(kRoot);
+    root_order.clear();
+    for (int32_t child = n.first_child; child < n.first_child + n.children; ++child)
+      if (logp[size_t(trie.node(child).phone)] >= options.prune) root_order.push_back(child);
+    std::sort(root_order.begin(), root_order.end(), [&](int32_t a, int32_t b) {
+      return logp[size_t(trie.node(a).phone)] > logp[size_t(trie.node(b).phone)];
+    });
+  }
+  // The children node's hypotheses emit to: at the root in root_order,
+  // elsewhere in the trie's order.
+  struct Children {
+    const int32_t *first, *last;
+    int32_t begin_id, end_id;
+    struct It {
+      const int32_t* p;
+      int32_t id;
+      int32_t operator*() const { return p ? *p : id; }
+      It& operator++() {
+        if (p)
+          ++p;
+        else
+          ++id;
+        return *this;
+      }
+      bool operator!=(const It& o) const { return p != o.p || id != o.id; }
+    };
+    It begin() const { return {first, begin_id}; }
+    It end() const { return {last, end_id}; }
+  };
+  Children children(int32_t node) const {
+    if (node == kRoot) return {root_order.data(), root_order.data() + root_order.size(), 0, 0};
+    const PronunciationTrie::Node& n = trie.node(node);
+    return {nullptr, nullptr, n.first_child, n.first_child + n.children};
+  }
+  // Whether an emission scoring at most `bound` is out of r's reach: r's
+  // hypothesis is alone with its words, no beam hypothesis extends them (so
+  // none of its emissions is exempt), and the bound is below the cut. At
+  // the root, every later child in root_order is then out of reach too.
+  static bool beyond_reach(const Reach& r, double bound) {
+    return r.first_extension == r.end_extension && bound < r.cut;
+  }
+
   bool extended(const Reach& r, int32_t spelling) const {
     for (int32_t i = r.first_extension; i < r.end_extension; ++i)
       if (extensions[size_t(i)].second == spelling) return true;
@@ -379,12 +425,15 @@ struct WordSearch::Impl {
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
       const double total = h.total;
-      const PronunciationTrie::Node& n = trie.node(h.node);
       const size_t before = asks.size();
-      for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
+      for (const int32_t child : children(h.node)) {
         const PronunciationTrie::Node& c = trie.node(child);
         const double lp = logp[size_t(c.phone)];
         if (lp < options.prune) continue;
+        if (beyond_reach(reach[i], total + lp)) {
+          if (h.node == kRoot) break;
+          continue;
+        }
         const bool low = (c.phone == h.last_phone ? h.blank : total) + lp < reach[i].cut;
         for (int32_t k = 0; k < c.words; ++k) {
           const SearchWord& w = words[size_t(trie.words_of(c)[k])];
@@ -407,6 +456,7 @@ struct WordSearch::Impl {
     log_softmax_row(row, kPhoneClasses, logp);
     next.clear();
     std::fill(slots.begin(), slots.end(), -1);
+    order_root();
     plan_reach();
     if (lm) prefetch_scores();
     for (size_t i = 0; i < beam.size(); ++i) {
@@ -417,10 +467,13 @@ struct WordSearch::Impl {
       contribute(h, total + logp[0], kLogZero);
       if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
         contribute(h, kLogZero, h.label + logp[size_t(h.last_phone)]);
-      const PronunciationTrie::Node& n = trie.node(h.node);
-      for (int32_t child = n.first_child; child < n.first_child + n.children; ++child) {
+      for (const int32_t child : children(h.node)) {
         const int32_t phone = trie.node(child).phone;
         const double lp = logp[size_t(phone)];
+        if (beyond_reach(r, total + lp)) {
+          if (h.node == kRoot) break;
+          continue;
+        }
         // After the same phone, only alignments with a blank between emit it anew.
         const double from = phone == h.last_phone ? h.blank : total;
         if (lp >= options.prune && from != kLogZero) emit(h, r, child, from, lp);
