@@ -50,7 +50,10 @@ struct RecognizedWord {
   std::string word;
   std::vector<int32_t> phones;  // its pronunciation, phone ids 1..39
   // Frames are pushes counted from the utterance's start (a model position:
-  // frame_stack × 10 ms of audio).
+  // frame_stack × 10 ms of audio), taken from the strongest contribution
+  // wherever hypotheses merge. A merged hypothesis has one set for its
+  // blank- and phone-ending alignments, so a doubled phone (whose repeat
+  // needs a blank between) can show a span a frame shorter than it needs.
   int64_t first_frame = 0;  // the frame that first emits its first phone
   int64_t last_frame = 0;   // the frame that first emits its last phone
 };

@@ -439,7 +439,12 @@ TEST_CASE("word search streamed: settled words taken as they come, then finish, 
   REQUIRE(whole.words.size() > 5);
   for (size_t i = 0; i < whole.words.size(); ++i) {
     const RecognizedWord& w = whole.words[i];
-    CHECK(w.last_frame - w.first_frame >= min_frames(w.phones) - 1);
+    // Timings come from the strongest contribution at each merge, and one
+    // merged hypothesis carries one set for its blank- and phone-ending
+    // alignments: a doubled phone's repeat (which needs a blank between)
+    // may then show one frame less than its alignments need. Each new
+    // phone still takes a frame of its own.
+    CHECK(w.last_frame - w.first_frame >= int64_t(w.phones.size()) - 1);
     if (i > 0) CHECK(whole.words[i - 1].last_frame < w.first_frame);
   }
 
