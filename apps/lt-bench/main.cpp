@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
 
   lt::bench::StreamsBenchOptions st;
   CLI::App* streams = app.add_subcommand("streams", "many live speech streams at real-time pace: streams held, lag of settled phones, memory per stream; batched vs each alone vs lt-asr processes (--images: image requests)");
-  streams->add_option("--mode", st.modes, "batched (one stream group), alone (each stream stepped on its own, in one process), processes (lt-asr --stream each)")->capture_default_str();
+  streams->add_option("--mode", st.modes, "batched (one stream group), alone (each stream stepped on its own, in one process), processes (lt-asr --stream each), saturated (one group, every stream pushed --chunk-ms before each step, as fast as the steps go: audio seconds a second)")->capture_default_str();
   streams->add_option("-n,--streams", st.streams, "concurrent streams (with --find: the first tried)")->capture_default_str()->check(lt::app::kPositive);
   streams->add_flag("--find", st.find, "search for the most streams that keep real time: doubling from --streams, then bisection");
   streams->add_option("--max-streams", st.max_streams, "--find tries no more")->capture_default_str()->check(lt::app::kPositive);

@@ -6,7 +6,10 @@
 //              step per position over every stream with audio);
 //   alone:     the same process stepping each stream on its own (a group of
 //              one per stream, stepped in turn);
-//   processes: N `lt-asr --stream` processes, each fed its audio through a pipe.
+//   processes: N `lt-asr --stream` processes, each fed its audio through a pipe;
+//   saturated: one stream group whose N streams are each pushed a piece
+//              before every step, as fast as the steps go: throughput
+//              apart from pacing and lag, in audio seconds a second.
 // A settled phone's lag is the time from the push of the piece holding its
 // last sample to the step that settled it (the decoder's --max-delay
 // included); a process's is from its last audio to its final output. A mode
@@ -322,6 +325,55 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
 }
 
+// N streams of one group, each pushed its next --chunk-ms before every step
+// and its settled phones taken after it, for --seconds of audio a stream
+// after a warm-up of 20 steps (the pool grown, every search full).
+Row run_saturated(const StreamsBenchOptions& o, lt_recognizer* r, const std::vector<Plan>& ps, int64_t piece) {
+  const size_t n = ps.size();
+  const double base = rss_mb();
+  lt_stream_group* g = nullptr;
+  check(lt_stream_group_new(r, &g) == LT_OK, lt_last_error());
+  std::vector<lt_stream*> streams(n, nullptr);
+  for (auto& s : streams) check(lt_stream_group_open(g, &s) == LT_OK, lt_last_error());
+  std::vector<int64_t> at(n);
+  for (size_t i = 0; i < n; ++i) at[i] = int64_t(i) * 7919;  // streams at different places of their recordings
+  std::vector<float> buf(static_cast<size_t>(piece));
+  const int64_t warm = 20, steps = std::max<int64_t>(1, int64_t(o.seconds * kSpeechSampleRate) / piece);
+  double encoder_s = 0, t0 = 0, rss = 0;
+  int64_t positions = 0;
+  for (int64_t k = 0; k < warm + steps; ++k) {
+    if (k == warm) {
+      rss = rss_mb();
+      encoder_s = 0;
+      positions = 0;
+      t0 = now_s();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < piece; ++j) buf[size_t(j)] = ps[i].sample(at[i] + j);
+      at[i] += piece;
+      check(lt_stream_push(streams[i], buf.data(), piece) == LT_OK, lt_last_error());
+      lt_transcript* tr = nullptr;
+      check(lt_stream_take_settled(streams[i], &tr) == LT_OK, lt_last_error());
+      lt_transcript_free(tr);
+    }
+    lt_stream_group_stats st{};
+    check(lt_stream_group_step(g, &st) == LT_OK, lt_last_error());
+    encoder_s += st.encoder_seconds;
+    positions += st.positions;
+  }
+  const double wall = now_s() - t0, audio = double(n) * double(steps * piece) / kSpeechSampleRate;
+  for (lt_stream* s : streams) lt_stream_free(s);
+  lt_stream_group_free(g);
+  Row row = environment_row("cpu", num_threads());
+  row.set("mode", std::string("saturated")).set("streams", int64_t(n)).set("realtime", audio / wall >= double(n));
+  row.set("audio_s", audio).set("wall_s", wall).set("realtime_streams", audio / wall);
+  row.set("positions", positions).set("positions_per_s", double(positions) / wall);
+  row.set("us_per_position", positions > 0 ? 1e6 * wall / double(positions) : 0.0);
+  row.set("encoder_share", encoder_s / wall).set("memory_per_stream_mb", (rss - base) / double(n));
+  row.set("chunk_ms", o.chunk_ms).set("precision", o.bf16 ? "bf16" : "fp32");
+  return row;
+}
+
 Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n, const Result& r) {
   Row row = environment_row("cpu", num_threads());
   const double bound = o.lag_bound();
@@ -423,6 +475,7 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   auto trial = [&](const std::string& mode, int64_t n) {
     const std::vector<Plan> ps = plans(o, recs, n, piece);
     if (o.verbose) std::cerr << "streams " << mode << " " << n << " ...\n";
+    if (mode == "saturated") return run_saturated(o, r, ps, piece);
     const Result res = mode == "processes" ? run_processes(o, model, ps, piece)
                                            : run_in_process(o, r, ps, piece, mode == "batched");
     Row row = streams_row(o, mode, n, res);
@@ -430,9 +483,9 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
     return row;
   };
   for (const std::string& mode : o.modes) {
-    check(mode == "batched" || mode == "alone" || mode == "processes",
-          "--mode is batched, alone or processes, not '" + mode + "'");
-    if (!o.find) {
+    check(mode == "batched" || mode == "alone" || mode == "processes" || mode == "saturated",
+          "--mode is batched, alone, processes or saturated, not '" + mode + "'");
+    if (!o.find || mode == "saturated") {  // saturated has no pace to keep: --find has nothing to search
       out.add(trial(mode, o.streams));
       continue;
     }

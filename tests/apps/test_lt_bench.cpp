@@ -243,6 +243,36 @@ TEST_CASE("lt-bench asr writes offline and stream rows per thread count, their p
   check_one_line_error(lt_bench(dir, "asr --ff-conv 4 -q"), "odd");
 }
 
+TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, saturated rows the audio they got through") {
+  TempDir dir;
+  const CommandResult r =
+      lt_bench(dir, "streams --mode batched saturated -n 3 --seconds 2 --arrival 0.5 --chunk-ms 30 -t 1 -q -f jsonl");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<nlohmann::json> rows = json_lines(r.out);
+  REQUIRE(rows.size() == 2);
+  const nlohmann::json &paced = rows[0], &saturated = rows[1];
+  CHECK(paced["mode"] == "batched");
+  CHECK(paced["streams"] == 3);
+  CHECK(paced["phones"].get<int64_t>() > 0);
+  CHECK(paced["lag_max_ms"].get<double>() >= paced["lag_p95_ms"].get<double>());
+  CHECK(paced["lag_bound_ms"].get<double>() == 600.0);  // --max-delay 0.5 s + 100 ms
+  CHECK(paced["realtime"].is_boolean());
+  CHECK(saturated["mode"] == "saturated");
+  CHECK(saturated["streams"] == 3);
+  // 2 s a stream in 30 ms pieces (480 samples, one position each): 66 steps after the warm-up.
+  CHECK(saturated["audio_s"].get<double>() == doctest::Approx(3 * 66 * 480 / 16000.0));
+  CHECK(saturated["positions"] == 3 * 66);
+  const double wall = saturated["wall_s"].get<double>();
+  REQUIRE(wall > 0);
+  CHECK(saturated["realtime_streams"].get<double>() == doctest::Approx(saturated["audio_s"].get<double>() / wall));
+  CHECK(saturated["us_per_position"].get<double>() == doctest::Approx(1e6 * wall / (3 * 66)));
+  CHECK(saturated["realtime"] == (saturated["realtime_streams"].get<double>() >= 3));
+  CHECK(saturated["encoder_share"].get<double>() > 0);
+  CHECK(saturated["encoder_share"].get<double>() < 1);
+  check_one_line_error(lt_bench(dir, "streams --mode fastest -q"), "fastest");
+}
+
 TEST_CASE("lt-bench refuses bad flags with one line") {
   TempDir dir;
   check_one_line_error(lt_bench(dir, "generate --shape imagenet -q"), "imagenet");
