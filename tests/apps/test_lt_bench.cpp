@@ -271,6 +271,12 @@ TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, satur
   CHECK(saturated["encoder_share"].get<double>() > 0);
   CHECK(saturated["encoder_share"].get<double>() < 1);
   check_one_line_error(lt_bench(dir, "streams --mode fastest -q"), "fastest");
+  // Saturated streams all start at once: --arrival is no bound on --seconds then.
+  const CommandResult quick = lt_bench(dir, "streams --mode saturated -n 2 --seconds 1 --chunk-ms 30 -t 1 -q -f jsonl");
+  INFO("stderr: " << quick.err);
+  REQUIRE(quick.exit_code == 0);
+  CHECK(json_lines(quick.out).at(0)["positions"] == 2 * 33);
+  check_one_line_error(lt_bench(dir, "streams --mode batched --seconds 2 --arrival 3 -q"), "--arrival");
 }
 
 TEST_CASE("lt-bench refuses bad flags with one line") {
