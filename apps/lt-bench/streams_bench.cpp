@@ -29,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -459,7 +460,11 @@ void images(const StreamsBenchOptions& o, Writer& out) {
 }  // namespace
 
 void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
-  const bool paced = o.images > 0 || std::any_of(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "saturated"; });
+  for (const std::string& mode : o.modes)
+    check(mode == "batched" || mode == "alone" || mode == "processes" || mode == "saturated",
+          "--mode is batched, alone, processes or saturated, not '" + mode + "'");
+  const bool paced = o.images > 0 || std::any_of(o.modes.begin(), o.modes.end(),
+                                                 [](const std::string& m) { return m != "saturated"; });
   check(!paced || o.seconds > o.arrival, "--seconds must be longer than --arrival, so that every stream is live at once");
   if (o.images > 0) return images(o, out);
   const std::string model = o.model.empty() ? app::find_shipped_model("asr-stream.safetensors") : o.model;
@@ -469,8 +474,10 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   ro.max_delay = o.max_delay;
   if (phone_lm != "none") ro.phone_lm = phone_lm.c_str();
   if (o.bf16) ro.precision = "bf16";
-  lt_recognizer* r = nullptr;
-  check(lt_recognizer_new(model.c_str(), &ro, &r) == LT_OK, lt_last_error());
+  lt_recognizer* made = nullptr;
+  check(lt_recognizer_new(model.c_str(), &ro, &made) == LT_OK, lt_last_error());
+  const std::unique_ptr<lt_recognizer, void (*)(lt_recognizer*)> owned(made, lt_recognizer_free);
+  lt_recognizer* r = owned.get();
   const std::vector<std::vector<float>> recs = recordings(o);
   const int64_t piece = int64_t(o.chunk_ms * kSpeechSampleRate / 1000);
   auto trial = [&](const std::string& mode, int64_t n) {
@@ -484,8 +491,6 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
     return row;
   };
   for (const std::string& mode : o.modes) {
-    check(mode == "batched" || mode == "alone" || mode == "processes" || mode == "saturated",
-          "--mode is batched, alone, processes or saturated, not '" + mode + "'");
     if (!o.find || mode == "saturated") {  // saturated has no pace to keep: --find has nothing to search
       out.add(trial(mode, o.streams));
       continue;
@@ -510,7 +515,6 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
     }
     if (o.verbose) std::cerr << "streams " << mode << ": " << good << " held in real time\n";
   }
-  lt_recognizer_free(r);
 }
 
 }  // namespace lt::bench
