@@ -324,38 +324,21 @@ struct WordSearch::Impl {
       return logp[size_t(trie.node(a).phone)] > logp[size_t(trie.node(b).phone)];
     });
   }
-  // The children node's hypotheses emit to: at the root in root_order,
-  // elsewhere in the trie's order.
-  struct Children {
-    const int32_t *first, *last;
-    int32_t begin_id, end_id;
-    struct It {
-      const int32_t* p;
-      int32_t id;
-      int32_t operator*() const { return p ? *p : id; }
-      It& operator++() {
-        if (p)
-          ++p;
-        else
-          ++id;
-        return *this;
-      }
-      bool operator!=(const It& o) const { return p != o.p || id != o.id; }
-    };
-    It begin() const { return {first, begin_id}; }
-    It end() const { return {last, end_id}; }
-  };
-  Children children(int32_t node) const {
-    if (node == kRoot) return {root_order.data(), root_order.data() + root_order.size(), 0, 0};
-    const PronunciationTrie::Node& n = trie.node(node);
-    return {nullptr, nullptr, n.first_child, n.first_child + n.children};
+  // The children a hypothesis at `node` emits to, in order: the root's as
+  // root_order has them, any other node's as the trie does.
+  int32_t child_count(int32_t node) const {
+    return node == kRoot ? int32_t(root_order.size()) : trie.node(node).children;
   }
-  // Whether an emission scoring at most `bound` is out of r's reach: r's
-  // hypothesis is alone with its words, no beam hypothesis extends them (so
-  // none of its emissions is exempt), and the bound is below the cut. At
-  // the root, every later child in root_order is then out of reach too.
-  static bool beyond_reach(const Reach& r, double bound) {
-    return r.first_extension == r.end_extension && bound < r.cut;
+  int32_t child(int32_t node, int32_t i) const {
+    return node == kRoot ? root_order[size_t(i)] : trie.node(node).first_child + i;
+  }
+  // Whether h, at the root, emits nothing more from a child scoring at most
+  // `bound`: its reach r is alone with its words, no beam hypothesis extends
+  // them (so none of its emissions is exempt), the bound is below the cut,
+  // and every later child in root_order scores less. Elsewhere emit()'s own
+  // checks leave out what is out of reach, child by child.
+  static bool done_at_root(const Hyp& h, const Reach& r, double bound) {
+    return h.node == kRoot && r.first_extension == r.end_extension && bound < r.cut;
   }
 
   bool extended(const Reach& r, int32_t spelling) const {
@@ -426,14 +409,11 @@ struct WordSearch::Impl {
       const Hyp& h = beam[i];
       const double total = h.total;
       const size_t before = asks.size();
-      for (const int32_t child : children(h.node)) {
-        const PronunciationTrie::Node& c = trie.node(child);
+      for (int32_t j = 0, children = child_count(h.node); j < children; ++j) {
+        const PronunciationTrie::Node& c = trie.node(child(h.node, j));
         const double lp = logp[size_t(c.phone)];
         if (lp < options.prune) continue;
-        if (beyond_reach(reach[i], total + lp)) {
-          if (h.node == kRoot) break;
-          continue;
-        }
+        if (done_at_root(h, reach[i], total + lp)) break;
         const bool low = (c.phone == h.last_phone ? h.blank : total) + lp < reach[i].cut;
         for (int32_t k = 0; k < c.words; ++k) {
           const SearchWord& w = words[size_t(trie.words_of(c)[k])];
@@ -467,16 +447,13 @@ struct WordSearch::Impl {
       contribute(h, total + logp[0], kLogZero);
       if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
         contribute(h, kLogZero, h.label + logp[size_t(h.last_phone)]);
-      for (const int32_t child : children(h.node)) {
-        const int32_t phone = trie.node(child).phone;
+      for (int32_t j = 0, children = child_count(h.node); j < children; ++j) {
+        const int32_t c = child(h.node, j), phone = trie.node(c).phone;
         const double lp = logp[size_t(phone)];
-        if (beyond_reach(r, total + lp)) {
-          if (h.node == kRoot) break;
-          continue;
-        }
+        if (done_at_root(h, r, total + lp)) break;
         // After the same phone, only alignments with a blank between emit it anew.
         const double from = phone == h.last_phone ? h.blank : total;
-        if (lp >= options.prune && from != kLogZero) emit(h, r, child, from, lp);
+        if (lp >= options.prune && from != kLogZero) emit(h, r, c, from, lp);
       }
     }
     const size_t keep = std::min(next.size(), size_t(options.beam));
