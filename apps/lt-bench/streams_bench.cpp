@@ -223,10 +223,11 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
         if (done_at[i] == 0) take(i, t);
         done += done_at[i] > 0;
       }
-      // A step at most every --interval-ms, as a server's loop: audio that
-      // arrives meanwhile joins the next step's batch.
+      // A step at most every --interval-ms, as lt-server's loop: audio that
+      // arrives meanwhile joins the next step's batch. Only a step that found
+      // nothing waits longer (2 ms), so a loaded loop never idles past its interval.
       const double idle = o.interval_ms / 1e3 - (now_s() - started);
-      if (moved == 0 || idle > 0) std::this_thread::sleep_for(Seconds(std::max(idle, 0.002)));
+      if (moved == 0 || idle > 0) std::this_thread::sleep_for(Seconds(moved == 0 ? std::max(idle, 0.002) : idle));
     }
   };
   drive(o, ps, piece, t0,
