@@ -84,29 +84,31 @@ __global__ void dw_kernel(const float* x, const int32_t* lengths, const float* d
   }
 }
 
-// Input i of row b's window ++ x (W = K - 1 window slots).
-__device__ const float* continued_input(const float* x, const float* window, long long b, long long i, long long L,
-                                        long long C, long long W) {
-  return i < W ? window + (b * W + i) * C : x + (b * L + i - W) * C;
+// Input i of element b's window (row rows[b] of a pool's, or b) ++ x (W = K - 1 window slots).
+__device__ const float* continued_input(const float* x, const float* window, const int64_t* rows, long long b,
+                                        long long i, long long L, long long C, long long W) {
+  return i < W ? window + ((rows ? (long long)rows[b] : b) * W + i) * C : x + (b * L + i - W) * C;
 }
 
-__global__ void continue_kernel(const float* x, const float* w, const float* bias, const float* window, float* y,
-                                long long B, long long L, long long C, int K) {
+__global__ void continue_kernel(const float* x, const float* w, const float* bias, const float* window,
+                                const int64_t* rows, float* y, long long B, long long L, long long C, int K) {
   const long long n_all = B * L * C;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
     const long long c = e % C, bt = e / C, t = bt % L, b = bt / L;
     float s = bias[c];
-    for (int k = 0; k < K; ++k) s += w[c * K + k] * continued_input(x, window, b, t + k, L, C, K - 1)[c];
+    for (int k = 0; k < K; ++k) s += w[c * K + k] * continued_input(x, window, rows, b, t + k, L, C, K - 1)[c];
     y[e] = s;
   }
 }
 
 // Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
-__global__ void shift_window_kernel(const float* x, float* window, long long B, long long L, long long C, int K) {
+__global__ void shift_window_kernel(const float* x, float* window, const int64_t* rows, long long B, long long L,
+                                    long long C, int K) {
   const long long W = K - 1;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < B * C; e += (long long)gridDim.x * blockDim.x) {
-    const long long c = e % C, b = e / C;
-    for (long long j = 0; j < W; ++j) window[(b * W + j) * C + c] = continued_input(x, window, b, L + j, L, C, W)[c];
+    const long long c = e % C, b = e / C, r = rows ? (long long)rows[b] : b;
+    for (long long j = 0; j < W; ++j)
+      window[(r * W + j) * C + c] = continued_input(x, window, rows, b, L + j, L, C, W)[c];
   }
 }
 
@@ -134,12 +136,12 @@ void depthwise_conv_backward(const float* x, const float* w, const int32_t* leng
 }
 
 void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
-                             int64_t L, int64_t C, int64_t K) {
+                             int64_t L, int64_t C, int64_t K, const int64_t* rows) {
   if (B * L * C == 0) return;
-  continue_kernel<<<grid_for(B * L * C), kThreads, 0, stream()>>>(x, w, bias, window, y, B, L, C, int(K));
+  continue_kernel<<<grid_for(B * L * C), kThreads, 0, stream()>>>(x, w, bias, window, rows, y, B, L, C, int(K));
   LT_CUDA_LAUNCH_CHECK();
   if (K == 1) return;
-  shift_window_kernel<<<grid_for(B * C), kThreads, 0, stream()>>>(x, window, B, L, C, int(K));
+  shift_window_kernel<<<grid_for(B * C), kThreads, 0, stream()>>>(x, window, rows, B, L, C, int(K));
   LT_CUDA_LAUNCH_CHECK();
 }
 

@@ -11,7 +11,9 @@ void depthwise_conv_forward(const float* x, const float* w, const float* bias, c
                             int64_t B, int64_t L, int64_t C, int64_t K, int64_t P);
 void depthwise_conv_backward(const float* x, const float* w, const int32_t* lengths, const float* dy, float* dx,
                              float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K, int64_t P);
-// lt::depthwise_conv_continue: x, y [B, L, C], window [B, K - 1, C] updated.
+// lt::depthwise_conv_continue: x, y [B, L, C], window [R, K - 1, C] updated:
+// element b continues window row rows[b] (device memory: a pool's rows,
+// distinct and inside the window), or row b when rows is null.
 void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
-                             int64_t L, int64_t C, int64_t K);
+                             int64_t L, int64_t C, int64_t K, const int64_t* rows);
 }  // namespace lt::kernels

@@ -53,12 +53,18 @@ struct Identity {
 };
 
 // Where the queries, keys and values of pair p = n H + h start: q and k rows
-// of n are qk_row floats apart, v rows v_row.
+// of n are qk_row floats apart, v rows v_row. Its state is pair
+// rows[n] H + h of S and Z (a pool's row), or p when rows is null.
 struct StepLayout {
   const float *q, *k, *v;
   int heads;
   long long qk_row, v_row;
+  const int64_t* rows;
 };
+
+__device__ long long state_pair(const StepLayout& in, long long n, long long h) {
+  return (in.rows ? (long long)in.rows[n] : n) * in.heads + h;
+}
 
 template <typename T, class Phi>
 __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, float* __restrict__ Z,
@@ -71,8 +77,9 @@ __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, f
   const float* __restrict__ q = in.q + n * in.qk_row + h * F;
   const float* __restrict__ k = in.k + n * in.qk_row + h * F;
   const float* __restrict__ val = in.v + n * in.v_row + h * M;
-  T* s = S + p * F * M;
-  float *z = Z + p * F, *o = out + p * M;
+  const long long sp = state_pair(in, n, h);
+  T* s = S + sp * F * M;
+  float *z = Z + sp * F, *o = out + p * M;
 
   const float den = update_z(q, k, z, F, lane, phi);
 
@@ -153,8 +160,9 @@ __global__ void linear_attention_step_vec_kernel(StepLayout in, T* __restrict__ 
   const float* __restrict__ q = in.q + n * in.qk_row + h * F;
   const float* __restrict__ k = in.k + n * in.qk_row + h * F;
   const float* __restrict__ val = in.v + n * in.v_row + h * M + c * V;
-  T* s = S + p * F * M + c * V;
-  float *z = Z + p * F, *o = out + p * M + c * V;
+  const long long sp = state_pair(in, n, h);
+  T* s = S + sp * F * M + c * V;
+  float *z = Z + sp * F, *o = out + p * M + c * V;
 
   const float den = update_z(q, k, z, F, lane, phi);
 
@@ -208,14 +216,16 @@ void launch_step(const StepLayout& in, T* S, float* Z, float* out, int64_t pairs
   LT_CUDA_LAUNCH_CHECK();
 }
 
-// One pair per "head" of a contiguous [pairs, F] layout.
-StepLayout unpacked(const float* fq, const float* fk, const float* v, int64_t F, int64_t M) {
-  return {fq, fk, v, 1, F, M};
+// fq, fk [N, H, F] and v [N, H, M], each contiguous.
+StepLayout unpacked(const float* fq, const float* fk, const float* v, int64_t H, int64_t F, int64_t M,
+                    const int64_t* rows) {
+  return {fq, fk, v, (int)H, H * F, H * M, rows};
 }
 
 template <typename T>
-void launch_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E) {
-  const StepLayout in{qkv, qkv + H * E, qkv + 2 * H * E, (int)H, 3 * H * E, 3 * H * E};
+void launch_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out, int64_t N, int64_t H, int64_t E,
+                   const int64_t* rows) {
+  const StepLayout in{qkv, qkv + H * E, qkv + 2 * H * E, (int)H, 3 * H * E, 3 * H * E, rows};
   switch (phi) {
     case Elementwise::relu: return launch_step<T, Relu>(in, S, Z, out, N * H, E, E);
     case Elementwise::elu_plus_one: return launch_step<T, EluPlusOne>(in, S, Z, out, N * H, E, E);
@@ -226,24 +236,24 @@ void launch_packed(const float* qkv, Elementwise phi, T* S, float* Z, float* out
 }  // namespace
 
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
-                           int64_t pairs, int64_t F, int64_t M) {
-  launch_step<float, Identity>(unpacked(fq, fk, v, F, M), S, Z, out, pairs, F, M);
+                           int64_t N, int64_t H, int64_t F, int64_t M, const int64_t* rows) {
+  launch_step<float, Identity>(unpacked(fq, fk, v, H, F, M, rows), S, Z, out, N * H, F, M);
 }
 
 void linear_attention_step_bf16(const float* fq, const float* fk, const float* v, uint16_t* S, float* Z,
-                                float* out, int64_t pairs, int64_t F, int64_t M) {
-  launch_step<__nv_bfloat16, Identity>(unpacked(fq, fk, v, F, M), reinterpret_cast<__nv_bfloat16*>(S), Z, out,
-                                       pairs, F, M);
+                                float* out, int64_t N, int64_t H, int64_t F, int64_t M, const int64_t* rows) {
+  launch_step<__nv_bfloat16, Identity>(unpacked(fq, fk, v, H, F, M, rows), reinterpret_cast<__nv_bfloat16*>(S), Z,
+                                       out, N * H, F, M);
 }
 
 void linear_attention_step_packed(const float* qkv, Elementwise phi, float* S, float* Z, float* out, int64_t N,
-                                  int64_t H, int64_t E) {
-  launch_packed(qkv, phi, S, Z, out, N, H, E);
+                                  int64_t H, int64_t E, const int64_t* rows) {
+  launch_packed(qkv, phi, S, Z, out, N, H, E, rows);
 }
 
 void linear_attention_step_packed_bf16(const float* qkv, Elementwise phi, uint16_t* S, float* Z, float* out,
-                                       int64_t N, int64_t H, int64_t E) {
-  launch_packed(qkv, phi, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, H, E);
+                                       int64_t N, int64_t H, int64_t E, const int64_t* rows) {
+  launch_packed(qkv, phi, reinterpret_cast<__nv_bfloat16*>(S), Z, out, N, H, E, rows);
 }
 
 }  // namespace lt::kernels

@@ -194,10 +194,10 @@ void step_with_phi_pass(const Tensor& qkv, const FeatureMap& phi, Tensor& S, Ten
   linear_attention_step(fq, fk, v.reshape({N, H, E}), S, Z, out, rows);
 }
 
-// A row map needs every row inside the state and, for now, the CPU.
+// A row map needs every row inside the state. On a GPU the map is in device
+// memory, where its caller (TransformerStack::step_rows) checked it.
 void check_rows(const int64_t* rows, int64_t N, int64_t state_rows, Device dev, const char* what) {
-  if (!rows) return;
-  if (dev == Device::cuda) throw Error(std::string(what) + ": a step over a pool's rows runs on the CPU only");
+  if (!rows || dev == Device::cuda) return;
   for (int64_t n = 0; n < N; ++n)
     if (rows[n] < 0 || rows[n] >= state_rows)
       throw Error(std::string(what) + ": row " + std::to_string(rows[n]) + " outside the state's " +
@@ -226,9 +226,10 @@ void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, 
   if (out.numel() == 0) return;
   if (dev == Device::cuda && S.dtype() == DType::bf16)
     LT_ON_CUDA(cuda::linear_attention_step_bf16(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(),
-                                                N * H, F, M));
+                                                N, H, F, M, rows));
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N * H, F, M));
+    LT_ON_CUDA(cuda::linear_attention_step(fq.data(), fk.data(), v.data(), S.data(), Z.data(), out.data(), N, H, F, M,
+                                           rows));
 
   if (S.dtype() == DType::bf16)
     step_pairs(fq.data(), fk.data(), v.data(), S.data_bf16(), Z.data(), out.data(), N * H, H, F, M, rows);
@@ -255,9 +256,10 @@ void linear_attention_step_packed(const Tensor& qkv, const FeatureMap& phi, Tens
   if (out.numel() == 0) return;
   if (kind == Elementwise::none) return step_with_phi_pass(qkv, phi, S, Z, out, F, rows);
   if (dev == Device::cuda && S.dtype() == DType::bf16)
-    LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E));
+    LT_ON_CUDA(cuda::linear_attention_step_packed_bf16(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E,
+                                                       rows));
   if (dev == Device::cuda)
-    LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E));
+    LT_ON_CUDA(cuda::linear_attention_step_packed(qkv.data(), kind, S.data(), Z.data(), out.data(), N, H, E, rows));
 
   if (S.dtype() == DType::bf16)
     step_packed(qkv.data(), kind, S.data_bf16(), Z.data(), out.data(), N, H, E, rows);

@@ -201,7 +201,9 @@ LT_API lt_status lt_image_complete(lt_model* model, const uint8_t* values, const
  * drawn, so nobody waits for the batch to drain. Its rows live in one pool of
  * recurrent states. Each image is the one lt_image_sample (count 1, batch 1,
  * the request's seed) or lt_image_complete (count 1) gives, byte for byte,
- * whatever else shares its steps. A batch and its jobs are used by one
+ * whatever else shares its steps (on a GPU, whose products may round a row
+ * differently at another batch size, unless a draw falls within that
+ * rounding of a tie). A batch and its jobs are used by one
  * thread at a time. Free a batch's jobs before the batch. */
 typedef struct lt_image_batch lt_image_batch;
 typedef struct lt_image_job lt_image_job;
@@ -386,7 +388,8 @@ LT_API void lt_stream_free(lt_stream* stream); /* NULL is ignored */
  * row at its own position), then every stream's decoders, on the CPU's
  * threads. A stream's phones and words are exactly those of the same audio
  * in a stream of its own (lt_stream_new is a group of one), whatever the
- * other streams do.
+ * other streams do (on a GPU: up to its products' rounding at another batch
+ * size).
  *
  * Threads: lt_stream_push, lt_stream_finish, lt_stream_take_settled and
  * lt_stream_tentative on a group's streams may be called from any thread at

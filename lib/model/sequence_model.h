@@ -192,8 +192,8 @@ class SequenceModel {
   void step(RecurrentState& state, const Tensor& inputs, Tensor& head);
   // One step of B sequences that live in rows rows[0..B-1] of a larger state
   // (model/state_pool.h), each at its own position positions[b]: inputs [B] or
-  // [B, F] -> head [B, head width]. The state's position is not used or
-  // moved. A causal linear transformer on the CPU (TransformerStack::step_rows).
+  // [B, F] -> head [B, head width], on the model's device. The state's
+  // position is not used or moved. A causal linear transformer (TransformerStack::step_rows).
   // slot: threads stepping slices of one pool at once pass their own
   // (0..kStepSlots-1), after prepare_step.
   void step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions, const Tensor& inputs,

@@ -10,6 +10,7 @@
 
 #include "backend/device.h"
 #include "common/error.h"
+#include "core/grown_view.h"
 
 namespace lt {
 
@@ -18,8 +19,6 @@ StatePool::StatePool(SequenceModel& model, const Precision& precision, int64_t c
   const SequenceModelConfig& c = model.config();
   check(c.runs_as_rnn(), "a state pool needs a causal linear transformer (a state of fixed size); this model is " +
                              c.encoder_name() + (c.transformer.direction == Direction::causal ? "" : ", bidirectional"));
-  check(model.device() == Device::cpu, "a state pool runs on the CPU for now; this model is on " +
-                                           std::string(device_name(model.device())));
   check(capacity >= 1, "a state pool needs a capacity >= 1");
   model.prepare_step(precision, /*pack_weights=*/true);
   state_ = model.new_state(capacity, precision.state);
@@ -80,15 +79,19 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
     check_live(rows[i], "a step");
     step_positions_[i] = positions_[size_t(rows[i])];
   }
-  // Slices of the rows on the threads, each through the whole stack on its
-  // own: one parallel region a step instead of one per op (about 85 for the
-  // speech model), whose barriers cost more than the work at these sizes,
-  // all the more when other threads (a server's I/O) share the cores. Every
-  // op inside runs on its thread alone; a row's bits are the same either way.
+  // On the CPU, slices of the rows on the threads, each through the whole
+  // stack on its own: one parallel region a step instead of one per op (about
+  // 85 for the speech model), whose barriers cost more than the work at these
+  // sizes, all the more when other threads (a server's I/O) share the cores.
+  // Every op inside runs on its thread alone; a row's bits are the same
+  // either way. A GPU takes the whole step from one thread, on its one stream.
   const int64_t n = int64_t(rows.size());
-  const int slices = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
+  const bool cpu = model_.device() == Device::cpu;
+  const int slices = cpu ? int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)})) : 1;
   if (slices <= 1) {
-    model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);
+    Tensor in = on_model_device(inputs, inputs_), out = on_model_device(heads, heads_, /*copy=*/false);
+    model_.step_rows(state_, rows.data(), step_positions_.data(), in, out);
+    if (out.raw() != heads.raw()) heads.copy_from(out);
   } else {
     std::vector<std::exception_ptr>& failed = slice_errors_;
     failed.assign(size_t(slices), nullptr);
@@ -109,12 +112,21 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   for (int64_t r : rows) ++positions_[size_t(r)];
 }
 
+Tensor StatePool::on_model_device(const Tensor& t, Tensor& storage, bool copy) {
+  if (t.device() == model_.device()) return t;
+  Tensor there = grown_view(storage, t.shape(), model_.device(), t.dtype());
+  if (copy) there.copy_from(t);
+  return there;
+}
+
 void StatePool::continue_chunk(int64_t row, const Tensor& inputs, Tensor& heads) {
   check_live(row, "a chunk");
   if (one_.batch == 0) one_ = model_.new_state(1, precision_.state);
   model_.copy_state_element(state_, row, one_, 0);
   one_.position = positions_[size_t(row)];
-  model_.continue_chunk(one_, inputs, heads);
+  Tensor in = on_model_device(inputs, inputs_), out = on_model_device(heads, heads_, /*copy=*/false);
+  model_.continue_chunk(one_, in, out);
+  if (out.raw() != heads.raw()) heads.copy_from(out);
   model_.copy_state_element(one_, 0, state_, row);
   positions_[size_t(row)] = one_.position;
 }

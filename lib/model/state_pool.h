@@ -47,7 +47,8 @@ class StatePool {
 
   // Steps rows[0..n-1] (distinct, live), each at its position: inputs [n]
   // tokens or [n, F] frames -> heads [n, head width]; each row's position
-  // moves on by one. Allocation-free after the largest n.
+  // moves on by one. Allocation-free after the largest n. Inputs and heads
+  // may be on the CPU for a model on the GPU: the pool copies them across.
   void step(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads);
   // Continues one row over a chunk, inputs [1, T] or [1, T, F] -> heads [1, T,
   // head width], in one parallel pass (SequenceModel::continue_chunk). The
@@ -59,6 +60,8 @@ class StatePool {
  private:
   void check_live(int64_t row, const char* what) const;
   void grow();
+  // t itself on the model's device, else a view of storage there (t copied in when copy).
+  Tensor on_model_device(const Tensor& t, Tensor& storage, bool copy = true);
 
   SequenceModel& model_;
   Precision precision_;
@@ -69,6 +72,7 @@ class StatePool {
   std::vector<int64_t> free_;  // free rows, the lowest last
   std::vector<int64_t> step_positions_;  // one step's, grown
   std::vector<std::exception_ptr> slice_errors_;
+  Tensor inputs_, heads_;  // a GPU model's copies of a step's CPU inputs and heads, grown
   // Rows below which a step is not cut into slices for the threads (a tile
   // of PackedLinear is 8 rows).
   static constexpr int64_t kSliceRows = 8;

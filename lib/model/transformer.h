@@ -171,7 +171,7 @@ class TransformerStack final : public Encoder {
   void step(RecurrentState& state, const Tensor& x, Tensor& y);
   // The same step for B batch elements that live in rows rows[0..B-1] of a
   // larger state (a pool's), updated where they are; every other row is left
-  // alone. Linear attention on the CPU only (its step reads no position); the
+  // alone. Linear attention only (its step reads no position); the
   // state's position does not move: a pool keeps each row's. rows null is
   // step() without moving the position. Each row's result is the same
   // whatever the other rows (PackedLinear computes every output row alike).

@@ -63,6 +63,7 @@ struct TransformerStack::StepBuffers {
   Tensor att, o, x1, cur, next;           // [B, d]
   Tensor h, hc;                           // [B, ff]: linear1's output, the convolution's (with ff_conv)
   Tensor mean, rstd;                      // [B]: the final norm's
+  Tensor row_map;                         // int32 [2B]: a pool's B int64 rows, on the GPU
   CudaGraph graph;                        // a linear stack's step on the GPU, replayed
 };
 

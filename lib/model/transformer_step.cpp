@@ -160,6 +160,7 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
     if (config_.ff_conv > 0) mine->hc = Tensor::empty({B, config_.ff_dim}, x.device());
     mine->mean = Tensor::empty({B}, x.device());
     mine->rstd = Tensor::empty({B}, x.device());
+    if (x.device() == Device::cuda) mine->row_map = Tensor::empty({2 * B}, x.device(), DType::i32);
   }
   StepBuffers& all = *mine;
   auto first = [&](const Tensor& t) { return t.defined() ? t.rows(0, B) : t; };
@@ -168,6 +169,16 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
   } s{first(all.qkv), first(all.q),   first(all.k),    first(all.v), first(all.att),
       first(all.o),   first(all.x1),  first(all.cur),  first(all.next), first(all.h),
       first(all.hc),  first(all.mean), first(all.rstd)};
+  // On the GPU the ops read a pool's rows from device memory: checked here,
+  // then copied ahead of the launches (a host copy is not recorded in a graph).
+  if (rows && x.device() == Device::cuda) {
+    for (int64_t b = 0; b < B; ++b)
+      if (rows[b] < 0 || rows[b] >= state.batch)
+        throw Error("step row " + std::to_string(rows[b]) + " outside the state's " + std::to_string(state.batch));
+    Tensor map = all.row_map.rows(0, 2 * B);
+    map.copy_from(Tensor::wrap(const_cast<int64_t*>(rows), {2 * B}, Device::cpu, DType::i32));
+    rows = static_cast<const int64_t*>(map.raw());
+  }
   auto V = [&](size_t i) { return params_.value(i); };
   const Shape heads3{B, H, E};
   auto launches = [&] {
@@ -210,7 +221,7 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
   // size replaces step_; the state, batch, input and output are the key.
   if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
     all.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw()),
-                   uintptr_t(B)},
+                   uintptr_t(B), uintptr_t(rows)},
                   launches);
   else
     launches();

@@ -138,8 +138,7 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
     throw Error("depthwise_conv_continue: window must be [" + std::to_string(R) + ", " + std::to_string(s.K - 1) +
                 ", " + std::to_string(s.C) + "], got " + shape_str(window.shape()));
   const Device dev = common_device({&x, &w, &bias, &window, &y}, "depthwise_conv_continue");
-  if (rows) {
-    check(dev == Device::cpu, "depthwise_conv_continue: a step over a pool's rows runs on the CPU only");
+  if (rows && dev == Device::cpu) {  // a GPU's map is in device memory, checked by its caller
     for (int64_t b = 0; b < s.B; ++b)
       if (rows[b] < 0 || rows[b] >= R)
         throw Error("depthwise_conv_continue: row " + std::to_string(rows[b]) + " outside the window's " +
@@ -147,7 +146,7 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
   }
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::depthwise_conv_continue(x.data(), w.data(), bias.data(), window.data(), y.data(), s.B, s.L, s.C,
-                                             s.K));
+                                             s.K, rows));
   const float* wt = taps_by_position(w, s);
   const float *xp = x.data(), *bp = bias.data();
   float *winp = window.data(), *yp = y.data();
