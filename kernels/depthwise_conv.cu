@@ -95,6 +95,10 @@ __global__ void continue_kernel(const float* x, const float* w, const float* bia
   const long long n_all = B * L * C;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n_all; e += (long long)gridDim.x * blockDim.x) {
     const long long c = e % C, bt = e / C, t = bt % L, b = bt / L;
+    if (rows && rows[b] < 0) {  // padding of a batch-size bucket: no window
+      y[e] = 0.f;
+      continue;
+    }
     float s = bias[c];
     for (int k = 0; k < K; ++k) s += w[c * K + k] * continued_input(x, window, rows, b, t + k, L, C, K - 1)[c];
     y[e] = s;
@@ -107,6 +111,7 @@ __global__ void shift_window_kernel(const float* x, float* window, const int64_t
   const long long W = K - 1;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < B * C; e += (long long)gridDim.x * blockDim.x) {
     const long long c = e % C, b = e / C, r = rows ? (long long)rows[b] : b;
+    if (r < 0) continue;
     for (long long j = 0; j < W; ++j)
       window[(r * W + j) * C + c] = continued_input(x, window, rows, b, L + j, L, C, W)[c];
   }

@@ -13,7 +13,8 @@ void depthwise_conv_backward(const float* x, const float* w, const int32_t* leng
                              float* dw, float* dbias, int64_t B, int64_t L, int64_t C, int64_t K, int64_t P);
 // lt::depthwise_conv_continue: x, y [B, L, C], window [R, K - 1, C] updated:
 // element b continues window row rows[b] (device memory: a pool's rows,
-// distinct and inside the window), or row b when rows is null.
+// distinct and inside the window; -1 pads a batch-size bucket, giving
+// zeros), or row b when rows is null.
 void depthwise_conv_continue(const float* x, const float* w, const float* bias, float* window, float* y, int64_t B,
                              int64_t L, int64_t C, int64_t K, const int64_t* rows);
 }  // namespace lt::kernels

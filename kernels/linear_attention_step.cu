@@ -66,6 +66,13 @@ __device__ long long state_pair(const StepLayout& in, long long n, long long h) 
   return (in.rows ? (long long)in.rows[n] : n) * in.heads + h;
 }
 
+// Row -1 pads a step to its batch-size bucket: no state, and zeros out.
+__device__ bool padding(const StepLayout& in, long long n, float* o, int M, int lane) {
+  if (!in.rows || in.rows[n] >= 0) return false;
+  for (int m = lane; m < M; m += 32) o[m] = 0.f;
+  return true;
+}
+
 template <typename T, class Phi>
 __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, float* __restrict__ Z,
                                              float* __restrict__ out, long long pairs, int F, int M) {
@@ -77,6 +84,7 @@ __global__ void linear_attention_step_kernel(StepLayout in, T* __restrict__ S, f
   const float* __restrict__ q = in.q + n * in.qk_row + h * F;
   const float* __restrict__ k = in.k + n * in.qk_row + h * F;
   const float* __restrict__ val = in.v + n * in.v_row + h * M;
+  if (padding(in, n, out + p * M, M, lane)) return;
   const long long sp = state_pair(in, n, h);
   T* s = S + sp * F * M;
   float *z = Z + sp * F, *o = out + p * M;
@@ -160,6 +168,7 @@ __global__ void linear_attention_step_vec_kernel(StepLayout in, T* __restrict__ 
   const float* __restrict__ q = in.q + n * in.qk_row + h * F;
   const float* __restrict__ k = in.k + n * in.qk_row + h * F;
   const float* __restrict__ val = in.v + n * in.v_row + h * M + c * V;
+  if (padding(in, n, out + p * M, M, lane)) return;
   const long long sp = state_pair(in, n, h);
   T* s = S + sp * F * M + c * V;
   float *z = Z + sp * F, *o = out + p * M + c * V;

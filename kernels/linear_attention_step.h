@@ -8,7 +8,8 @@ namespace lt::kernels {
 // One recurrent step (eq. 16-20) for N x H heads, fq, fk [N, H, F], v [N, H,
 // M]: S [R, H, F, M] += fk v^T, Z [R, H, F] += fk, out [N, H, M] = fq^T S /
 // (fq . Z + eps). Element n steps state row rows[n] (device memory: a
-// pool's rows, distinct and inside the state), or row n when rows is null.
+// pool's rows, distinct and inside the state; -1 pads a batch-size bucket,
+// touching no state and giving zeros), or row n when rows is null.
 void linear_attention_step(const float* fq, const float* fk, const float* v, float* S, float* Z, float* out,
                            int64_t N, int64_t H, int64_t F, int64_t M, const int64_t* rows);
 // The same with S stored as bfloat16 bits (rounded to nearest even when stored).

@@ -43,11 +43,14 @@ class FeatureInput final : public InputPart {
     const int64_t B = frames.dim(0);
     const Device dev = params_.device();
     Tensor pe = grown_view(pe_at_[size_t(slot)], {B, d_ / 2}, dev);
+    // A row's code is a launch of its own on a GPU: there they are made on the host and copied in one piece.
+    Tensor codes = dev == Device::cpu ? pe : grown_view(pe_host_[size_t(slot)], {B, d_ / 2}, Device::cpu);
     for (int64_t b = 0; b < B; ++b) {
       if (positions[b] < 0) throw Error("feature positions start at 0, not " + std::to_string(positions[b]));
-      Tensor row = pe.rows(b, b + 1);
+      Tensor row = codes.rows(b, b + 1);
       position_code(positions[b], row);
     }
+    if (dev != Device::cpu) pe.copy_from(codes);
     Tensor proj = grown_view(proj_at_[size_t(slot)], {B, d_ / 2}, dev);
     if (!step_.W.defined() && step_.packed.out() == 0) {
       if (slot != 0) throw Error("prepare_step before steps on several threads");
@@ -93,6 +96,7 @@ class FeatureInput final : public InputPart {
   Tensor pe_, proj_, dproj_;
   StepLinear step_;  // input_projection for forward_at
   std::vector<Tensor> pe_at_ = std::vector<Tensor>(kStepSlots), proj_at_ = std::vector<Tensor>(kStepSlots);  // forward_at's, per slot
+  std::vector<Tensor> pe_host_ = std::vector<Tensor>(kStepSlots);  // forward_at's codes made on the host for a GPU
 };
 
 }  // namespace

@@ -88,10 +88,10 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   const int64_t n = int64_t(rows.size());
   const bool cpu = model_.device() == Device::cpu;
   const int slices = cpu ? int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)})) : 1;
-  if (slices <= 1) {
-    Tensor in = on_model_device(inputs, inputs_), out = on_model_device(heads, heads_, /*copy=*/false);
-    model_.step_rows(state_, rows.data(), step_positions_.data(), in, out);
-    if (out.raw() != heads.raw()) heads.copy_from(out);
+  if (!cpu) {
+    step_bucket(rows, inputs, heads);
+  } else if (slices <= 1) {
+    model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);
   } else {
     std::vector<std::exception_ptr>& failed = slice_errors_;
     failed.assign(size_t(slices), nullptr);
@@ -110,6 +110,23 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
       if (e) std::rethrow_exception(e);
   }
   for (int64_t r : rows) ++positions_[size_t(r)];
+}
+
+void StatePool::step_bucket(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads) {
+  const int64_t n = int64_t(rows.size());
+  int64_t bucket = 1;
+  while (bucket < n) bucket *= 2;
+  bucket_rows_.assign(rows.begin(), rows.end());
+  bucket_rows_.resize(size_t(bucket), -1);  // no state: a padding element
+  step_positions_.resize(size_t(bucket), 0);
+  Shape shape = inputs.shape();
+  shape[0] = bucket;
+  Tensor in = grown_view(inputs_, shape, model_.device(), inputs.dtype());
+  in.rows(0, n).copy_from(inputs);
+  if (bucket > n) in.rows(n, bucket).zero();  // token 0 or silence: any valid input
+  Tensor out = grown_view(heads_, {bucket, heads.dim(1)}, model_.device());
+  model_.step_rows(state_, bucket_rows_.data(), step_positions_.data(), in, out);
+  heads.copy_from(out.rows(0, n));
 }
 
 Tensor StatePool::on_model_device(const Tensor& t, Tensor& storage, bool copy) {

@@ -60,6 +60,10 @@ class StatePool {
  private:
   void check_live(int64_t row, const char* what) const;
   void grow();
+  // A GPU's step: rows padded to the next power of two with -1 (no state),
+  // so that a handful of batch sizes, each replaying its recorded graph,
+  // serve every step; inputs and heads copied across.
+  void step_bucket(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads);
   // t itself on the model's device, else a view of storage there (t copied in when copy).
   Tensor on_model_device(const Tensor& t, Tensor& storage, bool copy = true);
 
@@ -73,6 +77,7 @@ class StatePool {
   std::vector<int64_t> step_positions_;  // one step's, grown
   std::vector<std::exception_ptr> slice_errors_;
   Tensor inputs_, heads_;  // a GPU model's copies of a step's CPU inputs and heads, grown
+  std::vector<int64_t> bucket_rows_;  // a GPU step's rows, padded
   // Rows below which a step is not cut into slices for the threads (a tile
   // of PackedLinear is 8 rows).
   static constexpr int64_t kSliceRows = 8;

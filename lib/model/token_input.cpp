@@ -43,8 +43,16 @@ class TokenInput final : public InputPart {
     }
     Tensor emb = grown_view(emb_at_[size_t(slot)], {B, d_ / 2}, params_.device());
     embedding_forward(tokens, params_.value(table_), emb);
-    Tensor pe = grown_view(pe_rows_[size_t(slot)], {B, d_ / 2}, params_.device());
-    for (int64_t b = 0; b < B; ++b) pe.rows(b, b + 1).copy_from(pe_.rows(positions[b], positions[b] + 1));
+    const Device dev = params_.device();
+    Tensor pe = grown_view(pe_rows_[size_t(slot)], {B, d_ / 2}, dev);
+    if (dev == Device::cpu) {
+      for (int64_t b = 0; b < B; ++b) pe.rows(b, b + 1).copy_from(pe_.rows(positions[b], positions[b] + 1));
+    } else {  // a copy a row is a launch each on a GPU: the rows are gathered on the host and copied in one piece
+      if (!pe_host_.defined()) pe_host_ = pe_.to(Device::cpu);
+      Tensor rows = grown_view(pe_rows_host_, {B, d_ / 2}, Device::cpu);
+      for (int64_t b = 0; b < B; ++b) rows.rows(b, b + 1).copy_from(pe_host_.rows(positions[b], positions[b] + 1));
+      pe.copy_from(rows);
+    }
     // The B rows as one sequence of B positions, each beside its own code.
     Tensor x3 = x.reshape({1, B, d_});
     concat_position_forward(emb.reshape({1, B, d_ / 2}), pe, x3);
@@ -80,6 +88,7 @@ class TokenInput final : public InputPart {
   size_t table_;
   Tensor pe_, emb_, demb_;
   std::vector<Tensor> emb_at_ = std::vector<Tensor>(kStepSlots), pe_rows_ = std::vector<Tensor>(kStepSlots);  // forward_at's, per slot
+  Tensor pe_host_, pe_rows_host_;  // on a GPU (one thread steps it): the code table's host copy, forward_at's rows
 };
 
 }  // namespace

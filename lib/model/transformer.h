@@ -172,7 +172,9 @@ class TransformerStack final : public Encoder {
   // The same step for B batch elements that live in rows rows[0..B-1] of a
   // larger state (a pool's), updated where they are; every other row is left
   // alone. Linear attention only (its step reads no position); the
-  // state's position does not move: a pool keeps each row's. rows null is
+  // state's position does not move: a pool keeps each row's. On a GPU a row
+  // of -1 pads the batch: it touches no state, and its outputs are not
+  // meant to be read. rows null is
   // step() without moving the position. Each row's result is the same
   // whatever the other rows (PackedLinear computes every output row alike).
   // slot (0..kStepSlots-1) picks one set of step buffers: threads that step

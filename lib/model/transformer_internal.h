@@ -1,6 +1,8 @@
 // Buffers of TransformerStack and of its passes, planned once per shape so
 // that neither a training step nor a generation step allocates.
 #pragma once
+#include <map>
+
 #include "backend/cuda_graph.h"
 #include "model/step_linear.h"
 #include "model/transformer.h"
@@ -64,7 +66,7 @@ struct TransformerStack::StepBuffers {
   Tensor h, hc;                           // [B, ff]: linear1's output, the convolution's (with ff_conv)
   Tensor mean, rstd;                      // [B]: the final norm's
   Tensor row_map;                         // int32 [2B]: a pool's B int64 rows, on the GPU
-  CudaGraph graph;                        // a linear stack's step on the GPU, replayed
+  std::map<int64_t, CudaGraph> graphs;    // a linear stack's step on the GPU, replayed: one per batch size
 };
 
 // Per layer: query, key and value projections as one product of 3d outputs.

@@ -170,10 +170,12 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
       first(all.o),   first(all.x1),  first(all.cur),  first(all.next), first(all.h),
       first(all.hc),  first(all.mean), first(all.rstd)};
   // On the GPU the ops read a pool's rows from device memory: checked here,
-  // then copied ahead of the launches (a host copy is not recorded in a graph).
+  // then copied ahead of the launches (a host copy is not recorded in a
+  // graph). -1 pads a batch to its bucket (StatePool), so that a few batch
+  // sizes, each with its recorded graph, serve every step.
   if (rows && x.device() == Device::cuda) {
     for (int64_t b = 0; b < B; ++b)
-      if (rows[b] < 0 || rows[b] >= state.batch)
+      if (rows[b] < -1 || rows[b] >= state.batch)
         throw Error("step row " + std::to_string(rows[b]) + " outside the state's " + std::to_string(state.batch));
     Tensor map = all.row_map.rows(0, 2 * B);
     map.copy_from(Tensor::wrap(const_cast<int64_t*>(rows), {2 * B}, Device::cpu, DType::i32));
@@ -220,7 +222,7 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
   // Its buffers and weights are fixed until prepare_step or a new batch
   // size replaces step_; the state, batch, input and output are the key.
   if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
-    all.graph.run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw()),
+    all.graphs[B].run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw()),
                    uintptr_t(B), uintptr_t(rows)},
                   launches);
   else
