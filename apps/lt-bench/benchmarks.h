@@ -121,8 +121,10 @@ struct StreamsBenchOptions {
   double lag_bound() const { return lag_bound_ms > 0 ? lag_bound_ms : 1e3 * max_delay + 100; }
   int64_t images = 0;       // > 0: N image requests instead of speech
   std::string image_model;  // empty: the shipped mnist model
-  bool bf16 = false;
+  std::string device = "cpu";  // of the group (or image batch); processes run lt-asr on the CPU
+  bool bf16 = false, tf32 = false;
   bool verbose = true;
+  const char* precision() const { return bf16 ? "bf16" : tf32 ? "tf32" : "fp32"; }
 };
 void run_streams_bench(const StreamsBenchOptions& o, Writer& out);
 

@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   streams->add_option("--images", st.images, "instead of speech: this many single-image requests arriving at random within --arrival, through a continuous image batch and one at a time")->capture_default_str()->check(lt::app::kNonNegative);
   streams->add_option("--image-model", st.image_model, "image model for --images (default: the shipped mnist.safetensors)");
   streams->add_flag("--bf16", st.bf16, "cpu, AVX512_BF16: the encoder's (or image model's) products in bf16");
+  streams->add_option("-d,--device", st.device, "cpu or cuda: where the group (or image batch) steps; processes run lt-asr on the CPU")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
 
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
     lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
     lt::check(!*attention || att.min_length <= att.max_length,
               "--min-length " + std::to_string(att.min_length) + " is above --max-length " + std::to_string(att.max_length));
-    gen.tf32 = tr.tf32 = sp.tf32 = tf32;
+    gen.tf32 = tr.tf32 = sp.tf32 = st.tf32 = tf32;
     lt::bench::Writer writer(format);
     lt::bench::set_background_load(load->count());
     if (*attention) {

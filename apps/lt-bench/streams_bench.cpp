@@ -47,6 +47,12 @@ namespace {
 using Seconds = std::chrono::duration<double>;
 double now_s() { return Seconds(Clock::now().time_since_epoch()).count(); }
 
+// A call of lt.h that must succeed. Its error is read once the call has
+// returned: an argument beside the call may be evaluated before it.
+void ok(lt_status status) {
+  if (status != LT_OK) throw Error(lt_last_error());
+}
+
 double rss_mb_of(const std::string& status_path) {
   std::ifstream in(status_path);
   for (std::string line; std::getline(in, line);)
@@ -179,9 +185,9 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
   const size_t n = ps.size();
   Result res;
   std::vector<lt_stream_group*> groups(batched ? 1 : n, nullptr);
-  for (auto& g : groups) check(lt_stream_group_new(r, &g) == LT_OK, lt_last_error());
+  for (auto& g : groups) ok(lt_stream_group_new(r, &g));
   std::vector<lt_stream*> streams(n, nullptr);
-  for (size_t i = 0; i < n; ++i) check(lt_stream_group_open(groups[batched ? 0 : i], &streams[i]) == LT_OK, lt_last_error());
+  for (size_t i = 0; i < n; ++i) ok(lt_stream_group_open(groups[batched ? 0 : i], &streams[i]));
   std::vector<std::vector<double>> pushed_at(n);
   for (size_t i = 0; i < n; ++i) pushed_at[i].assign(size_t(ps[i].pieces), 0);
   std::vector<double> finished_at(n, 0), done_at(n, 0);
@@ -191,7 +197,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
   double stepped = 0, positions = 0, encoder_s = 0;
   auto take = [&](size_t i, double t) {
     lt_transcript* tr = nullptr;
-    check(lt_stream_take_settled(streams[i], &tr) == LT_OK, lt_last_error());
+    ok(lt_stream_take_settled(streams[i], &tr));
     for (int64_t k = 0; k < lt_transcript_phones(tr); ++k)
       res.lags_ms.push_back(lag_ms(pushed_at[i], lt_transcript_phone(tr, k).end, piece, t));
     lt_transcript_free(tr);
@@ -208,7 +214,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
       int64_t moved = 0;
       for (lt_stream_group* g : groups) {
         lt_stream_group_stats s{};
-        check(lt_stream_group_step(g, &s) == LT_OK, lt_last_error());
+        ok(lt_stream_group_step(g, &s));
         moved += s.positions;
         if (s.positions > 0) {
           step_ms.push_back(1e3 * s.seconds);
@@ -334,9 +340,9 @@ Row run_saturated(const StreamsBenchOptions& o, lt_recognizer* r, const std::vec
   const size_t n = ps.size();
   const double base = rss_mb();
   lt_stream_group* g = nullptr;
-  check(lt_stream_group_new(r, &g) == LT_OK, lt_last_error());
+  ok(lt_stream_group_new(r, &g));
   std::vector<lt_stream*> streams(n, nullptr);
-  for (auto& s : streams) check(lt_stream_group_open(g, &s) == LT_OK, lt_last_error());
+  for (auto& s : streams) ok(lt_stream_group_open(g, &s));
   std::vector<int64_t> at(n);
   for (size_t i = 0; i < n; ++i) at[i] = int64_t(i) * 7919;  // streams at different places of their recordings
   std::vector<float> buf(static_cast<size_t>(piece));
@@ -353,31 +359,31 @@ Row run_saturated(const StreamsBenchOptions& o, lt_recognizer* r, const std::vec
     for (size_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < piece; ++j) buf[size_t(j)] = ps[i].sample(at[i] + j);
       at[i] += piece;
-      check(lt_stream_push(streams[i], buf.data(), piece) == LT_OK, lt_last_error());
+      ok(lt_stream_push(streams[i], buf.data(), piece));
       lt_transcript* tr = nullptr;
-      check(lt_stream_take_settled(streams[i], &tr) == LT_OK, lt_last_error());
+      ok(lt_stream_take_settled(streams[i], &tr));
       lt_transcript_free(tr);
     }
     lt_stream_group_stats st{};
-    check(lt_stream_group_step(g, &st) == LT_OK, lt_last_error());
+    ok(lt_stream_group_step(g, &st));
     encoder_s += st.encoder_seconds;
     positions += st.positions;
   }
   const double wall = now_s() - t0, audio = double(n) * double(steps * piece) / kSpeechSampleRate;
   for (lt_stream* s : streams) lt_stream_free(s);
   lt_stream_group_free(g);
-  Row row = environment_row("cpu", num_threads());
+  Row row = environment_row(o.device, num_threads());
   row.set("mode", std::string("saturated")).set("streams", int64_t(n)).set("realtime", audio / wall >= double(n));
   row.set("audio_s", audio).set("wall_s", wall).set("realtime_streams", audio / wall);
   row.set("positions", positions).set("positions_per_s", double(positions) / wall);
   row.set("us_per_position", positions > 0 ? 1e6 * wall / double(positions) : 0.0);
   row.set("encoder_share", encoder_s / wall).set("memory_per_stream_mb", (rss - base) / double(n));
-  row.set("chunk_ms", o.chunk_ms).set("precision", o.bf16 ? "bf16" : "fp32");
+  row.set("chunk_ms", o.chunk_ms).set("precision", o.precision());
   return row;
 }
 
 Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n, const Result& r) {
-  Row row = environment_row("cpu", num_threads());
+  Row row = environment_row(o.device, num_threads());
   const double bound = o.lag_bound();
   const double p95 = percentile(r.lags_ms, 0.95), finish_max = percentile(r.finish_ms, 1.0);
   const bool realtime = !r.timed_out && !r.lags_ms.empty() && p95 <= bound && finish_max <= bound;
@@ -389,6 +395,7 @@ Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n
   row.set("memory_per_stream_mb", r.rss_per_stream_mb);
   row.set("step_ms", r.step_ms).set("encoder_share", r.encoder_share).set("streams_per_step", r.streams_per_step).set("positions_per_step", r.positions_per_step);
   row.set("phones", int64_t(r.lags_ms.size())).set("seconds", o.seconds).set("chunk_ms", o.chunk_ms);
+  row.set("precision", o.precision());
   return row;
 }
 
@@ -402,8 +409,9 @@ void images(const StreamsBenchOptions& o, Writer& out) {
   const std::string path = o.image_model.empty() ? app::find_shipped_model("mnist.safetensors") : o.image_model;
   lt_model* m = nullptr;
   lt_model_options mo = lt_model_default_options();
-  if (o.bf16) mo.precision = "bf16";
-  check(lt_model_load(path.c_str(), &mo, &m) == LT_OK, lt_last_error());
+  mo.device = o.device.c_str();
+  mo.precision = o.precision();
+  ok(lt_model_load(path.c_str(), &mo, &m));
   std::mt19937_64 gen(17);
   std::uniform_real_distribution<double> when(0, o.arrival);
   std::vector<double> arrive(static_cast<size_t>(o.images));
@@ -414,15 +422,15 @@ void images(const StreamsBenchOptions& o, Writer& out) {
     const double t0 = now_s();
     if (mode == "batched") {
       lt_image_batch* b = nullptr;
-      check(lt_image_batch_new(m, &b) == LT_OK, lt_last_error());
+      ok(lt_image_batch_new(m, &b));
       std::vector<lt_image_job*> jobs(arrive.size(), nullptr);
       size_t joined = 0, done = 0;
       while (done < arrive.size()) {
         const double t = now_s() - t0;
         while (joined < arrive.size() && arrive[joined] <= t)
-          check(lt_image_batch_add(b, joined, nullptr, nullptr, &jobs[joined]) == LT_OK, lt_last_error()), ++joined;
+          ok(lt_image_batch_add(b, joined, nullptr, nullptr, &jobs[joined])), ++joined;
         int64_t running = 0;
-        check(lt_image_batch_step(b, &running) == LT_OK, lt_last_error());
+        ok(lt_image_batch_step(b, &running));
         for (size_t i = 0; i < joined; ++i)
           if (jobs[i] && lt_image_job_done(jobs[i])) {
             latency.push_back(now_s() - t0 - arrive[i]);
@@ -443,15 +451,15 @@ void images(const StreamsBenchOptions& o, Writer& out) {
         if (wait > 0) std::this_thread::sleep_for(Seconds(wait));
         lt_image_options io = lt_image_default_options();
         io.seed = i;
-        check(lt_image_sample(m, 1, &io, px.data(), nullptr) == LT_OK, lt_last_error());
+        ok(lt_image_sample(m, 1, &io, px.data(), nullptr));
         latency.push_back(now_s() - t0 - arrive[i]);
       }
     }
     const double span = now_s() - t0 - arrive.front();
-    Row row = environment_row("cpu", num_threads());
+    Row row = environment_row(o.device, num_threads());
     row.set("mode", std::string("images ") + mode).set("requests", o.images).set("arrival_s", o.arrival);
     row.set("images_per_s", double(o.images) / span).set("latency_mean_s", Stats::of(latency).mean);
-    row.set("latency_p95_s", percentile(latency, 0.95)).set("precision", o.bf16 ? "bf16" : "fp32");
+    row.set("latency_p95_s", percentile(latency, 0.95)).set("precision", o.precision());
     if (o.verbose) std::cerr << "images " << mode << ": " << double(o.images) / span << " images/s\n";
     out.add(row);
   }
@@ -467,6 +475,8 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   const bool paced = o.images > 0 || std::any_of(o.modes.begin(), o.modes.end(),
                                                  [](const std::string& m) { return m != "saturated"; });
   check(!paced || o.seconds > o.arrival, "--seconds must be longer than --arrival, so that every stream is live at once");
+  check(o.device == "cpu" || std::find(o.modes.begin(), o.modes.end(), "processes") == o.modes.end(),
+        "--mode processes runs lt-asr on the CPU; leave it out with -d cuda");
   if (o.images > 0) return images(o, out);
   const std::string model = o.model.empty() ? app::find_shipped_model("asr-stream.safetensors") : o.model;
   const std::string phone_lm = o.phone_lm.empty() ? app::find_shipped_model("speech-phones.arpa.gz") : o.phone_lm;
@@ -474,9 +484,10 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   ro.beam = o.beam;  // with the phone model and the rest of lt-asr's defaults
   ro.max_delay = o.max_delay;
   if (phone_lm != "none") ro.phone_lm = phone_lm.c_str();
-  if (o.bf16) ro.precision = "bf16";
+  ro.device = o.device.c_str();
+  ro.precision = o.precision();
   lt_recognizer* made = nullptr;
-  check(lt_recognizer_new(model.c_str(), &ro, &made) == LT_OK, lt_last_error());
+  ok(lt_recognizer_new(model.c_str(), &ro, &made));
   const std::unique_ptr<lt_recognizer, void (*)(lt_recognizer*)> owned(made, lt_recognizer_free);
   lt_recognizer* r = owned.get();
   const std::vector<std::vector<float>> recs = recordings(o);

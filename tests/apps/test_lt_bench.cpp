@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "backend/device.h"
 #include "ops/packed_linear.h"  // cpu_has_bf16
 
 using namespace lt;
@@ -277,6 +278,13 @@ TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, satur
   REQUIRE(quick.exit_code == 0);
   CHECK(json_lines(quick.out).at(0)["positions"] == 2 * 33);
   check_one_line_error(lt_bench(dir, "streams --mode batched --seconds 2 --arrival 3 -q"), "--arrival");
+  // The library's own error, read after the call that failed.
+  const std::string missing = (dir.path / "no-such-model.safetensors").string();
+  check_one_line_error(lt_bench(dir, "streams --mode saturated -n 2 --seconds 1 -q -m " + missing), missing + ": cannot open");
+  check_one_line_error(lt_bench(dir, "streams -d cuda --mode processes -q"), "--mode processes runs lt-asr on the CPU");
+  check_one_line_error(lt_bench(dir, "streams -d tpu -q"), "tpu");
+  if (!cuda_available())
+    check_one_line_error(lt_bench(dir, "streams -d cuda --mode saturated -n 2 --seconds 1 -q"), "cannot use device cuda");
 }
 
 TEST_CASE("lt-bench refuses bad flags with one line") {
