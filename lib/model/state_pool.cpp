@@ -86,9 +86,8 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   // Every op inside runs on its thread alone; a row's bits are the same
   // either way. A GPU takes the whole step from one thread, on its one stream.
   const int64_t n = int64_t(rows.size());
-  const bool cpu = model_.device() == Device::cpu;
-  const int slices = cpu ? int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)})) : 1;
-  if (!cpu) {
+  const int slices = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
+  if (model_.device() != Device::cpu) {
     step_bucket(rows, inputs, heads);
   } else if (slices <= 1) {
     model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);

@@ -220,7 +220,8 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
   // A linear stack's step takes no position, so on the GPU one recording
   // serves every step of a state (softmax's position is a kernel argument).
   // Its buffers and weights are fixed until prepare_step or a new batch
-  // size replaces step_; the state, batch, input and output are the key.
+  // size replaces step_; the state, batch, input, output and row map are the
+  // key (one graph per batch size: a pool's steps take a few).
   if (x.device() == Device::cuda && config_.attention == AttentionKind::linear)
     all.graphs[B].run({uintptr_t(state.buffer.raw()), uintptr_t(state.layout.dtype), uintptr_t(x.raw()), uintptr_t(y.raw()),
                    uintptr_t(B), uintptr_t(rows)},
