@@ -17,6 +17,7 @@
 #include "backend/cuda_graph.h"
 #include "backend/device.h"
 #include "lt.h"
+#include "model/pooled_sequences.h"
 #include "model/state_pool.h"
 #include "ops/ops.h"
 #include "test_util.h"
@@ -59,25 +60,6 @@ std::vector<int64_t> some_rows(Rng& rng, int64_t N, int64_t R) {
   all.resize(size_t(N));
   return all;
 }
-
-std::unique_ptr<SequenceModel> token_model(Device device, int64_t ff_conv) {
-  SequenceModelConfig c;
-  c.family = "copy";
-  c.vocabulary = 11;
-  c.max_positions = 40;
-  c.transformer = TransformerConfig{2, 2, 8, 16, 32, AttentionKind::linear, Direction::causal, "elu", 0.f};
-  c.transformer.ff_conv = ff_conv;
-  c.head.kind = HeadKind::categorical;
-  c.head.classes = 11;
-  return std::make_unique<SequenceModel>(c, device);
-}
-
-struct Sequence {
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> resets;  // positions after which it starts afresh
-  int64_t start_tick = 0, row = -1, done = 0;
-  std::vector<float> heads;  // pooled on the GPU, [done, V]
-};
 
 std::vector<std::string> phones_of(lt_transcript* t) {
   std::vector<std::string> out;
@@ -132,76 +114,23 @@ TEST_CASE("cuda state pool: rows at their own positions follow each sequence ste
   int64_t conv = 0;
   SUBCASE("plain feed-forward") {}
   SUBCASE("with a feed-forward convolution") { conv = 3; }
-  auto cpu = token_model(Device::cpu, conv), gpu = token_model(kGpu, conv);
+  auto cpu = pooled_token_model(Device::cpu, conv), gpu = pooled_token_model(kGpu, conv);
   cpu->init_parameters(seed);
   Tensor values = gpu->params().values();  // a view: copying into it sets the GPU parameters
   values.copy_from(cpu->params().values());
-  const int64_t V = 11, N = 24;
-  std::vector<Sequence> seqs(N);
-  for (Sequence& s : seqs) {
-    const int64_t len = rng.integer(1, 40);
-    for (int64_t i = 0; i < len; ++i) s.tokens.push_back(int32_t(rng.integer(0, V - 1)));
-    if (len > 4 && rng.uniform(0, 1) < 0.3) s.resets.push_back(rng.integer(1, len - 2));
-    s.start_tick = rng.integer(0, 30);
-  }
+  std::vector<PooledSequence> seqs = random_sequences(rng, 24);
   StatePool pool(*gpu, Precision{}, 2);  // grows on the GPU while the test runs
-  int64_t steps = 0;
   const uint64_t replays = CudaGraph::replays();
-  for (int64_t tick = 0;; ++tick) {
-    std::vector<Sequence*> stepping;
-    bool left = false;
-    for (Sequence& s : seqs) {
-      if (s.done == int64_t(s.tokens.size())) continue;
-      left = true;
-      if (tick < s.start_tick) continue;
-      if (s.row < 0) s.row = pool.acquire();
-      if (rng.uniform(0, 1) < 0.3) continue;  // no input this tick
-      stepping.push_back(&s);
-    }
-    if (!left) break;
-    if (stepping.empty()) continue;
-    std::shuffle(stepping.begin(), stepping.end(), rng.gen);
-    std::vector<int64_t> rows;
-    std::vector<int32_t> tokens;
-    for (Sequence* s : stepping) {
-      rows.push_back(s->row);
-      tokens.push_back(s->tokens[size_t(s->done)]);
-    }
-    // CPU tokens and heads, as the speech group and the image batch pass them.
-    Tensor heads = Tensor::empty({int64_t(rows.size()), V});
-    pool.step(rows, Tensor::from_vector(tokens, {int64_t(tokens.size())}), heads);
-    ++steps;
-    const std::vector<float> h = heads.to_vector();
-    for (size_t i = 0; i < stepping.size(); ++i) {
-      Sequence& s = *stepping[i];
-      s.heads.insert(s.heads.end(), h.begin() + int64_t(i) * V, h.begin() + int64_t(i + 1) * V);
-      ++s.done;
-      if (std::count(s.resets.begin(), s.resets.end(), s.done)) pool.reset(s.row);
-      if (s.done == int64_t(s.tokens.size())) {
-        pool.release(s.row);
-        s.row = -1;
-      }
-    }
-  }
+  // CPU tokens and heads, as the speech group and the image batch pass them.
+  CHECK(step_in_pool(pool, seqs, rng) > 0);
   CHECK(pool.live() == 0);
-  CHECK(steps > 0);
   // Steps padded to a handful of batch sizes replay their recorded graphs.
   if (cuda_graphs()) CHECK(CudaGraph::replays() > replays);
   cpu->prepare_step(Precision{});
-  for (const Sequence& s : seqs) {
-    RecurrentState st = cpu->new_state(1);
-    Tensor token = Tensor::empty({1}, Device::cpu, DType::i32), head = Tensor::empty({1, V});
-    std::vector<float> alone;
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      token.data_i32()[0] = s.tokens[t];
-      cpu->step(st, token, head);
-      const std::vector<float> h = head.to_vector();
-      alone.insert(alone.end(), h.begin(), h.end());
-      if (std::count(s.resets.begin(), s.resets.end(), int64_t(t + 1))) st.reset();
-    }
+  for (const PooledSequence& s : seqs) {
+    const std::vector<float> alone = heads_alone(*cpu, s, DType::f32);
     REQUIRE(alone.size() == s.heads.size());
-    const Tensor want = Tensor::from_vector(alone, {int64_t(alone.size())});
-    CHECK(rel_error(Tensor::from_vector(s.heads, {int64_t(s.heads.size())}), want) < 1e-4);
+    CHECK(rel_error(s.heads, std::vector<double>(alone.begin(), alone.end())) < 1e-4);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "backend/device.h"
 #include "io/temp_dir.h"
+#include "model/pooled_sequences.h"
 #include "model/state_pool.h"
 #include "speech/random_speech_model.h"
 #include "test_util.h"
@@ -16,28 +17,11 @@ using namespace lt::test;
 
 namespace {
 
-// A token model (categorical head over V) of the copy task's shape.
 std::unique_ptr<SequenceModel> token_model(uint64_t seed, int64_t ff_conv, const std::string& feature_map = "elu") {
-  SequenceModelConfig c;
-  c.family = "copy";
-  c.vocabulary = 11;
-  c.max_positions = 40;
-  c.transformer = TransformerConfig{2, 2, 8, 16, 32, AttentionKind::linear, Direction::causal, feature_map, 0.f};
-  c.transformer.ff_conv = ff_conv;
-  c.head.kind = HeadKind::categorical;
-  c.head.classes = 11;
-  auto m = std::make_unique<SequenceModel>(c, Device::cpu);
+  auto m = pooled_token_model(Device::cpu, ff_conv, feature_map);
   m->init_parameters(seed);
   return m;
 }
-
-struct Sequence {
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> resets;  // positions after which it starts afresh
-  int64_t start_tick = 0;
-  int64_t row = -1, done = 0;
-  std::vector<float> heads;  // pooled, [done, V]
-};
 
 }  // namespace
 
@@ -57,69 +41,20 @@ TEST_CASE("a state pool steps rows at their own positions exactly as each sequen
     precision.state = DType::bf16;
   }
   auto model = token_model(seed, conv, phi);
-  const int64_t V = 11, N = 24;
-  std::vector<Sequence> seqs(N);
-  for (Sequence& s : seqs) {
-    const int64_t len = rng.integer(1, 40);
-    for (int64_t i = 0; i < len; ++i) s.tokens.push_back(int32_t(rng.integer(0, V - 1)));
-    if (len > 4 && rng.uniform(0, 1) < 0.3) s.resets.push_back(rng.integer(1, len - 2));
-    s.start_tick = rng.integer(0, 30);
-  }
+  std::vector<PooledSequence> seqs = random_sequences(rng, 24);
   StatePool pool(*model, precision, 2);  // grows while the test runs
-  for (int64_t tick = 0;; ++tick) {
-    std::vector<int64_t> rows;
-    std::vector<int32_t> tokens;
-    std::vector<Sequence*> stepping;
-    bool left = false;
-    for (Sequence& s : seqs) {
-      if (s.done == int64_t(s.tokens.size())) continue;
-      left = true;
-      if (tick < s.start_tick) continue;
-      if (s.row < 0) s.row = pool.acquire();
-      if (rng.uniform(0, 1) < 0.3) continue;  // this one has no input this tick
-      stepping.push_back(&s);
-    }
-    if (!left) break;
-    std::shuffle(stepping.begin(), stepping.end(), rng.gen);  // rows in any order
-    for (Sequence* s : stepping) {
-      rows.push_back(s->row);
-      tokens.push_back(s->tokens[size_t(s->done)]);
-    }
-    if (rows.empty()) continue;
-    Tensor heads = Tensor::empty({int64_t(rows.size()), V});
-    pool.step(rows, Tensor::from_vector(tokens, {int64_t(tokens.size())}), heads);
-    const std::vector<float> h = heads.to_vector();
-    for (size_t i = 0; i < stepping.size(); ++i) {
-      Sequence& s = *stepping[i];
-      s.heads.insert(s.heads.end(), h.begin() + int64_t(i) * V, h.begin() + int64_t(i + 1) * V);
-      ++s.done;
-      if (std::count(s.resets.begin(), s.resets.end(), s.done)) pool.reset(s.row);
-      if (s.done == int64_t(s.tokens.size())) {
-        pool.release(s.row);
-        s.row = -1;
-      }
-    }
-  }
+  step_in_pool(pool, seqs, rng);
   CHECK(pool.live() == 0);
   CHECK(pool.capacity() >= 4);
   // Each alone: batch 1 through SequenceModel::step, starting afresh at its resets.
   model->prepare_step(precision);
-  for (const Sequence& s : seqs) {
-    RecurrentState st = model->new_state(1, precision.state);
-    Tensor token = Tensor::empty({1}, Device::cpu, DType::i32), head = Tensor::empty({1, V});
-    std::vector<float> alone;
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      token.data_i32()[0] = s.tokens[t];
-      model->step(st, token, head);
-      const std::vector<float> h = head.to_vector();
-      alone.insert(alone.end(), h.begin(), h.end());
-      if (std::count(s.resets.begin(), s.resets.end(), int64_t(t + 1))) st.reset();
-    }
+  for (const PooledSequence& s : seqs) {
+    const std::vector<float> alone = heads_alone(*model, s, precision.state);
     REQUIRE(alone.size() == s.heads.size());
     CHECK(std::memcmp(alone.data(), s.heads.data(), alone.size() * sizeof(float)) == 0);
   }
   // And the parallel model on a sequence without resets, an independent form.
-  for (const Sequence& s : seqs) {
+  for (const PooledSequence& s : seqs) {
     if (!s.resets.empty() || s.tokens.size() < 2 || precision.products == Products::bf16) continue;
     const int64_t L = int64_t(s.tokens.size());
     SequenceBatch b;
