@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "api/c_api_util.h"
-#include "apps/cli.h"
 #include "attention/attention.h"
 #include "attention/feature_map.h"
 #include "backend/bf16.h"
@@ -200,59 +199,4 @@ TEST_CASE("lt.h on cuda: streams of one group give the CPU's phones for the same
   }
   lt_recognizer_free(cpu);
   lt_recognizer_free(gpu);
-}
-
-TEST_CASE("lt.h on cuda: an image batch's requests, joining at different steps, are the images drawn alone") {
-  if (!cuda_or_skip()) return;
-  TempDir dir;
-  const uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  const std::string path = tiny_image_checkpoint(dir, "m.safetensors", 6, 5, 1, AttentionKind::linear, seed);
-  Model gpu(path, "cuda");
-  const int64_t S = 6 * 5, n = rng.integer(3, 8);
-  std::vector<uint8_t> values(static_cast<size_t>(S)), known(static_cast<size_t>(S), 0);
-  for (auto& v : values) v = uint8_t(rng.integer(0, 255));
-  for (int64_t i = 0; i < 2 * 5; ++i) known[size_t(i)] = 1;
-  lt_image_batch* b = nullptr;
-  REQUIRE_MESSAGE(lt_image_batch_new(gpu.m, &b) == LT_OK, std::string(lt_last_error()));
-  std::vector<lt_image_job*> jobs(static_cast<size_t>(n), nullptr);
-  std::vector<int64_t> joins(static_cast<size_t>(n));
-  for (auto& j : joins) j = rng.integer(0, S);
-  std::vector<uint64_t> seeds(static_cast<size_t>(n));
-  for (auto& s : seeds) s = uint64_t(rng.integer(1, 1 << 30));
-  const bool complete_last = true;  // the last request is a completion of the known rows
-  for (int64_t step = 0;; ++step) {
-    bool left = false;
-    for (int64_t k = 0; k < n; ++k) {
-      if (step == joins[size_t(k)]) {
-        const bool completion = complete_last && k == n - 1;
-        REQUIRE(lt_image_batch_add(b, seeds[size_t(k)], completion ? values.data() : nullptr,
-                                   completion ? known.data() : nullptr, &jobs[size_t(k)]) == LT_OK);
-      }
-      left = left || !jobs[size_t(k)] || !lt_image_job_done(jobs[size_t(k)]);
-    }
-    if (!left) break;
-    REQUIRE_MESSAGE(lt_image_batch_step(b, nullptr) == LT_OK, std::string(lt_last_error()));
-    REQUIRE(step < 4 * S);
-  }
-  // cuBLAS may round a row differently at another batch size, so a draw
-  // within a rounding of a tie could differ: at most one image of n.
-  int64_t same = 0;
-  lt_image_options options = lt_image_default_options();
-  for (int64_t k = 0; k < n; ++k) {
-    std::vector<uint8_t> alone(static_cast<size_t>(S), 0xAB);
-    options.seed = seeds[size_t(k)];
-    if (k == n - 1)
-      REQUIRE(lt_image_complete(gpu.m, values.data(), known.data(), 1, &options, alone.data()) == LT_OK);
-    else
-      REQUIRE(lt_image_sample(gpu.m, 1, &options, alone.data(), nullptr) == LT_OK);
-    const uint8_t* got = lt_image_job_pixels(jobs[size_t(k)]);
-    same += std::equal(alone.begin(), alone.end(), got);
-    if (k == n - 1)
-      for (int64_t i = 0; i < 2 * 5; ++i) CHECK(got[i] == values[size_t(i)]);
-    lt_image_job_free(jobs[size_t(k)]);
-  }
-  CHECK(same >= n - 1);
-  lt_image_batch_free(b);
 }
