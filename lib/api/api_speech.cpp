@@ -131,7 +131,7 @@ lt_status lt_recognizer_new(const char* model_path, const lt_recognizer_options*
     ro.phone_search.lm_weight = o.phone_lm_weight;
     ro.phone_search.word_bonus = o.phone_bonus;
     ro.words = {o.word_beam, o.lm_weight, o.word_bonus};
-    const int delay = int(lt::positions_in(r->model.frontend, o.max_delay));
+    const int delay = int(lt::delay_positions(r->model.frontend, o.max_delay));
     ro.decoding.max_delay = ro.phone_search.max_delay = ro.words.max_delay = delay;
     ro.decoding.prune = ro.phone_search.prune = ro.words.prune = float(o.prune);
     ro.pause_seconds = o.pause_seconds;

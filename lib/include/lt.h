@@ -252,7 +252,9 @@ typedef struct lt_recognizer_options {
   const char* phone_lm;  /* an ARPA phone n-gram (.arpa or .arpa.gz) the beam search adds, or NULL */
   const char* lexicon;   /* CMU-dictionary pronunciations: decode words too; NULL: phones only */
   const char* word_lm;   /* an ARPA word n-gram for the word search, or NULL */
-  double max_delay;      /* seconds a search may hold a phone or word back before it settles */
+  double max_delay;      /* seconds a search may hold a phone or word back before it settles: whole positions
+                            (30 ms for the shipped models), as many as fit with the 15 ms a position's audio
+                            reaches past its end, so that each is out at most this long after its audio ends */
   double prune;          /* a beam search does not extend a phone whose log-probability is below this */
   double pause_seconds;  /* recognition starts afresh after this much silence; 0: never */
   const char* word_list;  /* a file of words (whitespace-separated, '#' comments): only these, pronounced by

@@ -41,6 +41,14 @@ int64_t positions_in(const SpeechFrontEnd& f, double seconds) {
   return seconds == 0 ? 0 : std::max<int64_t>(1, std::llround(seconds / position_start_seconds(f, 1)));
 }
 
+int64_t delay_positions(const SpeechFrontEnd& f, double seconds) {
+  check(seconds >= 0 && std::isfinite(seconds), "a delay must be >= 0 seconds, is " + std::to_string(seconds));
+  const FbankConfig& fb = f.fbank_config();
+  const double lookahead = (fb.frame_ms - fb.hop_ms + f.window().future * fb.hop_ms) / 1000.0;
+  // A hair of slack, so that a delay of exactly k positions and the look-ahead is k.
+  return std::max<int64_t>(0, int64_t(std::floor((seconds - lookahead) / position_start_seconds(f, 1) + 1e-9)));
+}
+
 SpeechRecognizer::SpeechRecognizer(SpeechModel& model, const RecognizerOptions& options)
     : model_(model), options_(options) {
   check(model.model->config().family == "speech", "a speech recognizer needs a speech model");

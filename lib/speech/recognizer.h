@@ -77,6 +77,12 @@ struct Transcript {
 double position_start_seconds(const SpeechFrontEnd& frontend, int64_t position);
 // Whole positions in `seconds` (at least 1 when seconds > 0; 0 when 0).
 int64_t positions_in(const SpeechFrontEnd& frontend, double seconds);
+// The decoders' max_delay in positions for a delay of `seconds`: the most
+// positions that, with the audio a position needs past its own end (its
+// last frame's overhang and any future frames: 15 ms for the shipped
+// models), fit in it, so that a phone or word settles at most `seconds`
+// after its audio ends. 0 when not even one does.
+int64_t delay_positions(const SpeechFrontEnd& frontend, double seconds);
 
 class SpeechStreamGroup;
 

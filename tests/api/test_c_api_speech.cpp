@@ -174,6 +174,42 @@ TEST_CASE("lt.h speech: a stream pushed in random pieces settles the whole recor
   for (size_t i = 0; i < settled.size(); ++i) CHECK(std::get<0>(settled[i]) == std::get<0>(phones(whole.t)[i]));
 }
 
+TEST_CASE("lt.h speech: a stream hands out every phone at most max_delay after its audio ends") {
+  TempDir dir;
+  const std::vector<float> samples =
+      read_audio(espeak(dir, "d.wav", "she sells sea shells by the sea shore, and the shells she sells are sea shells"));
+  lt_recognizer_options o{};
+  REQUIRE(lt_recognizer_tool_options(0, &o) == LT_OK);  // lt-asr's: the beam search with the phone model
+  for (double delay : {0.1, 0.2, 0.5, 0.77}) {
+    o.max_delay = delay;
+    INFO("max_delay " << delay);
+    Recognizer r(kStreaming, o);
+    lt_stream* s = nullptr;
+    REQUIRE_MESSAGE(lt_stream_new(r.r, &s) == LT_OK, std::string(lt_last_error()));
+    // 10 ms a push: a phone is out by the push after its delay, when the
+    // position that settles it (and the 15 ms its last frame reaches past
+    // it) is there.
+    double longest = 0;
+    int64_t out = 0;
+    for (int64_t at = 0; at < int64_t(samples.size());) {
+      const int64_t n = std::min<int64_t>(160, int64_t(samples.size()) - at);
+      REQUIRE(lt_stream_push(s, samples.data() + at, n) == LT_OK);
+      at += n;
+      Transcript part;
+      REQUIRE(lt_stream_take_settled(s, &part.t) == LT_OK);
+      for (const auto& p : phones(part.t)) {
+        const double waited = double(at) / 16000 - std::get<2>(p);
+        CHECK(waited <= delay + 1e-9);
+        longest = std::max(longest, waited);
+        ++out;
+      }
+    }
+    lt_stream_free(s);
+    CHECK(out > 20);
+    CHECK(longest > delay - 0.03 - 0.015 - 0.01);  // the delay binds: a phone waited within a position and a push of it
+  }
+}
+
 TEST_CASE("lt.h speech: failures are a status and one line") {
   TempDir dir;
   lt_recognizer* r = nullptr;
