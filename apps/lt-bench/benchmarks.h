@@ -117,6 +117,7 @@ struct StreamsBenchOptions {
   double interval_ms = 10;  // the compute loop steps at most this often
   double max_delay = 0.5; // the decoders' (lt-asr's default)
   int beam = 64;          // lt-asr's default
+  double prune = -10;     // lt-asr's --prune default
   double lag_bound_ms = 0;  // 0: max_delay + 100 ms
   double lag_bound() const { return lag_bound_ms > 0 ? lag_bound_ms : 1e3 * max_delay + 100; }
   int64_t images = 0;       // > 0: N image requests instead of speech

@@ -483,6 +483,7 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   lt_recognizer_options ro = lt_recognizer_default_options();
   ro.beam = o.beam;  // with the phone model and the rest of lt-asr's defaults
   ro.max_delay = o.max_delay;
+  ro.prune = o.prune;
   if (phone_lm != "none") ro.phone_lm = phone_lm.c_str();
   ro.device = o.device.c_str();
   ro.precision = o.precision();

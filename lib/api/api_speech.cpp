@@ -82,7 +82,7 @@ lt_recognizer_options lt_recognizer_default_options(void) {
   o.precision = "fp32";
   o.beam = 1;
   o.max_delay = 0.5;
-  o.prune = -12;
+  o.prune = -10;
   o.pause_seconds = d.pause_seconds;
   o.phone_lm_weight = d.phone_search.lm_weight;
   o.phone_bonus = d.phone_search.word_bonus;

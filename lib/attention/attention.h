@@ -85,10 +85,12 @@ void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const 
 // phi(q)^T S / (phi(q)^T Z + eps). F (the feature map's width) may differ from
 // M. S and Z are caller-owned (views into a model's flat state buffer) and
 // updated in place. S may be bfloat16: the sums stay float32, S is rounded
-// when stored. With rows (a state pool's, distinct, in the state's device's
-// memory; a GPU's are not checked here), batch element n steps row rows[n]
-// of S [R, H, F, M] and Z [R, H, F] in place, R >= N, and every other row is
-// left alone.
+// when stored. With rows (a state pool's, in the state's device's memory; a
+// GPU's are not checked here), batch element n steps row rows[n] of S [R, H,
+// F, M] and Z [R, H, F] in place, R >= N, and every other row is left alone.
+// On the CPU the elements then step in order on the calling thread, so a
+// row may come again (its next positions: a pool's thread slices give the
+// parallelism); on a GPU the rows must be distinct.
 void linear_attention_step(const Tensor& fq, const Tensor& fk, const Tensor& v, Tensor& S,
                            Tensor& Z, Tensor& out, const int64_t* rows = nullptr);
 // The same step from one product's rows qkv [N, 3, H, E] (queries | keys |

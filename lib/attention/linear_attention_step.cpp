@@ -109,7 +109,11 @@ void step_one(const float* q, const float* k, const float* val, T* s, float* z, 
 }
 
 // A thread fork costs about as much as a small head's whole step.
-inline bool parallel_step(int64_t pairs, int64_t F, int64_t M) { return pairs * F * M >= (1 << 15); }
+// A pool's step (rows given) stays on its thread: a row may come again, and
+// its positions must step in order.
+inline bool parallel_step(int64_t pairs, int64_t F, int64_t M, const int64_t* rows) {
+  return !rows && pairs * F * M >= (1 << 15);
+}
 
 // The state pair of input pair p: row rows[n] of the state for batch element
 // n (a pool's rows), or n itself.
@@ -118,7 +122,7 @@ inline int64_t state_pair(int64_t p, int64_t H, const int64_t* rows) { return ro
 template <typename T>
 void step_pairs(const float* qp, const float* kp, const float* vp, T* Sp, float* Zp, float* op, int64_t pairs,
                 int64_t H, int64_t F, int64_t M, const int64_t* rows) {
-#pragma omp parallel for schedule(static) if (parallel_step(pairs, F, M))
+#pragma omp parallel for schedule(static) if (parallel_step(pairs, F, M, rows))
   for (int64_t p = 0; p < pairs; ++p) {
     const int64_t s = state_pair(p, H, rows);
     step_one(qp + p * F, kp + p * F, vp + p * M, Sp + s * F * M, Zp + s * F, op + p * M, F, M);
@@ -131,7 +135,7 @@ template <typename T, class Phi>
 void step_pairs_packed(const float* qkv, Phi phi, T* Sp, float* Zp, float* op, int64_t N, int64_t H, int64_t E,
                        const int64_t* rows) {
   const int64_t pairs = N * H;
-#pragma omp parallel if (parallel_step(pairs, E, E))
+#pragma omp parallel if (parallel_step(pairs, E, E, rows))
   {
     thread_local std::vector<float> phi_qk;
     if (int64_t(phi_qk.size()) < 2 * E) phi_qk.resize(2 * E);

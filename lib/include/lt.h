@@ -274,7 +274,7 @@ typedef struct lt_recognizer_options {
 #define LT_ASR_BEAM 64
 
 /* cpu, fp32, greedy phones (beam 1), no language models, max_delay 0.5 s,
- * prune -12, pause 0.4 s, and lt-asr's tuned weights, bonuses and word beam:
+ * prune -10, pause 0.4 s, and lt-asr's tuned weights, bonuses and word beam:
  * lt-asr's settings with --beam 1. */
 LT_API lt_recognizer_options lt_recognizer_default_options(void);
 /* lt-asr's settings when given no options: lt_recognizer_default_options()
@@ -404,7 +404,8 @@ typedef struct lt_stream_group_stats {
   int64_t streams;     /* open streams */
   int64_t stepped;     /* streams that consumed at least one position in this step */
   int64_t positions;   /* encoder positions computed in this step, all streams together */
-  int64_t rounds;      /* batched encoder calls (one per position of the stream with the most) */
+  int64_t rounds;      /* batched encoder calls: one for every stream's positions, one more when a pause
+                          restarted a stream before positions it had stepped */
   int64_t finished;    /* streams whose end was reached in this step */
   double seconds;      /* wall time of the step */
   double encoder_seconds; /* of which the batched encoder */

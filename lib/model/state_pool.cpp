@@ -74,33 +74,54 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   if (rows.empty()) return;
   if (inputs.ndim() < 1 || inputs.dim(0) != int64_t(rows.size()))
     throw Error("state pool step: " + std::to_string(rows.size()) + " rows but inputs " + shape_str(inputs.shape()));
+  // A run's first entry steps at its row's position, the next ones after it.
+  const int64_t n = int64_t(rows.size());
   step_positions_.resize(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    check_live(rows[i], "a step");
-    step_positions_[i] = positions_[size_t(rows[i])];
+  stepped_at_.resize(size_t(state_.batch), 0);
+  ++steps_;
+  bool runs = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = rows[size_t(i)];
+    check_live(r, "a step");
+    const bool again = i > 0 && r == rows[size_t(i - 1)];
+    if (!again && stepped_at_[size_t(r)] == steps_)
+      throw Error("state pool step: row " + std::to_string(r) + "'s entries do not follow one another");
+    stepped_at_[size_t(r)] = steps_;
+    step_positions_[size_t(i)] = again ? step_positions_[size_t(i - 1)] + 1 : positions_[size_t(r)];
+    runs |= again;
   }
   // On the CPU, slices of the rows on the threads, each through the whole
   // stack on its own: one parallel region a step instead of one per op (about
   // 85 for the speech model), whose barriers cost more than the work at these
   // sizes, all the more when other threads (a server's I/O) share the cores.
-  // Every op inside runs on its thread alone; a row's bits are the same
-  // either way. A GPU takes the whole step from one thread, on its one stream.
-  const int64_t n = int64_t(rows.size());
+  // Every op inside runs on its thread alone, a run in order, so a slice
+  // never cuts one; a row's bits are the same either way. A GPU takes the
+  // whole step from one thread, on its one stream.
   const int slices = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
   if (model_.device() != Device::cpu) {
-    step_bucket(rows, inputs, heads);
+    if (runs)
+      step_rounds(rows, inputs, heads);
+    else
+      step_bucket(rows, step_positions_.data(), inputs, heads);
   } else if (slices <= 1) {
     model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);
   } else {
     std::vector<std::exception_ptr>& failed = slice_errors_;
     failed.assign(size_t(slices), nullptr);
+    auto cut = [&](int s) {  // slice s's first entry: at a run's start
+      int64_t at = n * s / slices;
+      while (at > 0 && at < n && rows[size_t(at)] == rows[size_t(at - 1)]) ++at;
+      return at;
+    };
 #pragma omp parallel num_threads(slices)
     {
       const int s = omp_get_thread_num();
-      const int64_t begin = n * s / slices, end = n * (s + 1) / slices;
+      const int64_t begin = cut(s), end = cut(s + 1);
       try {
-        Tensor in = inputs.rows(begin, end), out = heads.rows(begin, end);
-        model_.step_rows(state_, rows.data() + begin, step_positions_.data() + begin, in, out, s);
+        if (end > begin) {
+          Tensor in = inputs.rows(begin, end), out = heads.rows(begin, end);
+          model_.step_rows(state_, rows.data() + begin, step_positions_.data() + begin, in, out, s);
+        }
       } catch (...) {
         failed[size_t(s)] = std::current_exception();
       }
@@ -111,21 +132,54 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   for (int64_t r : rows) ++positions_[size_t(r)];
 }
 
-void StatePool::step_bucket(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads) {
+void StatePool::step_bucket(const std::vector<int64_t>& rows, const int64_t* positions, const Tensor& inputs,
+                            Tensor& heads) {
   const int64_t n = int64_t(rows.size());
   int64_t bucket = 1;
   while (bucket < n) bucket *= 2;
   bucket_rows_.assign(rows.begin(), rows.end());
   bucket_rows_.resize(size_t(bucket), -1);  // no state: a padding element
-  step_positions_.resize(size_t(bucket), 0);
+  bucket_positions_.assign(positions, positions + n);
+  bucket_positions_.resize(size_t(bucket), 0);
   Shape shape = inputs.shape();
   shape[0] = bucket;
   Tensor in = grown_view(inputs_, shape, model_.device(), inputs.dtype());
   in.rows(0, n).copy_from(inputs);
   if (bucket > n) in.rows(n, bucket).zero();  // token 0 or silence: any valid input
   Tensor out = grown_view(heads_, {bucket, heads.dim(1)}, model_.device());
-  model_.step_rows(state_, bucket_rows_.data(), step_positions_.data(), in, out);
+  model_.step_rows(state_, bucket_rows_.data(), bucket_positions_.data(), in, out);
   heads.copy_from(out.rows(0, n));
+}
+
+void StatePool::step_rounds(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads) {
+  const int64_t n = int64_t(rows.size());
+  for (int64_t j = 0;; ++j) {
+    round_rows_.clear();
+    round_entries_.clear();
+    round_positions_.clear();
+    for (int64_t start = 0, end = 0; start < n; start = end) {
+      for (end = start + 1; end < n && rows[size_t(end)] == rows[size_t(start)];) ++end;
+      if (end - start <= j) continue;
+      round_rows_.push_back(rows[size_t(start)]);
+      round_entries_.push_back(start + j);
+      round_positions_.push_back(step_positions_[size_t(start + j)]);
+    }
+    const int64_t m = int64_t(round_rows_.size());
+    if (m == 0) return;
+    Shape shape = inputs.shape();
+    shape[0] = m;
+    Tensor in = grown_view(round_inputs_, shape, inputs.device(), inputs.dtype());
+    Tensor out = grown_view(round_heads_, {m, heads.dim(1)}, heads.device());
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t e = round_entries_[size_t(i)];
+      in.rows(i, i + 1).copy_from(inputs.rows(e, e + 1));
+    }
+    step_bucket(round_rows_, round_positions_.data(), in, out);
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t e = round_entries_[size_t(i)];
+      heads.rows(e, e + 1).copy_from(out.rows(i, i + 1));
+    }
+  }
 }
 
 Tensor StatePool::on_model_device(const Tensor& t, Tensor& storage, bool copy) {

@@ -45,10 +45,14 @@ class StatePool {
   int64_t row_bytes() const;
   SequenceModel& model() const { return model_; }
 
-  // Steps rows[0..n-1] (distinct, live), each at its position: inputs [n]
-  // tokens or [n, F] frames -> heads [n, head width]; each row's position
-  // moves on by one. Allocation-free after the largest n. Inputs and heads
-  // may be on the CPU for a model on the GPU: the pool copies them across.
+  // Steps rows[0..n-1] (live), each at its position: inputs [n] tokens or
+  // [n, F] frames -> heads [n, head width]. A row may take several positions
+  // in one step: its entries then follow one another (a run), its next
+  // positions in order, and the step reads and writes its state once for
+  // all of them (a stream with 90 ms of audio waiting steps three positions
+  // for the state traffic of one). Each row's position moves on by its
+  // entries. Allocation-free after the largest n. Inputs and heads may be on
+  // the CPU for a model on the GPU: the pool copies them across.
   void step(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads);
   // Continues one row over a chunk, inputs [1, T] or [1, T, F] -> heads [1, T,
   // head width], in one parallel pass (SequenceModel::continue_chunk). The
@@ -63,7 +67,10 @@ class StatePool {
   // A GPU's step: rows padded to the next power of two with -1 (no state),
   // so that a handful of batch sizes, each replaying its recorded graph,
   // serve every step; inputs and heads copied across.
-  void step_bucket(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads);
+  void step_bucket(const std::vector<int64_t>& rows, const int64_t* positions, const Tensor& inputs, Tensor& heads);
+  // A GPU's step with runs: its kernels step distinct rows, so round j steps
+  // the j-th entry of every run longer than j.
+  void step_rounds(const std::vector<int64_t>& rows, const Tensor& inputs, Tensor& heads);
   // t itself on the model's device, else a view of storage there (t copied in when copy).
   Tensor on_model_device(const Tensor& t, Tensor& storage, bool copy = true);
 
@@ -75,9 +82,13 @@ class StatePool {
   std::vector<char> used_;
   std::vector<int64_t> free_;  // free rows, the lowest last
   std::vector<int64_t> step_positions_;  // one step's, grown
+  std::vector<uint64_t> stepped_at_;     // per row: the last step that had it, to find a row in two runs
+  uint64_t steps_ = 0;
+  std::vector<int64_t> round_rows_, round_entries_, round_positions_;  // step_rounds', grown
+  Tensor round_inputs_, round_heads_;
   std::vector<std::exception_ptr> slice_errors_;
   Tensor inputs_, heads_;  // a GPU model's copies of a step's CPU inputs and heads, grown
-  std::vector<int64_t> bucket_rows_;  // a GPU step's rows, padded
+  std::vector<int64_t> bucket_rows_, bucket_positions_;  // a GPU step's rows and positions, padded
   // Rows below which a step is not cut into slices for the threads (a tile
   // of PackedLinear is 8 rows).
   static constexpr int64_t kSliceRows = 8;

@@ -156,20 +156,30 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
   auto input = [&](int64_t b, int64_t i) {
     return i < W ? winp + ((rows ? rows[b] : b) * W + i) * s.C : xp + (b * s.L + i - W) * s.C;
   };
+  auto outputs = [&](int64_t b, int64_t t) {
+    float* out = yp + (b * s.L + t) * s.C;
+    std::copy(bp, bp + s.C, out);
+    for (int64_t k = 0; k < s.K; ++k) {
+      const float* in = input(b, t + k);  // position t + k - W of x
+      const float* tap = wt + k * s.C;
+      for (int64_t c = 0; c < s.C; ++c) out[c] += tap[c] * in[c];
+    }
+  };
+  // Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
+  auto slide = [&](int64_t b) {
+    for (int64_t j = 0; j < W; ++j) std::copy_n(input(b, s.L + j), s.C, winp + ((rows ? rows[b] : b) * W + j) * s.C);
+  };
+  if (rows) {  // a pool's: in order on this thread, each element's window moved on before the next reads it
+    for (int64_t b = 0; b < s.B; ++b) {
+      for (int64_t t = 0; t < s.L; ++t) outputs(b, t);
+      slide(b);
+    }
+    return;
+  }
 #pragma omp parallel for collapse(2) schedule(static) if (s.B * s.L * s.C * s.K >= (1 << 16))
   for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t t = 0; t < s.L; ++t) {
-      float* out = yp + (b * s.L + t) * s.C;
-      std::copy(bp, bp + s.C, out);
-      for (int64_t k = 0; k < s.K; ++k) {
-        const float* in = input(b, t + k);  // position t + k - W of x
-        const float* tap = wt + k * s.C;
-        for (int64_t c = 0; c < s.C; ++c) out[c] += tap[c] * in[c];
-      }
-    }
-  // Slot j takes input L + j, which comes after j: ascending j reads no slot already replaced.
-  for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t j = 0; j < W; ++j) std::copy_n(input(b, s.L + j), s.C, winp + ((rows ? rows[b] : b) * W + j) * s.C);
+    for (int64_t t = 0; t < s.L; ++t) outputs(b, t);
+  for (int64_t b = 0; b < s.B; ++b) slide(b);
 }
 
 }  // namespace lt

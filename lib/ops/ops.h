@@ -62,9 +62,10 @@ void depthwise_conv_backward(const Tensor& x, const Tensor& w, const Tensor& len
 // The causal convolution continued over a chunk x [B, T, C] -> y [B, T, C]:
 // window [B, K - 1, C] holds the K - 1 inputs before x (zeros at a
 // sequence's start) and becomes the last K - 1 of window and x, so T calls
-// of one position give what one call of T gives. With rows (distinct, in
-// the window's device's memory; a GPU's are not checked here), batch element
-// b continues row rows[b] of window [R, K - 1, C].
+// of one position give what one call of T gives. With rows (in the window's
+// device's memory; a GPU's are not checked here), batch element b continues
+// row rows[b] of window [R, K - 1, C]; on the CPU in order on the calling
+// thread, so a row may come again (its next positions), on a GPU distinct.
 void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& window, Tensor& y,
                              const int64_t* rows = nullptr);
 

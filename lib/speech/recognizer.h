@@ -162,16 +162,16 @@ struct StreamStepStats {
   int64_t streams = 0;    // open
   int64_t stepped = 0;    // streams that consumed a position
   int64_t positions = 0;  // encoder positions, all streams together
-  int64_t rounds = 0;     // batched encoder calls
+  int64_t rounds = 0;     // batched encoder calls (more than one when a pause restarted a stream mid-step)
   int64_t finished = 0;   // streams whose end was decoded
   double seconds = 0, encoder_seconds = 0;
 };
 
 // The streams of one model stepped together (lt.h's lt_stream_group): each
 // step takes every stream's queued audio through its front end, runs one
-// batched encoder step per position over every stream with a position ready
-// (each at its own position: a stream's restarts after every pause), then
-// every stream's decoders. Front ends and decoders run over the streams on
+// batched encoder step over every position ready (each stream's a run of
+// its row, at its own positions: a stream's restart after every pause),
+// then every stream's decoders. Front ends and decoders run over the streams on
 // OpenMP's threads, the batched products inside the same threads, so
 // nothing oversubscribes the cores. Streams may be opened, pushed to,
 // finished, read and closed from any thread, also during a step; steps run

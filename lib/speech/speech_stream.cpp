@@ -158,21 +158,25 @@ StreamStepStats SpeechStreamGroup::step() {
 #pragma omp parallel for schedule(dynamic) if (n > 1)
   for (int64_t i = 0; i < n; ++i) front_end(*g.stepping[size_t(i)], fe);
 
-  // One batched step per position: round r steps every stream with more
-  // than r positions ready. A pause restarts the row before its next position.
+  // One batched step for every position ready: a stream's positions follow
+  // one another (a run of its row), so its state is read once for all of
+  // them. A pause restarts the row before its next position, which the
+  // step cannot know ahead: the positions after one are stepped again, from
+  // the restarted row, in the next round (pauses are rare; a round costs
+  // what its positions do).
   const int64_t F = fe.features(), C = model_.model->config().head.width();
-  int64_t rounds = 0;
   for (speech::StreamMember* m : g.stepping) {
-    rounds = std::max(rounds, m->ready);
     m->logits.resize(size_t(m->ready * C));
+    m->redo = 0;
     if (m->ready > 0) ++stats.stepped;
     stats.positions += m->ready;
   }
   auto te = std::chrono::steady_clock::now();
-  for (int64_t r = 0; r < rounds; ++r) {
+  int64_t rounds = 0;
+  for (bool more = stats.positions > 0; more; ++rounds) {
     g.rows.clear();
     for (speech::StreamMember* m : g.stepping)
-      if (m->ready > r) g.rows.push_back(m->row);
+      for (int64_t p = m->redo; p < m->ready; ++p) g.rows.push_back(m->row);
     const int64_t b = int64_t(g.rows.size());
     if (!g.inputs.defined() || g.inputs.dim(0) < b) {
       g.inputs = Tensor::empty({std::max<int64_t>(b, 2 * (g.inputs.defined() ? g.inputs.dim(0) : 0)), F});
@@ -181,15 +185,24 @@ StreamStepStats SpeechStreamGroup::step() {
     Tensor in = g.inputs.rows(0, b), out = g.heads.rows(0, b);
     int64_t i = 0;
     for (speech::StreamMember* m : g.stepping)
-      if (m->ready > r) std::copy_n(m->inputs.data() + r * F, F, in.data() + (i++) * F);
+      for (int64_t p = m->redo; p < m->ready; ++p) std::copy_n(m->inputs.data() + p * F, F, in.data() + (i++) * F);
     pool.step(g.rows, in, out);
     i = 0;
-    for (speech::StreamMember* m : g.stepping)
-      if (m->ready > r) {
-        float* row = m->logits.data() + r * C;
+    more = false;
+    for (speech::StreamMember* m : g.stepping) {
+      const int64_t from = m->redo;
+      m->redo = m->ready;
+      for (int64_t p = from; p < m->ready; ++p) {
+        float* row = m->logits.data() + p * C;
         std::copy_n(out.data() + (i++) * C, C, row);
-        if (m->pauses.ends_pause(row, C)) pool.reset(m->row);
+        if (p >= m->redo) continue;  // stepped before its row restarted: stepped again next round
+        if (m->pauses.ends_pause(row, C)) {
+          pool.reset(m->row);
+          m->redo = p + 1;
+          more |= m->redo < m->ready;
+        }
       }
+    }
   }
   stats.rounds = rounds;
   stats.encoder_seconds = seconds_since(te);

@@ -44,6 +44,7 @@ struct StreamMember {
   int64_t samples = 0, t = 0;  // decoded so far; positions encoded
   bool finishing = false, finished = false;
   int64_t ready = 0;           // positions this step encodes
+  int64_t redo = 0;            // the first of them a round has yet to encode (after a pause, from the restarted row)
   std::vector<float> inputs;   // their windows of frames [ready, features]
   std::vector<float> logits;   // their logits [ready, classes]
   RecognitionTimes times;

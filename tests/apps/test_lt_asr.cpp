@@ -400,7 +400,7 @@ TEST_CASE("lt-asr --help shows every option with its default") {
   for (const char* o : {"--model", "--format TEXT:{text,json}=text", "--beam INT:INT in [1 - 1024]=64", "--stream",
                         "--follow FLOAT:FLOAT >= 0=0", "--ref", "--raw-rate", "--raw-format", "--device TEXT=cpu",
                         "--threads INT:INT>=0=0", "--bf16", "--tf32", "--phone-lm", "--phone-lm-weight FLOAT:FLOAT >= 0=1.25",
-                        "--phone-bonus FLOAT:FINITE=2.5", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT:FINITE=-12",
+                        "--phone-bonus FLOAT:FINITE=2.5", "--max-delay FLOAT:FLOAT in [0.001 - 3600]=0.5", "--prune FLOAT:FINITE=-10",
                         "--word-beam INT:INT in [1 - 4096]=64", "--lm-weight FLOAT:FLOAT >= 0=1", "--word-bonus FLOAT:FINITE=0",
                         "--pause FLOAT:FLOAT in [0 - 3600]=0.4"})
     CHECK(r.out.find(o) != std::string::npos);

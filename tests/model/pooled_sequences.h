@@ -47,14 +47,15 @@ inline std::vector<PooledSequence> random_sequences(Rng& rng, int64_t n) {
   return seqs;
 }
 
-// Every sequence through the pool: a row from its start tick, an input on
-// about 70% of the ticks after, rows in a random order, a reset where it
-// starts afresh, the row given back at its end. Returns the steps taken.
+// Every sequence through the pool: a row from its start tick, inputs on
+// about 70% of the ticks after (one to three positions, a run of its row,
+// cut at a reset), rows in a random order, a reset where it starts afresh,
+// the row given back at its end. Returns the steps taken.
 inline int64_t step_in_pool(StatePool& pool, std::vector<PooledSequence>& seqs, Rng& rng) {
   const int64_t V = kPooledVocabulary;
   int64_t steps = 0;
   for (int64_t tick = 0;; ++tick) {
-    std::vector<PooledSequence*> stepping;
+    std::vector<std::pair<PooledSequence*, int64_t>> stepping;  // and its positions this step
     bool left = false;
     for (PooledSequence& s : seqs) {
       if (s.done == int64_t(s.tokens.size())) continue;
@@ -62,29 +63,34 @@ inline int64_t step_in_pool(StatePool& pool, std::vector<PooledSequence>& seqs, 
       if (tick < s.start_tick) continue;
       if (s.row < 0) s.row = pool.acquire();
       if (rng.uniform(0, 1) < 0.3) continue;  // no input this tick
-      stepping.push_back(&s);
+      int64_t take = std::min<int64_t>(rng.integer(1, 3), int64_t(s.tokens.size()) - s.done);
+      for (int64_t r : s.resets)
+        if (r > s.done) take = std::min(take, r - s.done);
+      stepping.emplace_back(&s, take);
     }
     if (!left) return steps;
     if (stepping.empty()) continue;
     std::shuffle(stepping.begin(), stepping.end(), rng.gen);
     std::vector<int64_t> rows;
     std::vector<int32_t> tokens;
-    for (PooledSequence* s : stepping) {
-      rows.push_back(s->row);
-      tokens.push_back(s->tokens[size_t(s->done)]);
-    }
+    for (auto [s, take] : stepping)
+      for (int64_t j = 0; j < take; ++j) {
+        rows.push_back(s->row);
+        tokens.push_back(s->tokens[size_t(s->done + j)]);
+      }
     Tensor heads = Tensor::empty({int64_t(rows.size()), V});  // on the CPU, whatever the model's device
     pool.step(rows, Tensor::from_vector(tokens, {int64_t(tokens.size())}), heads);
     ++steps;
     const std::vector<float> h = heads.to_vector();
-    for (size_t i = 0; i < stepping.size(); ++i) {
-      PooledSequence& s = *stepping[i];
-      s.heads.insert(s.heads.end(), h.begin() + int64_t(i) * V, h.begin() + int64_t(i + 1) * V);
-      ++s.done;
-      if (std::count(s.resets.begin(), s.resets.end(), s.done)) pool.reset(s.row);
-      if (s.done == int64_t(s.tokens.size())) {
-        pool.release(s.row);
-        s.row = -1;
+    int64_t i = 0;
+    for (auto [s, take] : stepping) {
+      s->heads.insert(s->heads.end(), h.begin() + i * V, h.begin() + (i + take) * V);
+      i += take;
+      s->done += take;
+      if (std::count(s->resets.begin(), s->resets.end(), s->done)) pool.reset(s->row);
+      if (s->done == int64_t(s->tokens.size())) {
+        pool.release(s->row);
+        s->row = -1;
       }
     }
   }

@@ -25,7 +25,7 @@ std::unique_ptr<SequenceModel> token_model(uint64_t seed, int64_t ff_conv, const
 
 }  // namespace
 
-TEST_CASE("a state pool steps rows at their own positions exactly as each sequence stepped alone") {
+TEST_CASE("a state pool steps rows at their own positions, several in a step too, exactly as each sequence stepped alone") {
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
@@ -101,6 +101,16 @@ TEST_CASE("a state pool refuses rows not in use, models without a fixed-size sta
   Tensor heads = Tensor::empty({1, 11});
   const std::string msg = error_of([&] { pool.step({a + 1}, Tensor::from_vector(std::vector<int32_t>{1}, {1}), heads); });
   CHECK(msg.find("not in use") != std::string::npos);
+  // A row's positions in one step follow one another: one row in two runs is refused, nothing stepped.
+  const int64_t b = pool.acquire();
+  Tensor three = Tensor::empty({3, 11});
+  CHECK(error_of([&] { pool.step({a, b, a}, Tensor::from_vector(std::vector<int32_t>{1, 2, 3}, {3}), three); })
+            .find("row " + std::to_string(a) + "'s entries do not follow one another") != std::string::npos);
+  CHECK(pool.position(a) == 0);
+  pool.step({a, a, b}, Tensor::from_vector(std::vector<int32_t>{1, 2, 3}, {3}), three);
+  CHECK(pool.position(a) == 2);
+  CHECK(pool.position(b) == 1);
+  pool.release(b);
   pool.release(a);
   CHECK(error_of([&] { pool.release(a); }).find("not in use") != std::string::npos);
 
