@@ -319,8 +319,8 @@ int64_t SequenceModel::state_numel(int64_t batch, DType dtype) const {
   return recurrent_form("state_numel").state_numel(batch, config_.max_positions, dtype);
 }
 
-RecurrentState SequenceModel::new_state(int64_t batch, DType dtype) const {
-  return recurrent_form("new_state").new_state(batch, config_.max_positions, dtype);
+RecurrentState SequenceModel::new_state(int64_t batch, DType dtype, bool zeroed) const {
+  return recurrent_form("new_state").new_state(batch, config_.max_positions, dtype, zeroed);
 }
 
 void SequenceModel::prepare_step(const Precision& precision, bool pack_weights) {

@@ -178,8 +178,9 @@ class SequenceModel {
   // ---- generation: the recurrent form ----
   // A transformer's only: a bilstm model refuses every call here with one
   // lt::Error line (its backward direction starts at the end of the input).
-  // A state for batch rows at every position of the model (max_positions).
-  RecurrentState new_state(int64_t batch, DType dtype = DType::f32) const;
+  // A state for batch rows at every position of the model (max_positions);
+  // zeroed false: see TransformerStack::new_state.
+  RecurrentState new_state(int64_t batch, DType dtype = DType::f32, bool zeroed = true) const;
   // The precision of step() and prefill(): products of the stack (packs the
   // weights now, see TransformerStack::prepare_step) and of the head. Call
   // again after changing the weights. pack_weights: see TransformerStack::prepare_step.

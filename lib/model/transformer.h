@@ -163,8 +163,9 @@ class TransformerStack final : public Encoder {
   StateLayout state_layout(DType dtype) const;
   // Zeros (the empty prefix) on the parameters' device. dtype is linear
   // attention's S (Precision::state); a softmax stack's KV cache is float32
-  // whatever it asks.
-  RecurrentState new_state(int64_t batch, int64_t max_len, DType dtype = DType::f32) const;
+  // whatever it asks. zeroed false leaves the memory as allocated, for a
+  // caller that resets every element before it steps it (a state pool).
+  RecurrentState new_state(int64_t batch, int64_t max_len, DType dtype = DType::f32, bool zeroed = true) const;
   // The state's position for every batch element: x [B, d] -> y [B, d];
   // updates the state and advances its position. Allocation-free after the
   // first call with a given B.

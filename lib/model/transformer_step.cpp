@@ -88,7 +88,7 @@ void TransformerStack::check_recurrent_form() const {
         "LSH attention (Reformer) has no recurrent form: it cannot generate step by step, continue a state or prefill");
 }
 
-RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype) const {
+RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType dtype, bool zeroed) const {
   check_recurrent_form();
   check(config_.direction == Direction::causal, "a bidirectional stack has no recurrent form");
   check(batch >= 1 && max_len >= 1, "a recurrent state needs batch and length >= 1");
@@ -96,7 +96,8 @@ RecurrentState TransformerStack::new_state(int64_t batch, int64_t max_len, DType
         std::string("a recurrent state's S is float32 or bfloat16, not ") + dtype_name(dtype));
   RecurrentState s;
   s.layout = state_layout(dtype);
-  s.buffer = Tensor::zeros({state_numel(batch, max_len, s.layout.dtype)}, params_.device());
+  s.buffer = Tensor::empty({state_numel(batch, max_len, s.layout.dtype)}, params_.device());
+  if (zeroed) s.buffer.zero();
   s.batch = batch;
   s.max_len = max_len;
   return s;
