@@ -336,6 +336,11 @@ double percentile(std::vector<double> v, double p) {
 // N streams of one group, each pushed its next --chunk-ms before every step
 // and its settled phones taken after it, for --seconds of audio a stream
 // after a warm-up of 20 steps (the pool grown, every search full).
+// The search's settings, which a row's figures depend on as much as on the model.
+Row& decoding(Row& row, const StreamsBenchOptions& o) {
+  return row.set("beam", int64_t(o.beam)).set("prune", o.prune).set("max_delay_s", o.max_delay);
+}
+
 Row run_saturated(const StreamsBenchOptions& o, lt_recognizer* r, const std::vector<Plan>& ps, int64_t piece) {
   const size_t n = ps.size();
   const double base = rss_mb();
@@ -379,7 +384,7 @@ Row run_saturated(const StreamsBenchOptions& o, lt_recognizer* r, const std::vec
   row.set("us_per_position", positions > 0 ? 1e6 * wall / double(positions) : 0.0);
   row.set("encoder_share", encoder_s / wall).set("memory_per_stream_mb", (rss - base) / double(n));
   row.set("chunk_ms", o.chunk_ms).set("precision", o.precision());
-  return row;
+  return decoding(row, o);
 }
 
 Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n, const Result& r) {
@@ -396,7 +401,7 @@ Row streams_row(const StreamsBenchOptions& o, const std::string& mode, int64_t n
   row.set("step_ms", r.step_ms).set("encoder_share", r.encoder_share).set("streams_per_step", r.streams_per_step).set("positions_per_step", r.positions_per_step);
   row.set("phones", int64_t(r.lags_ms.size())).set("seconds", o.seconds).set("chunk_ms", o.chunk_ms);
   row.set("precision", o.precision());
-  return row;
+  return decoding(row, o);
 }
 
 bool realtime(const Row& row) {

@@ -271,6 +271,11 @@ TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, satur
   CHECK(saturated["realtime"] == (saturated["realtime_streams"].get<double>() >= 3));
   CHECK(saturated["encoder_share"].get<double>() > 0);
   CHECK(saturated["encoder_share"].get<double>() < 1);
+  for (const nlohmann::json* row : {&paced, &saturated}) {  // lt-asr's search, as the rows say
+    CHECK((*row)["beam"] == 64);
+    CHECK((*row)["prune"].get<double>() == -10.0);
+    CHECK((*row)["max_delay_s"].get<double>() == 0.5);
+  }
   check_one_line_error(lt_bench(dir, "streams --mode fastest -q"), "fastest");
   // Saturated streams all start at once: --arrival is no bound on --seconds then.
   const CommandResult quick = lt_bench(dir, "streams --mode saturated -n 2 --seconds 1 --chunk-ms 30 -t 1 -q -f jsonl");

@@ -69,6 +69,7 @@ TEST_CASE("lt-sample-image, lt-complete, lt-asr and lt-bench refuse nonsense fla
       {"lt-bench", "asr -m ''", "--model"},
       {"lt-bench", "asr --seconds nan", "--seconds"},
       {"lt-bench", "streams --seconds nan", "--seconds"},
+      {"lt-bench", "streams --prune nan", "--prune"},
       {"lt-bench", "-t -3 attention", "--threads"},
   };
   for (const Case& c : cases) {
