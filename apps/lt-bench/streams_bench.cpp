@@ -195,6 +195,13 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
   const double t0 = now_s();
   std::vector<double> step_ms;
   double stepped = 0, positions = 0, encoder_s = 0;
+  // Pieces the feeding thread gave each stream, and whether it has ended: as
+  // lt-server's loop, results are taken only from streams a step had audio
+  // for (counted before it) and from ended ones until they are done, since
+  // no other can have settled anything.
+  std::vector<std::atomic<int64_t>> fed(n);
+  std::vector<std::atomic<bool>> ended(n);
+  std::vector<int64_t> seen(n, 0), taken(n, 0);
   auto take = [&](size_t i, double t) {
     lt_transcript* tr = nullptr;
     ok(lt_stream_take_settled(streams[i], &tr));
@@ -212,6 +219,7 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
       }
       const double started = now_s();
       int64_t moved = 0;
+      for (size_t i = 0; i < n; ++i) seen[i] = fed[i].load(std::memory_order_acquire);
       for (lt_stream_group* g : groups) {
         lt_stream_group_stats s{};
         ok(lt_stream_group_step(g, &s));
@@ -226,7 +234,10 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
       const double t = now_s();
       done = 0;
       for (size_t i = 0; i < n; ++i) {
-        if (done_at[i] == 0) take(i, t);
+        if (done_at[i] == 0 && (seen[i] != taken[i] || ended[i].load(std::memory_order_acquire))) {
+          taken[i] = seen[i];
+          take(i, t);
+        }
         done += done_at[i] > 0;
       }
       // A step at most every --interval-ms, as lt-server's loop: audio that
@@ -237,8 +248,15 @@ Result run_in_process(const StreamsBenchOptions& o, lt_recognizer* r, const std:
     }
   };
   drive(o, ps, piece, t0,
-        [&](size_t i, int64_t, const float* x, int64_t m) { lt_stream_push(streams[i], x, m); },
-        [&](size_t i) { lt_stream_finish(streams[i]); }, work, pushed_at, finished_at,
+        [&](size_t i, int64_t, const float* x, int64_t m) {
+          lt_stream_push(streams[i], x, m);
+          fed[i].fetch_add(1, std::memory_order_release);
+        },
+        [&](size_t i) {
+          lt_stream_finish(streams[i]);
+          ended[i].store(true, std::memory_order_release);
+        },
+        work, pushed_at, finished_at,
         [&] { res.rss_per_stream_mb = (rss_mb() - base) / double(n); });
   for (size_t i = 0; i < n; ++i)
     res.finish_ms.push_back(done_at[i] > 0 ? 1e3 * (done_at[i] - finished_at[i]) : 1e9);
