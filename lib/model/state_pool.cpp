@@ -24,6 +24,7 @@ StatePool::StatePool(SequenceModel& model, const Precision& precision, int64_t c
   state_ = model.new_state(capacity, precision.state);
   positions_.assign(size_t(capacity), 0);
   used_.assign(size_t(capacity), 0);
+  stepped_at_.assign(size_t(capacity), 0);
   for (int64_t r = capacity - 1; r >= 0; --r) free_.push_back(r);
 }
 
@@ -41,6 +42,7 @@ void StatePool::grow() {
   state_ = std::move(bigger);
   positions_.resize(size_t(cap), 0);
   used_.resize(size_t(cap), 0);
+  stepped_at_.resize(size_t(cap), 0);
   for (int64_t r = cap - 1; r >= old; --r) free_.push_back(r);
 }
 
@@ -81,7 +83,6 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   // A run's first entry steps at its row's position, the next ones after it.
   const int64_t n = int64_t(rows.size());
   step_positions_.resize(rows.size());
-  stepped_at_.resize(size_t(state_.batch), 0);
   ++steps_;
   bool runs = false;
   for (int64_t i = 0; i < n; ++i) {
