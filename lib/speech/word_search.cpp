@@ -117,6 +117,28 @@ bool better(const Hyp& a, const Hyp& b) {
   return a.key != b.key ? a.key < b.key : a.node < b.node;
 }
 
+// What one frame of a search works on and forgets by the next: per thread,
+// shared by every search the thread runs (a group decodes its streams one
+// after another on OpenMP's threads), so it stays in the core's cache
+// instead of each stream's copy being fetched cold at every frame. Only the
+// beam and the word history are a search's own.
+struct FrameScratch {
+  std::vector<Hyp> next;             // the candidates
+  std::vector<int32_t> slots;        // open addressing: index into next, or -1
+  std::vector<double> logp;
+  std::vector<Reach> reach;          // per beam hypothesis
+  std::vector<int32_t> root_order;   // the root's children by the frame's phone scores, best first
+  std::vector<double> floor;         // a min-heap: lower bounds of `beam` distinct candidates
+  std::vector<uint64_t> beam_words;  // the beam's word hashes, sorted
+  // (hash of the words before, spelling) of the beam's last words, sorted
+  std::vector<std::pair<uint64_t, int32_t>> extensions;
+  std::vector<std::pair<LmState, int32_t>> asks;  // the scores the frame's word ends ask for
+  static FrameScratch& of_thread() {
+    thread_local FrameScratch scratch;
+    return scratch;
+  }
+};
+
 }  // namespace
 
 // The words a search can recognise and their pronunciation trie: built once
@@ -152,15 +174,8 @@ struct WordSearch::Impl {
   const LanguageModel* lm;
   WordSearchOptions options;
   WordHistory history;
-  std::vector<Hyp> beam, next;
-  std::vector<int32_t> slots;  // open addressing: index into next, or -1
-  std::vector<double> logp;
-  std::vector<Reach> reach;                                // per beam hypothesis, this frame
-  std::vector<int32_t> root_order;                         // the root's children by this frame's phone scores, best first
-  std::vector<double> floor;                               // a min-heap: lower bounds of `beam` distinct candidates
-  std::vector<uint64_t> beam_words;                        // the beam's word hashes, sorted
-  std::vector<std::pair<uint64_t, int32_t>> extensions;   // (hash of the words before, spelling) of the beam's last words, sorted
-  std::vector<std::pair<LmState, int32_t>> asks;          // the scores this frame's word ends ask for
+  std::vector<Hyp> beam;
+  FrameScratch* scratch = nullptr;  // the thread's, while push() runs
   std::vector<RecognizedWord> settled;
   int32_t settled_at = WordHistory::kNone;  // the last settled word's entry
   int64_t frame = 0;
@@ -230,19 +245,19 @@ struct WordSearch::Impl {
   }
 
   int32_t& slot_of(const Hyp& h) {
-    const size_t mask = slots.size() - 1;
+    const size_t mask = scratch->slots.size() - 1;
     for (size_t i = size_t(h.key) & mask;; i = (i + 1) & mask) {
-      const int32_t at = slots[i];
-      if (at < 0) return slots[i];
-      const Hyp& c = next[size_t(at)];
+      const int32_t at = scratch->slots[i];
+      if (at < 0) return scratch->slots[i];
+      const Hyp& c = scratch->next[size_t(at)];
       if (c.key == h.key && c.node == h.node && c.last_phone == h.last_phone && history.same_words(c.words, h.words))
-        return slots[i];
+        return scratch->slots[i];
     }
   }
 
   void grow_slots() {
-    slots.assign(std::max<size_t>(64, slots.size() * 2), -1);
-    for (size_t i = 0; i < next.size(); ++i) slot_of(next[i]) = int32_t(i);
+    scratch->slots.assign(std::max<size_t>(64, scratch->slots.size() * 2), -1);
+    for (size_t i = 0; i < scratch->next.size(); ++i) slot_of(scratch->next[i]) = int32_t(i);
   }
 
   // Adds the alignments (blank, label) of hypothesis h to the candidates;
@@ -250,17 +265,17 @@ struct WordSearch::Impl {
   bool contribute(const Hyp& h, double blank, double label) {
     const double part = log_add(blank, label);
     if (part == kLogZero) return false;
-    if ((next.size() + 1) * 2 > slots.size()) grow_slots();
+    if ((scratch->next.size() + 1) * 2 > scratch->slots.size()) grow_slots();
     int32_t& slot = slot_of(h);
     if (slot < 0) {
-      slot = int32_t(next.size());
-      next.push_back(h);
-      next.back().blank = blank;
-      next.back().label = label;
-      next.back().strongest = part;
+      slot = int32_t(scratch->next.size());
+      scratch->next.push_back(h);
+      scratch->next.back().blank = blank;
+      scratch->next.back().label = label;
+      scratch->next.back().strongest = part;
       return true;
     }
-    Hyp& c = next[size_t(slot)];
+    Hyp& c = scratch->next[size_t(slot)];
     c.blank = log_add(c.blank, blank);
     c.label = log_add(c.label, label);
     if (part > c.strongest) {
@@ -274,10 +289,10 @@ struct WordSearch::Impl {
   // A new candidate that scores at least `score` and is none of the
   // floor's: the floor's lowest gives way to it.
   void raise_floor(double score) {
-    if (floor.empty() || score <= floor.front()) return;
-    std::pop_heap(floor.begin(), floor.end(), std::greater<double>());
-    floor.back() = score;
-    std::push_heap(floor.begin(), floor.end(), std::greater<double>());
+    if (scratch->floor.empty() || score <= scratch->floor.front()) return;
+    std::pop_heap(scratch->floor.begin(), scratch->floor.end(), std::greater<double>());
+    scratch->floor.back() = score;
+    std::push_heap(scratch->floor.begin(), scratch->floor.end(), std::greater<double>());
   }
   static double margin(double t) { return 1e-9 * (1 + std::fabs(t)); }
 
@@ -288,7 +303,7 @@ struct WordSearch::Impl {
     const int64_t start = h.node == kRoot ? frame : h.word_start;
     const double label = from + lp;
     const bool alone = r.cut != kLogZero;
-    if (n.children > 0 && !(alone && label + h.lm_score < floor.front())) {  // the word goes on
+    if (n.children > 0 && !(alone && label + h.lm_score < scratch->floor.front())) {  // the word goes on
       Hyp e = h;
       e.node = child;
       e.last_phone = n.phone;
@@ -304,7 +319,7 @@ struct WordSearch::Impl {
       e.lm_score += options.word_bonus;
       if (lm) e.lm_score += options.lm_weight * lm_score(h.lm, words[size_t(w)].lm_id, &e.lm);
       const bool fresh = alone && !beam_words;  // a key of its own: this is all it gets
-      if (fresh && label + e.lm_score < floor.front()) continue;
+      if (fresh && label + e.lm_score < scratch->floor.front()) continue;
       e.words = history.add(h.words, w, words[size_t(w)].spelling, start, frame);
       e.node = kRoot;
       e.last_phone = n.phone;
@@ -317,20 +332,20 @@ struct WordSearch::Impl {
   // one of a phone search's) then stops at its first child out of reach.
   void order_root() {
     const PronunciationTrie::Node& n = trie.node(kRoot);
-    root_order.clear();
+    scratch->root_order.clear();
     for (int32_t child = n.first_child; child < n.first_child + n.children; ++child)
-      if (logp[size_t(trie.node(child).phone)] >= options.prune) root_order.push_back(child);
-    std::sort(root_order.begin(), root_order.end(), [&](int32_t a, int32_t b) {
-      return logp[size_t(trie.node(a).phone)] > logp[size_t(trie.node(b).phone)];
+      if (scratch->logp[size_t(trie.node(child).phone)] >= options.prune) scratch->root_order.push_back(child);
+    std::sort(scratch->root_order.begin(), scratch->root_order.end(), [&](int32_t a, int32_t b) {
+      return scratch->logp[size_t(trie.node(a).phone)] > scratch->logp[size_t(trie.node(b).phone)];
     });
   }
   // The children a hypothesis at `node` emits to, in order: the root's as
   // root_order has them, any other node's as the trie does.
   int32_t child_count(int32_t node) const {
-    return node == kRoot ? int32_t(root_order.size()) : trie.node(node).children;
+    return node == kRoot ? int32_t(scratch->root_order.size()) : trie.node(node).children;
   }
   int32_t child(int32_t node, int32_t i) const {
-    return node == kRoot ? root_order[size_t(i)] : trie.node(node).first_child + i;
+    return node == kRoot ? scratch->root_order[size_t(i)] : trie.node(node).first_child + i;
   }
   // Whether h, at the root, emits nothing more from a child scoring at most
   // `bound`: its reach r is alone with its words, no beam hypothesis extends
@@ -343,7 +358,7 @@ struct WordSearch::Impl {
 
   bool extended(const Reach& r, int32_t spelling) const {
     for (int32_t i = r.first_extension; i < r.end_extension; ++i)
-      if (extensions[size_t(i)].second == spelling) return true;
+      if (scratch->extensions[size_t(i)].second == spelling) return true;
     return false;
   }
 
@@ -364,39 +379,48 @@ struct WordSearch::Impl {
   // the beam is the same bits. The beam is best first, so its best
   // hypotheses' emissions raise the floor before the others are looked at.
   void plan_reach() {
-    reach.assign(beam.size(), Reach{kLogZero, 0, 0, 0});
-    floor.clear();
+    scratch->reach.assign(beam.size(), Reach{kLogZero, 0, 0, 0});
+    scratch->floor.clear();
     if (beam.size() < size_t(options.beam) || options.lm_weight < 0) return;
     for (const Hyp& h : beam) {
       const double total = h.total;
-      const double repeat = h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune
-                                ? h.label + logp[size_t(h.last_phone)] : kLogZero;
-      floor.push_back(log_add(total + logp[0], repeat) + h.lm_score);
+      const double repeat = h.last_phone > 0 && scratch->logp[size_t(h.last_phone)] >= options.prune
+                                ? h.label + scratch->logp[size_t(h.last_phone)] : kLogZero;
+      scratch->floor.push_back(log_add(total + scratch->logp[0], repeat) + h.lm_score);
     }
-    std::make_heap(floor.begin(), floor.end(), std::greater<double>());
-    const double T = floor.front();
-    if (!std::isfinite(T)) return floor.clear();
+    std::make_heap(scratch->floor.begin(), scratch->floor.end(), std::greater<double>());
+    const double T = scratch->floor.front();
+    if (!std::isfinite(T)) return scratch->floor.clear();
     const double gain = options.word_bonus + (lm ? options.lm_weight * vocab->lm_max : 0.0);
     const double lift = std::max(0.0, gain);
-    beam_words.clear();
-    extensions.clear();
+    scratch->beam_words.clear();
+    scratch->extensions.clear();
     for (const Hyp& h : beam) {
-      beam_words.push_back(history.hash(h.words));
+      scratch->beam_words.push_back(history.hash(h.words));
       if (h.words != WordHistory::kNone)
-        extensions.emplace_back(history.hash(history[h.words].parent), history[h.words].spelling);
+        scratch->extensions.emplace_back(history.hash(history[h.words].parent), history[h.words].spelling);
     }
-    std::sort(beam_words.begin(), beam_words.end());
-    std::sort(extensions.begin(), extensions.end());
+    std::sort(scratch->beam_words.begin(), scratch->beam_words.end());
+    std::sort(scratch->extensions.begin(), scratch->extensions.end());
     for (size_t i = 0; i < beam.size(); ++i) {
       const uint64_t mine = history.hash(beam[i].words);
-      auto same = std::equal_range(beam_words.begin(), beam_words.end(), mine);
+      auto same = std::equal_range(scratch->beam_words.begin(), scratch->beam_words.end(), mine);
       if (same.second - same.first > 1) continue;
-      auto ext = std::equal_range(extensions.begin(), extensions.end(), std::pair<uint64_t, int32_t>{mine, INT32_MIN},
+      auto ext = std::equal_range(scratch->extensions.begin(), scratch->extensions.end(),
+                                  std::pair<uint64_t, int32_t>{mine, INT32_MIN},
                                   [](const auto& a, const auto& b) { return a.first < b.first; });
       const double head = lift + beam[i].lm_score;
-      reach[i] = Reach{T - margin(T) - head, head, int32_t(ext.first - extensions.begin()),
-                       int32_t(ext.second - extensions.begin())};
+      scratch->reach[i] = Reach{T - margin(T) - head, head, int32_t(ext.first - scratch->extensions.begin()),
+                                int32_t(ext.second - scratch->extensions.begin())};
     }
+  }
+
+  // What the frame walks through, asked for at once so that the misses
+  // overlap (WordHistory::prefetch says why they miss).
+  void prefetch_search() const {
+    history.prefetch();
+    const char* b = reinterpret_cast<const char*>(beam.data());
+    for (size_t at = 0, bytes = beam.size() * sizeof(Hyp); at < bytes; at += 64) __builtin_prefetch(b + at);
   }
 
   // The language model's arcs this frame's word ends will read: the misses
@@ -404,58 +428,61 @@ struct WordSearch::Impl {
   // finding out what to fetch misses too: first the memo's slots and the
   // histories' contexts, then the arcs of what the memo lacks.
   void prefetch_scores() {
-    asks.clear();
+    scratch->asks.clear();
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
       const double total = h.total;
-      const size_t before = asks.size();
+      const size_t before = scratch->asks.size();
       for (int32_t j = 0, children = child_count(h.node); j < children; ++j) {
         const PronunciationTrie::Node& c = trie.node(child(h.node, j));
-        const double lp = logp[size_t(c.phone)];
+        const double lp = scratch->logp[size_t(c.phone)];
         if (lp < options.prune) continue;
-        if (done_at_root(h, reach[i], total + lp)) break;
-        const bool low = (c.phone == h.last_phone ? h.blank : total) + lp < reach[i].cut;
+        if (done_at_root(h, scratch->reach[i], total + lp)) break;
+        const bool low = (c.phone == h.last_phone ? h.blank : total) + lp < scratch->reach[i].cut;
         for (int32_t k = 0; k < c.words; ++k) {
           const SearchWord& w = words[size_t(trie.words_of(c)[k])];
-          if (low && !extended(reach[i], w.spelling)) continue;
-          asks.emplace_back(h.lm, w.lm_id);
+          if (low && !extended(scratch->reach[i], w.spelling)) continue;
+          scratch->asks.emplace_back(h.lm, w.lm_id);
           __builtin_prefetch(&memo_slot(memo_key(h.lm, w.lm_id)));
         }
       }
-      if (asks.size() > before) lm->prefetch_context(h.lm);
+      if (scratch->asks.size() > before) lm->prefetch_context(h.lm);
     }
-    for (const auto& [state, word] : asks)
+    for (const auto& [state, word] : scratch->asks)
       if (!memoized(state, word)) lm->prefetch(state, word);
   }
 
   void push(const float* row) {
+    scratch = &FrameScratch::of_thread();
+    prefetch_search();
     for (int c = 0; c < kPhoneClasses; ++c)
       if (!std::isfinite(row[c]))
         throw Error("WordSearch: frame " + std::to_string(frame) + ", class " + std::to_string(c) +
                     ": the logit is not finite");
-    log_softmax_row(row, kPhoneClasses, logp);
-    next.clear();
-    std::fill(slots.begin(), slots.end(), -1);
+    log_softmax_row(row, kPhoneClasses, scratch->logp);
+    scratch->next.clear();
+    std::fill(scratch->slots.begin(), scratch->slots.end(), -1);
     order_root();
     plan_reach();
     if (lm) prefetch_scores();
     for (size_t i = 0; i < beam.size(); ++i) {
       const Hyp& h = beam[i];
-      Reach& r = reach[i];
-      if (r.cut != kLogZero) r.cut = floor.front() - margin(floor.front()) - r.head;
+      Reach& r = scratch->reach[i];
+      if (r.cut != kLogZero) r.cut = scratch->floor.front() - margin(scratch->floor.front()) - r.head;
       const double total = h.total;
-      contribute(h, total + logp[0], kLogZero);
-      if (h.last_phone > 0 && logp[size_t(h.last_phone)] >= options.prune)
-        contribute(h, kLogZero, h.label + logp[size_t(h.last_phone)]);
+      contribute(h, total + scratch->logp[0], kLogZero);
+      if (h.last_phone > 0 && scratch->logp[size_t(h.last_phone)] >= options.prune)
+        contribute(h, kLogZero, h.label + scratch->logp[size_t(h.last_phone)]);
       for (int32_t j = 0, children = child_count(h.node); j < children; ++j) {
         const int32_t c = child(h.node, j), phone = trie.node(c).phone;
-        const double lp = logp[size_t(phone)];
+        const double lp = scratch->logp[size_t(phone)];
         if (done_at_root(h, r, total + lp)) break;
         // After the same phone, only alignments with a blank between emit it anew.
         const double from = phone == h.last_phone ? h.blank : total;
         if (lp >= options.prune && from != kLogZero) emit(h, r, c, from, lp);
       }
     }
+    std::vector<Hyp>& next = scratch->next;
     const size_t keep = std::min(next.size(), size_t(options.beam));
     for (Hyp& c : next) {
       c.total = log_add(c.blank, c.label);
@@ -465,7 +492,7 @@ struct WordSearch::Impl {
     next.resize(keep);
     for (const Hyp& h : next) history.acquire(h.words);
     for (const Hyp& h : beam) history.release(h.words);
-    beam.swap(next);
+    beam.assign(next.begin(), next.end());
     history.sweep();
     ++frame;
     settle();
