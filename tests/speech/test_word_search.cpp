@@ -5,6 +5,7 @@
 // language model decoder (the search over the phones as words) the same way.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -471,6 +472,94 @@ TEST_CASE("word search streamed: settled words taken as they come, then finish, 
       CHECK(got[i].first_frame == whole.words[i].first_frame);
       CHECK(got[i].last_frame == whole.words[i].last_frame);
     }
+  }
+}
+
+TEST_CASE("word search: searches stepped in turn on one thread each give what they give alone") {
+  // What a frame works on belongs to the thread, shared by the searches it
+  // runs (a stream group's). Searches of different lexicons, models and
+  // beams (the widest grows the shared candidate table for the others)
+  // pushed a few frames at a time in a random order equal each run alone:
+  // every settled and pending word with its frames, and the final score.
+  const uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  TempDir tmp;
+  struct Case {
+    Lexicon lex;
+    std::unique_ptr<LanguageModel> lm;
+    WordSearchOptions o;
+    std::vector<float> logits;
+    int64_t T = 0;
+  };
+  std::vector<Case> cases(4);
+  const int beams[] = {2, 8, 64, 300};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case& c = cases[i];
+    c.lex = random_lexicon(rng, rng.integer(6, 10), 4, 12, i % 2 == 1);
+    std::vector<std::string> vocabulary;
+    for (const auto& [w, p] : c.lex.words) vocabulary.push_back(w);
+    const std::string path = tmp.file("lm" + std::to_string(i) + ".arpa");
+    write_text_file(path, arpa_text(random_arpa(rng, int(rng.integer(2, 3)), vocabulary, true), rng), false);
+    c.lm = std::make_unique<LanguageModel>(read_arpa(path));
+    std::vector<int32_t> classes = {0};
+    for (int k = 0; k < 12; ++k)
+      for (int32_t p : c.lex.words.at(vocabulary[size_t(rng.integer(0, int64_t(vocabulary.size()) - 1))])) {
+        if (p == classes.back() || rng.uniform(0, 1) < 0.3) classes.push_back(0);
+        for (int64_t r = rng.integer(1, 3); r > 0; --r) classes.push_back(p);
+      }
+    c.T = int64_t(classes.size());
+    c.logits = peaked(classes, rng, 5, 2.5);
+    c.o.beam = beams[i];
+    c.o.prune = -12;
+    c.o.max_delay = int(rng.integer(3, 8));
+    c.o.lm_weight = rng.uniform(0.3, 1.5);
+    c.o.word_bonus = rng.uniform(-0.5, 2);
+  }
+  // Everything a search hands out, in order, frame by frame.
+  auto record = [](WordSearch& s, std::vector<std::string>& out) {
+    auto put = [&](const char* what, const std::vector<RecognizedWord>& words) {
+      for (const RecognizedWord& w : words)
+        out.push_back(std::string(what) + " " + w.word + " " + std::to_string(w.first_frame) + "-" +
+                      std::to_string(w.last_frame));
+    };
+    put("settled", s.take_settled());
+    put("pending", s.pending());
+  };
+  std::vector<std::vector<std::string>> alone(cases.size()), in_turn(cases.size());
+  std::vector<double> alone_score(cases.size()), in_turn_score(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    WordSearch s(cases[i].lex, cases[i].lm.get(), cases[i].o);
+    for (int64_t t = 0; t < cases[i].T; ++t) {
+      s.push(cases[i].logits.data() + t * kPhoneClasses);
+      record(s, alone[i]);
+    }
+    const WordSearchResult r = s.finish();
+    for (const RecognizedWord& w : r.words) alone[i].push_back("final " + w.word);
+    alone_score[i] = r.score;
+  }
+  std::vector<std::unique_ptr<WordSearch>> searches;
+  for (const Case& c : cases) searches.push_back(std::make_unique<WordSearch>(c.lex, c.lm.get(), c.o));
+  std::vector<int64_t> at(cases.size(), 0);
+  for (size_t left = cases.size(); left > 0;) {
+    const size_t i = size_t(rng.integer(0, int64_t(cases.size()) - 1));
+    if (at[i] == cases[i].T) continue;
+    for (int64_t n = rng.integer(1, 3); n > 0 && at[i] < cases[i].T; --n, ++at[i]) {
+      searches[i]->push(cases[i].logits.data() + at[i] * kPhoneClasses);
+      record(*searches[i], in_turn[i]);
+    }
+    if (at[i] < cases[i].T) continue;
+    const WordSearchResult r = searches[i]->finish();
+    for (const RecognizedWord& w : r.words) in_turn[i].push_back("final " + w.word);
+    in_turn_score[i] = r.score;
+    --left;
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("search " << i << ", beam " << cases[i].o.beam);
+    auto settled = [](const std::string& e) { return e.rfind("settled", 0) == 0; };
+    CHECK(std::count_if(alone[i].begin(), alone[i].end(), settled) > 0);
+    CHECK(in_turn[i] == alone[i]);
+    CHECK(in_turn_score[i] == alone_score[i]);
   }
 }
 
