@@ -1,7 +1,9 @@
 #include "process_setup.h"
 
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,12 +24,60 @@ void gotoblas_dynamic_quit(void) __attribute__((weak));
 namespace lt::app {
 namespace {
 
+// The processes reading this one's stdout or stderr through a pipe
+// (`lt-asr ... | python3 ...`): started with the tool, they are busy with
+// their own start-up just when it looks, though they wait on its output
+// after. Their pids, at most max.
+int pipe_readers(pid_t* out, int max) {
+  ino_t pipes[2];
+  int count = 0;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) pipes[count++] = st.st_ino;
+  }
+  if (count == 0) return 0;
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  int n = 0;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid()) continue;
+    char path[64], link[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/fd/0", pid);
+    const ssize_t len = readlink(path, link, sizeof link - 1);  // another user's: not readable, left out
+    if (len <= 0) continue;
+    link[len] = '\0';
+    unsigned long inode = 0;
+    if (std::sscanf(link, "pipe:[%lu]", &inode) != 1) continue;
+    if (std::find(pipes, pipes + count, ino_t(inode)) != pipes + count && n < max) out[n++] = pid_t(pid);
+  }
+  closedir(proc);
+  return n;
+}
+
+// Whether process pid is running now: the state after its name in /proc/pid/stat.
+bool running(pid_t pid) {
+  char path[64], text[512];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  const size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  text[n] = '\0';
+  const char* name_end = std::strrchr(text, ')');  // a name may hold spaces and parentheses
+  return name_end && name_end[1] == ' ' && name_end[2] == 'R';
+}
+
 // Threads of other processes running now: the kernel's count of running
 // tasks (procs_running in /proc/stat, this one included), the fewest of up
-// to five looks 2 ms apart, so that a moment's blip does not count. A look
-// that sees none ends it: an idle machine costs one read.
+// to five looks 2 ms apart, so that a moment's blip does not count, less
+// the readers of its output (pipe_readers) running then. A look that sees
+// none ends it: an idle machine costs one read.
 int other_running_threads() {
   int fewest = 1 << 30;
+  pid_t readers[8];
+  int reader_count = -1;  // looked for once another thread is seen
   for (int look = 0; look < 5 && fewest > 0; ++look) {
     if (look) usleep(2000);
     std::FILE* f = std::fopen("/proc/stat", "r");
@@ -38,7 +88,10 @@ int other_running_threads() {
       if (std::sscanf(line, "procs_running %d", &n) == 1) break;
     std::fclose(f);
     if (n < 1) return 0;
-    fewest = std::min(fewest, n - 1);
+    int others = n - 1;
+    if (others > 0 && reader_count < 0) reader_count = pipe_readers(readers, 8);
+    for (int i = 0; i < reader_count && others > 0; ++i) others -= running(readers[i]);
+    fewest = std::min(fewest, others);
   }
   return fewest;
 }

@@ -22,6 +22,8 @@
 //   in docs/benchmarks.md, "Under CPU contention"). So the tool looks at the
 //   machine when it starts: when other threads are running, it waits
 //   passively (unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise).
+//   The readers of its stdout or stderr through a pipe do not count: they
+//   start beside it and then wait on its output.
 //   Generation, whose steps cross dozens of barriers, then also uses only
 //   the cores the others leave, at least one; training, whose batch is split
 //   into a few large parallel regions, runs fastest on all of them (unless
