@@ -20,6 +20,13 @@ inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Asks for every cache line of [p, p + bytes) ahead of a walk through
+// them, so that the misses overlap instead of stalling one after another.
+inline void prefetch_bytes(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(c + at);
+}
+
 class WordHistory {
  public:
   struct Entry {
@@ -95,10 +102,7 @@ class WordHistory {
   // Asks for the entries ahead of a walk through them: in a stream group
   // the streams' searches run one after another, so each finds its entries
   // evicted by the others and would otherwise miss on every parent it chases.
-  void prefetch() const {
-    const char* p = reinterpret_cast<const char*>(entries_.data());
-    for (size_t at = 0, bytes = entries_.size() * sizeof(Entry); at < bytes; at += 64) __builtin_prefetch(p + at);
-  }
+  void prefetch() const { prefetch_bytes(entries_.data(), entries_.size() * sizeof(Entry)); }
   void clear() {
     entries_.clear();
     free_.clear();

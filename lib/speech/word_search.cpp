@@ -419,8 +419,7 @@ struct WordSearch::Impl {
   // overlap (WordHistory::prefetch says why they miss).
   void prefetch_search() const {
     history.prefetch();
-    const char* b = reinterpret_cast<const char*>(beam.data());
-    for (size_t at = 0, bytes = beam.size() * sizeof(Hyp); at < bytes; at += 64) __builtin_prefetch(b + at);
+    prefetch_bytes(beam.data(), beam.size() * sizeof(Hyp));
   }
 
   // The language model's arcs this frame's word ends will read: the misses
