@@ -14,6 +14,7 @@
 #include "ops/packed_linear.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -148,17 +149,27 @@ LT_AMX void amx_panel(const uint32_t* xb, int64_t padded, int64_t rows, int64_t 
   }
 }
 
-LT_AMX void amx_forward(const uint32_t* xb, int64_t padded, int64_t rows, int64_t pairs, const char* w,
-                        size_t panel_bytes, int64_t panels, const float* bias, bool relu, float* y, int64_t out) {
+// One thread's share of the panels, [j0, j1). Its own function because clang
+// 14 does not carry a function's target attribute into the body of an
+// `omp parallel` region it outlines, and then cannot compile tile intrinsics.
+LT_AMX void amx_panels(const uint32_t* xb, int64_t padded, int64_t rows, int64_t pairs, const char* w,
+                       size_t panel_bytes, int64_t j0, int64_t j1, const float* bias, bool relu, float* y,
+                       int64_t out) {
+  if (j0 >= j1) return;
+  const TileConfig config;  // a thread's tiles are its own
+  _tile_loadconfig(&config);
+  for (int64_t j = j0; j < j1; ++j)
+    amx_panel(xb, padded, rows, pairs, w + size_t(j) * panel_bytes, bias ? bias + j * kPanel : nullptr, relu,
+              y + j * kPanel, out, std::min(kPanel, out - j * kPanel));
+  _tile_release();
+}
+
+void amx_forward(const uint32_t* xb, int64_t padded, int64_t rows, int64_t pairs, const char* w,
+                 size_t panel_bytes, int64_t panels, const float* bias, bool relu, float* y, int64_t out) {
 #pragma omp parallel
   {
-    const TileConfig config;  // a thread's tiles are its own
-    _tile_loadconfig(&config);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < panels; ++j)
-      amx_panel(xb, padded, rows, pairs, w + size_t(j) * panel_bytes, bias ? bias + j * kPanel : nullptr, relu,
-                y + j * kPanel, out, std::min(kPanel, out - j * kPanel));
-    _tile_release();
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    amx_panels(xb, padded, rows, pairs, w, panel_bytes, panels * t / n, panels * (t + 1) / n, bias, relu, y, out);
   }
 }
 
