@@ -112,7 +112,15 @@ struct Reach {
   int32_t first_extension, end_extension;
 };
 
-bool better(const Hyp& a, const Hyp& b) {
+// What the beam is cut by, apart from the candidate (at: its index): a
+// sort moves these instead of whole hypotheses.
+struct Rank {
+  double ranked;
+  uint64_t key;
+  int32_t node, at;
+};
+
+bool better(const Rank& a, const Rank& b) {
   if (a.ranked != b.ranked) return a.ranked > b.ranked;
   return a.key != b.key ? a.key < b.key : a.node < b.node;
 }
@@ -133,6 +141,7 @@ struct FrameScratch {
   // (hash of the words before, spelling) of the beam's last words, sorted
   std::vector<std::pair<uint64_t, int32_t>> extensions;
   std::vector<std::pair<LmState, int32_t>> asks;  // the scores the frame's word ends ask for
+  std::vector<Rank> ranks;                        // the candidates', best first after the cut
   static FrameScratch& of_thread() {
     thread_local FrameScratch scratch;
     return scratch;
@@ -482,16 +491,20 @@ struct WordSearch::Impl {
       }
     }
     std::vector<Hyp>& next = scratch->next;
+    std::vector<Rank>& ranks = scratch->ranks;
     const size_t keep = std::min(next.size(), size_t(options.beam));
-    for (Hyp& c : next) {
+    ranks.clear();
+    for (size_t i = 0; i < next.size(); ++i) {
+      Hyp& c = next[i];
       c.total = log_add(c.blank, c.label);
       c.ranked = c.total + c.lm_score;
+      ranks.push_back(Rank{c.ranked, c.key, c.node, int32_t(i)});
     }
-    std::partial_sort(next.begin(), next.begin() + std::ptrdiff_t(keep), next.end(), better);
-    next.resize(keep);
-    for (const Hyp& h : next) history.acquire(h.words);
+    std::partial_sort(ranks.begin(), ranks.begin() + std::ptrdiff_t(keep), ranks.end(), better);
+    for (size_t k = 0; k < keep; ++k) history.acquire(next[size_t(ranks[k].at)].words);
     for (const Hyp& h : beam) history.release(h.words);
-    beam.assign(next.begin(), next.end());
+    beam.clear();
+    for (size_t k = 0; k < keep; ++k) beam.push_back(next[size_t(ranks[k].at)]);
     history.sweep();
     ++frame;
     settle();
