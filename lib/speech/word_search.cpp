@@ -102,14 +102,22 @@ uint64_t merge_key(const WordHistory& history, int32_t words, int32_t node, int3
 // What a hypothesis's emissions need to reach this frame's beam (the score
 // beam in WordSearch::Impl::plan_reach): a word end whose alignments score
 // below `cut` is left out before its LM score is looked up, unless its
-// words are those of a hypothesis in the beam, listed in
-// extensions[first_extension, end_extension). `cut` is the floor less
+// words are those of a hypothesis in the beam, listed from `extensions`
+// (FrameScratch::extension_next). `cut` is the floor less
 // `head` (the hypothesis's LM score and the most a word end adds), and
 // rises with the floor; -inf: nothing is left out (another hypothesis has
 // the same words).
 struct Reach {
   double cut, head;
-  int32_t first_extension, end_extension;
+  int32_t extensions;  // the first, a beam index; -1: none
+};
+
+// The beam's hypotheses with the same word hash: how many, and the first
+// beam hypothesis whose words are these plus one (-1: none).
+struct WordsSlot {
+  uint64_t hash;
+  int32_t count;  // 0: an empty slot
+  int32_t extensions;
 };
 
 // What the beam is cut by, apart from the candidate (at: its index): a
@@ -137,9 +145,8 @@ struct FrameScratch {
   std::vector<Reach> reach;          // per beam hypothesis
   std::vector<int32_t> root_order;   // the root's children by the frame's phone scores, best first
   std::vector<double> floor;         // a min-heap: lower bounds of `beam` distinct candidates
-  std::vector<uint64_t> beam_words;  // the beam's word hashes, sorted
-  // (hash of the words before, spelling) of the beam's last words, sorted
-  std::vector<std::pair<uint64_t, int32_t>> extensions;
+  std::vector<WordsSlot> words;      // open addressing over the beam's word hashes
+  std::vector<int32_t> extension_next;  // per beam hypothesis: the next in its list of extensions, or -1
   std::vector<std::pair<LmState, int32_t>> asks;  // the scores the frame's word ends ask for
   std::vector<Rank> ranks;                        // the candidates', best first after the cut
   static FrameScratch& of_thread() {
@@ -362,12 +369,12 @@ struct WordSearch::Impl {
   // and every later child in root_order scores less. Elsewhere emit()'s own
   // checks leave out what is out of reach, child by child.
   static bool done_at_root(const Hyp& h, const Reach& r, double bound) {
-    return h.node == kRoot && r.first_extension == r.end_extension && bound < r.cut;
+    return h.node == kRoot && r.extensions < 0 && bound < r.cut;
   }
 
   bool extended(const Reach& r, int32_t spelling) const {
-    for (int32_t i = r.first_extension; i < r.end_extension; ++i)
-      if (scratch->extensions[size_t(i)].second == spelling) return true;
+    for (int32_t j = r.extensions; j >= 0; j = scratch->extension_next[size_t(j)])
+      if (history[beam[size_t(j)].words].spelling == spelling) return true;
     return false;
   }
 
@@ -388,7 +395,7 @@ struct WordSearch::Impl {
   // the beam is the same bits. The beam is best first, so its best
   // hypotheses' emissions raise the floor before the others are looked at.
   void plan_reach() {
-    scratch->reach.assign(beam.size(), Reach{kLogZero, 0, 0, 0});
+    scratch->reach.assign(beam.size(), Reach{kLogZero, 0, -1});
     scratch->floor.clear();
     if (beam.size() < size_t(options.beam) || options.lm_weight < 0) return;
     for (const Hyp& h : beam) {
@@ -402,25 +409,34 @@ struct WordSearch::Impl {
     if (!std::isfinite(T)) return scratch->floor.clear();
     const double gain = options.word_bonus + (lm ? options.lm_weight * vocab->lm_max : 0.0);
     const double lift = std::max(0.0, gain);
-    scratch->beam_words.clear();
-    scratch->extensions.clear();
+    // The beam's word hashes in a table of at most half load, each with
+    // how many hypotheses have them and the list of those extending them.
+    std::vector<WordsSlot>& table = scratch->words;
+    size_t slots = 64;
+    while (slots < 2 * beam.size()) slots *= 2;
+    table.assign(slots, WordsSlot{0, 0, -1});
+    auto slot = [&](uint64_t hash) -> WordsSlot& {
+      for (size_t at = size_t(hash) & (slots - 1);; at = (at + 1) & (slots - 1))
+        if (table[at].count == 0 || table[at].hash == hash) return table[at];
+    };
     for (const Hyp& h : beam) {
-      scratch->beam_words.push_back(history.hash(h.words));
-      if (h.words != WordHistory::kNone)
-        scratch->extensions.emplace_back(history.hash(history[h.words].parent), history[h.words].spelling);
+      WordsSlot& w = slot(history.hash(h.words));
+      w.hash = history.hash(h.words);
+      ++w.count;
     }
-    std::sort(scratch->beam_words.begin(), scratch->beam_words.end());
-    std::sort(scratch->extensions.begin(), scratch->extensions.end());
+    scratch->extension_next.assign(beam.size(), -1);
+    for (size_t j = 0; j < beam.size(); ++j) {
+      if (beam[j].words == WordHistory::kNone) continue;
+      WordsSlot& w = slot(history.hash(history[beam[j].words].parent));
+      if (w.count == 0) continue;  // no hypothesis has the words it extends
+      scratch->extension_next[j] = w.extensions;
+      w.extensions = int32_t(j);
+    }
     for (size_t i = 0; i < beam.size(); ++i) {
-      const uint64_t mine = history.hash(beam[i].words);
-      auto same = std::equal_range(scratch->beam_words.begin(), scratch->beam_words.end(), mine);
-      if (same.second - same.first > 1) continue;
-      auto ext = std::equal_range(scratch->extensions.begin(), scratch->extensions.end(),
-                                  std::pair<uint64_t, int32_t>{mine, INT32_MIN},
-                                  [](const auto& a, const auto& b) { return a.first < b.first; });
+      const WordsSlot& w = slot(history.hash(beam[i].words));
+      if (w.count > 1) continue;
       const double head = lift + beam[i].lm_score;
-      scratch->reach[i] = Reach{T - margin(T) - head, head, int32_t(ext.first - scratch->extensions.begin()),
-                                int32_t(ext.second - scratch->extensions.begin())};
+      scratch->reach[i] = Reach{T - margin(T) - head, head, w.extensions};
     }
   }
 
