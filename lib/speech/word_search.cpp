@@ -128,10 +128,13 @@ struct Rank {
   int32_t node, at;
 };
 
-bool better(const Rank& a, const Rank& b) {
-  if (a.ranked != b.ranked) return a.ranked > b.ranked;
-  return a.key != b.key ? a.key < b.key : a.node < b.node;
-}
+// A type rather than a function, so that the sorts inline it.
+struct Better {
+  bool operator()(const Rank& a, const Rank& b) const {
+    if (a.ranked != b.ranked) return a.ranked > b.ranked;
+    return a.key != b.key ? a.key < b.key : a.node < b.node;
+  }
+};
 
 // What one frame of a search works on and forgets by the next: per thread,
 // shared by every search the thread runs (a group decodes its streams one
@@ -516,7 +519,11 @@ struct WordSearch::Impl {
       c.ranked = c.total + c.lm_score;
       ranks.push_back(Rank{c.ranked, c.key, c.node, int32_t(i)});
     }
-    std::partial_sort(ranks.begin(), ranks.begin() + std::ptrdiff_t(keep), ranks.end(), better);
+    // The best `keep`, then their order: Better orders distinct candidates
+    // totally, so this is the beam a full sort would give.
+    const auto cut = ranks.begin() + std::ptrdiff_t(keep);
+    if (keep < ranks.size()) std::nth_element(ranks.begin(), cut, ranks.end(), Better());
+    std::sort(ranks.begin(), cut, Better());
     for (size_t k = 0; k < keep; ++k) history.acquire(next[size_t(ranks[k].at)].words);
     for (const Hyp& h : beam) history.release(h.words);
     beam.clear();
