@@ -99,33 +99,37 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   // stack on its own: one parallel region a step instead of one per op (about
   // 85 for the speech model), whose barriers cost more than the work at these
   // sizes, all the more when other threads (a server's I/O) share the cores.
-  // Every op inside runs on its thread alone, a run in order, so a slice
-  // never cuts one; a row's bits are the same either way. A GPU takes the
-  // whole step from one thread, on its one stream.
-  const int slices = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
+  // A few slices a thread, each taken by the next thread free: a thread held
+  // up by another on its core then delays the step by a slice at most, where
+  // with one slice each the other thread waited for its whole half. Every op
+  // inside runs on its thread alone, a run in order, so a slice never cuts
+  // one; a row's bits are the same either way. A GPU takes the whole step
+  // from one thread, on its one stream.
+  const int threads = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
+  const int64_t slices = std::min<int64_t>(n / kSliceRows, threads * kSlicesPerThread);
   if (model_.device() != Device::cpu) {
     if (runs)
       step_rounds(rows, inputs, heads);
     else
       step_bucket(rows, step_positions_.data(), inputs, heads);
-  } else if (slices <= 1) {
+  } else if (threads <= 1) {
     model_.step_rows(state_, rows.data(), step_positions_.data(), inputs, heads);
   } else {
     std::vector<std::exception_ptr>& failed = slice_errors_;
     failed.assign(size_t(slices), nullptr);
-    auto cut = [&](int s) {  // slice s's first entry: at a run's start
+    auto cut = [&](int64_t s) {  // slice s's first entry: at a run's start
       int64_t at = n * s / slices;
       while (at > 0 && at < n && rows[size_t(at)] == rows[size_t(at - 1)]) ++at;
       return at;
     };
-#pragma omp parallel num_threads(slices)
-    {
-      const int s = omp_get_thread_num();
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t s = 0; s < slices; ++s) {
       const int64_t begin = cut(s), end = cut(s + 1);
       try {
         if (end > begin) {
           Tensor in = inputs.rows(begin, end), out = heads.rows(begin, end);
-          model_.step_rows(state_, rows.data() + begin, step_positions_.data() + begin, in, out, s);
+          model_.step_rows(state_, rows.data() + begin, step_positions_.data() + begin, in, out,
+                           omp_get_thread_num());
         }
       } catch (...) {
         failed[size_t(s)] = std::current_exception();

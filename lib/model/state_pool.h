@@ -90,8 +90,10 @@ class StatePool {
   Tensor inputs_, heads_;  // a GPU model's copies of a step's CPU inputs and heads, grown
   std::vector<int64_t> bucket_rows_, bucket_positions_;  // a GPU step's rows and positions, padded
   // Rows below which a step is not cut into slices for the threads (a tile
-  // of PackedLinear is 8 rows).
+  // of PackedLinear is 8 rows), and the slices a step is cut into per
+  // thread, taken as threads come free.
   static constexpr int64_t kSliceRows = 8;
+  static constexpr int64_t kSlicesPerThread = 4;
   int64_t live_ = 0;
 };
 
