@@ -423,8 +423,9 @@ struct WordSearch::Impl {
         if (table[at].count == 0 || table[at].hash == hash) return table[at];
     };
     for (const Hyp& h : beam) {
-      WordsSlot& w = slot(history.hash(h.words));
-      w.hash = history.hash(h.words);
+      const uint64_t hash = history.hash(h.words);
+      WordsSlot& w = slot(hash);
+      w.hash = hash;
       ++w.count;
     }
     scratch->extension_next.assign(beam.size(), -1);
