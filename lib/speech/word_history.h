@@ -22,9 +22,10 @@ inline uint64_t mix64(uint64_t x) {
 
 // Asks for every cache line of [p, p + bytes) ahead of a walk through
 // them, so that the misses overlap instead of stalling one after another.
+// From p's own line: a vector's elements rarely start on one.
 inline void prefetch_bytes(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(c + at);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63), end = reinterpret_cast<uintptr_t>(p) + bytes;
+  for (uintptr_t at = first; at < end; at += 64) __builtin_prefetch(reinterpret_cast<const void*>(at));
 }
 
 class WordHistory {
@@ -82,6 +83,30 @@ class WordHistory {
       }
     fresh_.clear();
   }
+  // Whether the entries are mostly free: the array keeps its largest size
+  // (a long stretch with nothing settled), and prefetch() asks for all of it.
+  bool sparse() const {
+    const size_t live = entries_.size() - free_.size();
+    return entries_.size() > 2 * live + 64;
+  }
+  // Moves the entries in use to the front, in their order, and says where
+  // each went (remap[old], kNone for a free one); the caller renumbers what
+  // it holds. Between frames only: after sweep().
+  void compact(std::vector<int32_t>& remap) {
+    remap.assign(entries_.size(), kNone);
+    int32_t n = 0;
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].refs >= 0) remap[i] = n++;
+    for (size_t i = 0; i < entries_.size(); ++i) {  // remap[i] <= i: no entry is overwritten before it moves
+      if (remap[i] == kNone) continue;
+      Entry e = entries_[i];
+      if (e.parent != kNone) e.parent = remap[size_t(e.parent)];
+      entries_[size_t(remap[i])] = e;
+    }
+    entries_.resize(size_t(n));
+    free_.clear();
+  }
+  static int32_t renumbered(const std::vector<int32_t>& remap, int32_t id) { return id == kNone ? kNone : remap[size_t(id)]; }
   // Forgets id's past (its words are settled and reported).
   void detach(int32_t id) {
     release(entries_[size_t(id)].parent);

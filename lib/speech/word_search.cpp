@@ -152,6 +152,7 @@ struct FrameScratch {
   std::vector<int32_t> extension_next;  // per beam hypothesis: the next in its list of extensions, or -1
   std::vector<std::pair<LmState, int32_t>> asks;  // the scores the frame's word ends ask for
   std::vector<Rank> ranks;                        // the candidates', best first after the cut
+  std::vector<int32_t> remap;                     // WordHistory::compact's
   static FrameScratch& of_thread() {
     thread_local FrameScratch scratch;
     return scratch;
@@ -207,7 +208,7 @@ struct WordSearch::Impl {
   // thread runs (a group decodes its streams on OpenMP's threads), direct-
   // mapped so that it never allocates after its first use. A memo of a pure
   // function changes no result.
-  struct Memo {
+  struct alignas(32) Memo {  // aligned: a slot within one cache line, which prefetch_scores asks for
     uint64_t model = 0;  // LanguageModel::instance(); 0: empty
     uint64_t key = 0;
     double score = 0;
@@ -532,6 +533,16 @@ struct WordSearch::Impl {
     history.sweep();
     ++frame;
     settle();
+    if (history.sparse()) compact_history();
+  }
+
+  // The entries in use moved to the front, so that the next frames'
+  // prefetch asks for them and not for the free ones between them. Entry
+  // numbers are no part of a result: the same words hash and compare alike.
+  void compact_history() {
+    history.compact(scratch->remap);
+    for (Hyp& h : beam) h.words = WordHistory::renumbered(scratch->remap, h.words);
+    settled_at = WordHistory::renumbered(scratch->remap, settled_at);
   }
 
   // Moves the words every hypothesis shares into `settled`, first dropping
