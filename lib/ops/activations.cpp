@@ -9,8 +9,9 @@ namespace {
 constexpr int64_t kParallelMin = 1 << 15;
 
 void check_same(const Tensor& a, const Tensor& b, const char* what, const char* a_name, const char* b_name) {
-  check(a.shape() == b.shape(), std::string(what) + ": " + a_name + " " + shape_str(a.shape()) + " and " +
-                                    b_name + " " + shape_str(b.shape()) + " differ");
+  if (a.shape() != b.shape())  // a step's every layer: the message only when it throws
+    throw Error(std::string(what) + ": " + a_name + " " + shape_str(a.shape()) + " and " + b_name + " " +
+                shape_str(b.shape()) + " differ");
 }
 
 // Applies f(x[i]) -> y[i] over all elements, in parallel when it pays off.

@@ -15,14 +15,15 @@ struct ConvShape {
   int64_t B, L, C, K, P;  // P taps before the output's position: (K - 1) / 2 centred, K - 1 causal
 };
 
+// A stream's step checks every layer: the messages are built only when they throw.
 ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& lengths, bool causal, const char* what) {
-  check(x.ndim() == 3, std::string(what) + ": x must be [B, L, C], got " + shape_str(x.shape()));
+  if (x.ndim() != 3) throw Error(std::string(what) + ": x must be [B, L, C], got " + shape_str(x.shape()));
   const int64_t C = x.dim(2);
-  check(w.ndim() == 2 && w.dim(0) == C && w.dim(1) >= 1 && (causal || w.dim(1) % 2 == 1),
-        std::string(what) + ": w must be [" + std::to_string(C) + ", K]" + (causal ? "" : " with K odd") + ", got " +
-            shape_str(w.shape()));
-  check(!lengths.defined() || (lengths.dtype() == DType::i32 && lengths.ndim() == 1 && lengths.dim(0) == x.dim(0)),
-        std::string(what) + ": lengths must be int32 [" + std::to_string(x.dim(0)) + "]");
+  if (!(w.ndim() == 2 && w.dim(0) == C && w.dim(1) >= 1 && (causal || w.dim(1) % 2 == 1)))
+    throw Error(std::string(what) + ": w must be [" + std::to_string(C) + ", K]" + (causal ? "" : " with K odd") +
+                ", got " + shape_str(w.shape()));
+  if (lengths.defined() && !(lengths.dtype() == DType::i32 && lengths.ndim() == 1 && lengths.dim(0) == x.dim(0)))
+    throw Error(std::string(what) + ": lengths must be int32 [" + std::to_string(x.dim(0)) + "]");
   const int64_t K = w.dim(1);
   return {x.dim(0), x.dim(1), C, K, causal ? K - 1 : (K - 1) / 2};
 }
@@ -134,7 +135,7 @@ void depthwise_conv_continue(const Tensor& x, const Tensor& w, const Tensor& bia
   const ConvShape s = conv_shape(x, w, Tensor(), /*causal=*/true, "depthwise_conv_continue");
   check(bias.numel() == s.C && y.shape() == x.shape(), "depthwise_conv_continue: bias must be [C] and y as x");
   const int64_t R = rows ? window.dim(0) : s.B;
-  if (window.shape() != Shape{R, s.K - 1, s.C})
+  if (window.ndim() != 3 || window.dim(0) != R || window.dim(1) != s.K - 1 || window.dim(2) != s.C)
     throw Error("depthwise_conv_continue: window must be [" + std::to_string(R) + ", " + std::to_string(s.K - 1) +
                 ", " + std::to_string(s.C) + "], got " + shape_str(window.shape()));
   const Device dev = common_device({&x, &w, &bias, &window, &y}, "depthwise_conv_continue");

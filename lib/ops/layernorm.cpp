@@ -81,8 +81,8 @@ void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 void residual_layernorm_forward(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                                 Tensor& y) {
   const char* what = "residual_layernorm_forward";
-  check(x.ndim() >= 1 && x.dim(-1) > 0, std::string(what) + ": needs a non-empty last axis, got x " +
-                                            shape_str(x.shape()));
+  if (!(x.ndim() >= 1 && x.dim(-1) > 0))  // a step's every layer: the message only when it throws
+    throw Error(std::string(what) + ": needs a non-empty last axis, got x " + shape_str(x.shape()));
   const int64_t C = x.dim(-1), rows = x.numel() / C;
   check_shape(residual, x.shape(), "residual_layernorm_forward residual");
   check_shape(gamma, {C}, "residual_layernorm_forward gamma");
