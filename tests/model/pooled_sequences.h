@@ -16,13 +16,15 @@ namespace lt::test {
 constexpr int64_t kPooledVocabulary = 11;
 
 // A token model of the copy task's shape (a categorical head over 11), its parameters not yet set.
+// head_dim 32: the speech model's heads, whose step has a fixed-width loop.
 inline std::unique_ptr<SequenceModel> pooled_token_model(Device device, int64_t ff_conv,
-                                                         const std::string& feature_map = "elu") {
+                                                         const std::string& feature_map = "elu", int64_t head_dim = 8) {
   SequenceModelConfig c;
   c.family = "copy";
   c.vocabulary = kPooledVocabulary;
   c.max_positions = 40;
-  c.transformer = TransformerConfig{2, 2, 8, 16, 32, AttentionKind::linear, Direction::causal, feature_map, 0.f};
+  c.transformer = TransformerConfig{2, 2, head_dim, 2 * head_dim, 4 * head_dim, AttentionKind::linear, Direction::causal,
+                                    feature_map, 0.f};
   c.transformer.ff_conv = ff_conv;
   c.head.kind = HeadKind::categorical;
   c.head.classes = kPooledVocabulary;

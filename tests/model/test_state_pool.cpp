@@ -17,8 +17,9 @@ using namespace lt::test;
 
 namespace {
 
-std::unique_ptr<SequenceModel> token_model(uint64_t seed, int64_t ff_conv, const std::string& feature_map = "elu") {
-  auto m = pooled_token_model(Device::cpu, ff_conv, feature_map);
+std::unique_ptr<SequenceModel> token_model(uint64_t seed, int64_t ff_conv, const std::string& feature_map = "elu",
+                                           int64_t head_dim = 8) {
+  auto m = pooled_token_model(Device::cpu, ff_conv, feature_map, head_dim);
   m->init_parameters(seed);
   return m;
 }
@@ -29,10 +30,11 @@ TEST_CASE("a state pool steps rows at their own positions, several in a step too
   const uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
-  int64_t conv = 0;
+  int64_t conv = 0, head_dim = 8;
   std::string phi = "elu";
   Precision precision;
   SUBCASE("fp32") {}
+  SUBCASE("heads of 32, the speech model's, which step through a fixed-width loop") { head_dim = 32; }
   SUBCASE("with a feed-forward convolution") { conv = 3; }
   SUBCASE("FAVOR+ features, whose step takes a pass of its own") { phi = "favor"; }
   SUBCASE("bf16 products and state") {
@@ -40,7 +42,7 @@ TEST_CASE("a state pool steps rows at their own positions, several in a step too
     precision.products = Products::bf16;
     precision.state = DType::bf16;
   }
-  auto model = token_model(seed, conv, phi);
+  auto model = token_model(seed, conv, phi, head_dim);
   std::vector<PooledSequence> seqs = random_sequences(rng, 24);
   StatePool pool(*model, precision, 2);  // grows while the test runs
   step_in_pool(pool, seqs, rng);
