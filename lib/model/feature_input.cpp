@@ -1,8 +1,12 @@
 // FeatureInput: frames of features (speech's normalised, stacked filterbanks)
 // through a linear projection to d/2, beside the sinusoidal position code.
 // The code is computed for the positions asked for rather than read from a
-// table, so a stream (the causal model run as an RNN) has no length limit.
+// fixed table, so a stream (the causal model run as an RNN) has no length
+// limit; a step keeps the codes of the first positions once made.
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -12,6 +16,51 @@
 
 namespace lt {
 namespace {
+
+// The codes of positions 0 .. kRows - 1, each made the first time a step
+// asks for it. A pool's step makes a code per row, 48 exponentials, sines
+// and cosines in double apiece (3% of a 448-stream speech step), and a
+// speech stream's positions restart at every pause, so the same few hundred
+// come back. Steps run on several threads: one claims a row and fills it,
+// the others make their own copy meanwhile. position_code makes every one,
+// so a code has the same bits either way.
+class PositionCodes {
+ public:
+  static constexpr int64_t kRows = 4096;
+  explicit PositionCodes(int64_t width)
+      : width_(width), table_(new float[size_t(kRows * width)]), state_(new std::atomic<uint8_t>[size_t(kRows)]) {
+    for (int64_t i = 0; i < kRows; ++i) state_[size_t(i)].store(kEmpty, std::memory_order_relaxed);
+  }
+
+  // position's code into out [width].
+  void write(int64_t position, float* out) {
+    if (position < kRows) {
+      std::atomic<uint8_t>& state = state_[size_t(position)];
+      float* row = table_.get() + position * width_;
+      uint8_t seen = state.load(std::memory_order_acquire);
+      if (seen == kEmpty && state.compare_exchange_strong(seen, kMaking, std::memory_order_acq_rel)) {
+        make(position, row);
+        state.store(kReady, std::memory_order_release);
+        seen = kReady;
+      }
+      if (seen == kReady) {
+        std::memcpy(out, row, size_t(width_) * sizeof(float));
+        return;
+      }
+    }
+    make(position, out);
+  }
+
+ private:
+  enum : uint8_t { kEmpty, kMaking, kReady };
+  void make(int64_t position, float* out) const {
+    Tensor code = Tensor::wrap(out, {1, width_}, Device::cpu);
+    position_code(position, code);
+  }
+  int64_t width_;
+  std::unique_ptr<float[]> table_;  // not zeroed: only the rows made are touched
+  std::unique_ptr<std::atomic<uint8_t>[]> state_;
+};
 
 class FeatureInput final : public InputPart {
  public:
@@ -47,8 +96,7 @@ class FeatureInput final : public InputPart {
     Tensor codes = dev == Device::cpu ? pe : grown_view(pe_host_[size_t(slot)], {B, d_ / 2}, Device::cpu);
     for (int64_t b = 0; b < B; ++b) {
       if (positions[b] < 0) throw Error("feature positions start at 0, not " + std::to_string(positions[b]));
-      Tensor row = codes.rows(b, b + 1);
-      position_code(positions[b], row);
+      codes_.write(positions[b], codes.data() + b * (d_ / 2));
     }
     if (dev != Device::cpu) pe.copy_from(codes);
     Tensor proj = grown_view(proj_at_[size_t(slot)], {B, d_ / 2}, dev);
@@ -97,6 +145,7 @@ class FeatureInput final : public InputPart {
   StepLinear step_;  // input_projection for forward_at
   std::vector<Tensor> pe_at_ = std::vector<Tensor>(kStepSlots), proj_at_ = std::vector<Tensor>(kStepSlots);  // forward_at's, per slot
   std::vector<Tensor> pe_host_ = std::vector<Tensor>(kStepSlots);  // forward_at's codes made on the host for a GPU
+  PositionCodes codes_{d_ / 2};  // forward_at's, as made
 };
 
 }  // namespace
