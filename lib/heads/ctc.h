@@ -82,6 +82,9 @@ class CtcDecoder {
   virtual void finish() = 0;
   // The best hypothesis's tokens after those settled: what may still change.
   virtual std::vector<CtcToken> tentative() const = 0;
+  // Asks for the memory the next push() reads first, ahead of it (a group
+  // decodes its streams one after another, each finding its own evicted).
+  virtual void prefetch() const {}
 };
 std::unique_ptr<CtcDecoder> make_ctc_decoder(int64_t classes, const CtcBeamOptions& options = {});
 

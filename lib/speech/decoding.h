@@ -61,6 +61,10 @@ class Decoding {
     words->insert(words->end(), words_done_.begin(), words_done_.end());
     words_done_.clear();
   }
+  void prefetch() const {
+    phones_->prefetch();
+    if (words_) words_->prefetch();
+  }
   std::vector<CtcToken> tentative_phones() const { return phones_->tentative(); }
   std::vector<RecognizedWord> tentative_words() const {
     return words_ && !finished_ ? words_->pending() : std::vector<RecognizedWord>{};

@@ -31,6 +31,7 @@ class PhoneLmDecoder final : public CtcDecoder {
     append_tokens(search_.finish().words, rest_);
     finished_ = true;
   }
+  void prefetch() const override { search_.prefetch(); }
   std::vector<CtcToken> tentative() const override {
     std::vector<CtcToken> out;
     if (!finished_) append_tokens(search_.pending(), out);

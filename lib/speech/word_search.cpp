@@ -630,6 +630,7 @@ std::vector<RecognizedWord> WordSearch::pending() const {
 }
 WordSearchResult WordSearch::finish() { return impl_->finish(); }
 void WordSearch::reset() { impl_->reset(); }
+void WordSearch::prefetch() const { impl_->prefetch_search(); }
 int64_t WordSearch::frames() const { return impl_->frame; }
 LanguageModel use_grammar(const std::string& path, Lexicon& lexicon, WordSearchOptions& options) {
   Grammar g = read_grammar(path, lexicon);

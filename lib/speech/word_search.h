@@ -95,6 +95,10 @@ class WordSearch {
   // words not yet taken and starts over, as reset() does.
   WordSearchResult finish();
   void reset();
+  // Asks for the hypotheses and words the next push() reads first, so that a
+  // caller decoding many searches in turn can have the next one's arrive
+  // while it works on this one.
+  void prefetch() const;
 
   int64_t frames() const;      // pushed since the start of the utterance
   int64_t vocabulary() const;  // lexicon words the search can recognise
