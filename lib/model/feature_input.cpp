@@ -19,7 +19,7 @@ namespace {
 
 // The codes of positions 0 .. kRows - 1, each made the first time a step
 // asks for it. A pool's step makes a code per row, 48 exponentials, sines
-// and cosines in double apiece (3% of a 448-stream speech step), and a
+// and cosines in double apiece (1% of a 448-stream speech step), and a
 // speech stream's positions restart at every pause, so the same few hundred
 // come back. Steps run on several threads: one claims a row and fills it,
 // the others make their own copy meanwhile. position_code makes every one,
