@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/prefetch.h"
+
 namespace lt {
 
 // A search's history: the longest suffix of the words so far that the model
@@ -58,12 +60,12 @@ class LanguageModel {
   void prefetch(LmState from, int32_t word) const {
     if (arc_slots_ == 0) return;
     for (int32_t c = from.context;; c = contexts_[size_t(c)].suffix) {
-      prefetch_whole(&arcs_[first_slot(key(c, word))]);
+      prefetch_bytes(&arcs_[first_slot(key(c, word))], sizeof(Arc));  // 24 bytes: a quarter cross a line
       if (c == 0) break;
     }
   }
   // The same for a history's context, which prefetch() reads first.
-  void prefetch_context(LmState from) const { prefetch_whole(&contexts_[size_t(from.context)]); }
+  void prefetch_context(LmState from) const { prefetch_bytes(&contexts_[size_t(from.context)], sizeof(Context)); }
   double end_score(LmState from) const { return score(from, eos_); }  // ln P(</s> | history)
   // A bound no score() exceeds: 0, plus the positive back-off weights one
   // walk down the suffix links can pass (a model may have bo(h) > 1). The
@@ -105,13 +107,6 @@ class LanguageModel {
     bool has_prob;
   };
   static constexpr uint64_t kNoArc = ~0ull;  // ids stay below 2^31
-  // Both cache lines of an Arc or Context that crosses one (24 bytes: a
-  // quarter of them do); the second ask costs little when it is the same line.
-  template <typename T>
-  static void prefetch_whole(const T* p) {
-    __builtin_prefetch(p);
-    __builtin_prefetch(reinterpret_cast<const char*>(p) + sizeof(T) - 1);
-  }
   // The largest |log10| of a probability or back-off: real models stay within
   // a few hundred (-99 stands for log 0; phrase models write -1e9), and the
   // bound keeps every score, a sum of back-offs included, finite.

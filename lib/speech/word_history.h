@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/prefetch.h"
+
 namespace lt {
 
 // splitmix64's finaliser: every input bit moves every output bit.
@@ -18,14 +20,6 @@ inline uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
-}
-
-// Asks for every cache line of [p, p + bytes) ahead of a walk through
-// them, so that the misses overlap instead of stalling one after another.
-// From p's own line: a vector's elements rarely start on one.
-inline void prefetch_bytes(const void* p, size_t bytes) {
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63), end = reinterpret_cast<uintptr_t>(p) + bytes;
-  for (uintptr_t at = first; at < end; at += 64) __builtin_prefetch(reinterpret_cast<const void*>(at));
 }
 
 class WordHistory {
