@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/prefetch.h"
+#include "backend/cpu_prefetch.h"
 
 namespace lt {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/prefetch.h"
+#include "backend/cpu_prefetch.h"
 
 namespace lt {
 
