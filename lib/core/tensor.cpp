@@ -31,7 +31,8 @@ const char* dtype_name(DType t) {
 }
 
 Tensor Tensor::empty(const Shape& shape, Device device, DType dtype) {
-  for (int64_t d : shape) check(d >= 0, "negative dimension in shape " + shape_str(shape));
+  for (int64_t d : shape)
+    if (d < 0) throw Error("negative dimension in shape " + shape_str(shape));
   check(!shape.empty(), "a tensor needs at least one dimension");
   Tensor t;
   t.shape_ = shape;
@@ -133,9 +134,9 @@ Tensor Tensor::to(Device device) const {
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  check(src.numel() == numel() && src.dtype_ == dtype_,
-        std::string("copy_from: ") + dtype_name(src.dtype_) + " " + shape_str(src.shape_) + " into " +
-            dtype_name(dtype_) + " " + shape_str(shape_));
+  if (src.numel() != numel() || src.dtype_ != dtype_)
+    throw Error(std::string("copy_from: ") + dtype_name(src.dtype_) + " " + shape_str(src.shape_) + " into " +
+                dtype_name(dtype_) + " " + shape_str(shape_));
   device_copy(data_, device_, src.data_, src.device_, nbytes());
 }
 
@@ -164,7 +165,7 @@ Device common_device(std::initializer_list<const Tensor*> ts, const char* what) 
   for (const Tensor* t : ts) {
     if (!t->defined()) continue;
     if (first) d = t->device(), first = false;
-    check(t->device() == d, std::string(what) + ": tensors on different devices");
+    if (t->device() != d) throw Error(std::string(what) + ": tensors on different devices");  // every op's call: no message before
   }
   require_device(d);
   return d;

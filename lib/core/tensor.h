@@ -10,14 +10,13 @@
 
 #include "backend/device.h"
 #include "common/error.h"
+#include "core/shape.h"
 
 namespace lt {
 
 enum class DType { f32, i32, bf16 };
 size_t dtype_size(DType t);        // bytes per element
 const char* dtype_name(DType t);  // "float32" | "int32" | "bfloat16"
-using Shape = std::vector<int64_t>;
-
 std::string shape_str(const Shape& s);  // "[2, 3, 4]"
 int64_t shape_numel(const Shape& s);
 

@@ -31,20 +31,23 @@ struct EmbeddingDims {
 
 // ids int32 [...], table/dtable [V, C], rows y/dy [..., C]; throws on a bad id.
 EmbeddingDims embedding_dims(const Tensor& ids, const Tensor& table, const Tensor& rows, const char* what) {
-  check(ids.dtype() == DType::i32, std::string(what) + ": ids must be int32, got " + dtype_name(ids.dtype()) + " " + shape_str(ids.shape()));
-  check(table.ndim() == 2, std::string(what) + ": table must be [V, C], got " + shape_str(table.shape()));
+  // A token model's every step: messages are built only on failure.
+  if (ids.dtype() != DType::i32)
+    throw Error(std::string(what) + ": ids must be int32, got " + dtype_name(ids.dtype()) + " " + shape_str(ids.shape()));
+  if (table.ndim() != 2) throw Error(std::string(what) + ": table must be [V, C], got " + shape_str(table.shape()));
   EmbeddingDims d{ids.numel(), table.dim(0), table.dim(1)};
   Shape expected = ids.shape();
   expected.push_back(d.C);
-  check(rows.shape() == expected, std::string(what) + ": ids " + shape_str(ids.shape()) + " and table " +
-                                      shape_str(table.shape()) + " need rows of shape " + shape_str(expected) +
-                                      ", got " + shape_str(rows.shape()));
+  if (rows.shape() != expected)
+    throw Error(std::string(what) + ": ids " + shape_str(ids.shape()) + " and table " + shape_str(table.shape()) +
+                " need rows of shape " + shape_str(expected) + ", got " + shape_str(rows.shape()));
   common_device({&ids, &table, &rows}, what);
   int64_t pos = -1;
   int32_t id = 0;
   find_bad_id(ids, d.V, pos, id);
-  check(pos < 0, std::string(what) + ": id " + std::to_string(id) + " at position " + std::to_string(pos) +
-                     " is outside [0, V) for V = " + std::to_string(d.V) + " (table " + shape_str(table.shape()) + ")");
+  if (pos >= 0)
+    throw Error(std::string(what) + ": id " + std::to_string(id) + " at position " + std::to_string(pos) +
+                " is outside [0, V) for V = " + std::to_string(d.V) + " (table " + shape_str(table.shape()) + ")");
   return d;
 }
 }  // namespace

@@ -23,14 +23,15 @@ struct LayerNormDims {
 
 LayerNormDims layernorm_dims(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                              const char* what) {
-  check(x.ndim() >= 1 && x.dim(-1) > 0,
-        std::string(what) + ": needs a non-empty last axis, got x " + shape_str(x.shape()));
+  // Every step's: messages are built only on failure.
+  if (!(x.ndim() >= 1 && x.dim(-1) > 0))
+    throw Error(std::string(what) + ": needs a non-empty last axis, got x " + shape_str(x.shape()));
   LayerNormDims d{0, x.dim(-1)};
   d.rows = x.numel() / d.C;
-  check_shape(gamma, {d.C}, (std::string(what) + " gamma").c_str());
-  check(mean.numel() == d.rows && rstd.numel() == d.rows,
-        std::string(what) + ": mean " + shape_str(mean.shape()) + " and rstd " + shape_str(rstd.shape()) +
-            " must hold one value per row of x " + shape_str(x.shape()) + " (" + std::to_string(d.rows) + ")");
+  if (gamma.ndim() != 1 || gamma.dim(0) != d.C) check_shape(gamma, {d.C}, (std::string(what) + " gamma").c_str());
+  if (!(mean.numel() == d.rows && rstd.numel() == d.rows))
+    throw Error(std::string(what) + ": mean " + shape_str(mean.shape()) + " and rstd " + shape_str(rstd.shape()) +
+                " must hold one value per row of x " + shape_str(x.shape()) + " (" + std::to_string(d.rows) + ")");
   return d;
 }
 }  // namespace

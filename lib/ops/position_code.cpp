@@ -37,9 +37,10 @@ void position_code(int64_t offset, Tensor& pe) {
 }
 
 void concat_position_forward(const Tensor& x, const Tensor& pe, Tensor& y) {
-  check(x.ndim() == 3 && pe.ndim() == 2 && pe.dim(0) == x.dim(1),
-        "concat_position_forward: needs x [N, L, C] and pe [L, D], got x " + shape_str(x.shape()) + " and pe " +
-            shape_str(pe.shape()));
+  // A speech step's every call: the message is built only on failure.
+  if (!(x.ndim() == 3 && pe.ndim() == 2 && pe.dim(0) == x.dim(1)))
+    throw Error("concat_position_forward: needs x [N, L, C] and pe [L, D], got x " + shape_str(x.shape()) + " and pe " +
+                shape_str(pe.shape()));
   const int64_t N = x.dim(0), L = x.dim(1), C = x.dim(2), D = pe.dim(1);
   check_shape(y, {N, L, C + D}, "concat_position_forward y");
   Device dev = common_device({&x, &pe, &y}, "concat_position_forward");

@@ -256,12 +256,12 @@ struct WordSearch::Impl {
     return RecognizedWord{w.text, w.phones, e.first_frame, e.last_frame};
   }
 
-  // The words of entry's chain after the settled ones, oldest first.
-  std::vector<RecognizedWord> words_after_settled(int32_t entry) const {
-    std::vector<RecognizedWord> out;
+  // The words of entry's chain after the settled ones, oldest first, after
+  // out's (settle() appends to `settled` in place, no list of its own).
+  void append_words(int32_t entry, std::vector<RecognizedWord>& out) const {
+    const size_t first = out.size();
     for (; entry != settled_at; entry = history[entry].parent) out.push_back(recognized(entry));
-    std::reverse(out.begin(), out.end());
-    return out;
+    std::reverse(out.begin() + std::ptrdiff_t(first), out.end());
   }
 
   int32_t& slot_of(const Hyp& h) {
@@ -575,7 +575,7 @@ struct WordSearch::Impl {
       while (common != other) common = history[common].parent, other = history[other].parent;
     }
     if (common == settled_at) return;
-    for (RecognizedWord& w : words_after_settled(common)) settled.push_back(std::move(w));
+    append_words(common, settled);
     history.acquire(common);
     history.detach(common);
     history.release(settled_at);
@@ -604,7 +604,7 @@ struct WordSearch::Impl {
     }
     if (!best) best = &beam[0];  // the beam is sorted: its best, less the word it is inside
     WordSearchResult result{std::move(settled), best_score};
-    for (RecognizedWord& w : words_after_settled(best->words)) result.words.push_back(std::move(w));
+    append_words(best->words, result.words);
     reset();
     return result;
   }
@@ -626,7 +626,9 @@ void WordSearch::push(const float* logits, int64_t frames) {
 }
 std::vector<RecognizedWord> WordSearch::take_settled() { return std::exchange(impl_->settled, {}); }
 std::vector<RecognizedWord> WordSearch::pending() const {
-  return impl_->words_after_settled(impl_->beam[0].words);
+  std::vector<RecognizedWord> out;
+  impl_->append_words(impl_->beam[0].words, out);
+  return out;
 }
 WordSearchResult WordSearch::finish() { return impl_->finish(); }
 void WordSearch::reset() { impl_->reset(); }
