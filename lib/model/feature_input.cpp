@@ -85,6 +85,15 @@ class FeatureInput final : public InputPart {
     concat_position_forward(proj, pe, x3);
   }
 
+  void reserve_at(int slots, int64_t rows) override {
+    const Device dev = params_.device();
+    for (int s = 0; s < slots; ++s) {
+      grown_view(pe_at_[size_t(s)], {rows, d_ / 2}, dev);
+      grown_view(proj_at_[size_t(s)], {rows, d_ / 2}, dev);
+      if (dev != Device::cpu) grown_view(pe_host_[size_t(s)], {rows, d_ / 2}, Device::cpu);
+    }
+  }
+
   void forward_at(const Tensor& frames, const int64_t* positions, Tensor& x, int slot) override {
     if (frames.dtype() != DType::f32 || frames.ndim() != 2 || frames.dim(1) != features_)
       throw Error("feature input must be float [B, " + std::to_string(features_) + "], got " +

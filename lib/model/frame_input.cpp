@@ -20,6 +20,7 @@ class FrameInput final : public InputPart {
   void forward_at(const Tensor& /*frames*/, const int64_t* /*positions*/, Tensor& /*x*/, int /*slot*/) override {
     throw Error("frames as they are feed a Bi-LSTM, which has no recurrent form");
   }
+  void reserve_at(int /*slots*/, int64_t /*rows*/) override {}  // nothing to step
   void backward(const Tensor& /*frames*/, const Tensor& /*dx*/) override {}  // no tensors to train
   void init_parameters(std::mt19937_64& /*gen*/) const override {}
   int64_t width() const override { return features_; }

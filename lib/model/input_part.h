@@ -28,6 +28,8 @@ class InputPart {
   // B. slot (0..kStepSlots-1) picks the buffers: threads stepping slices of
   // a pool at once each pass their own, after prepare_step.
   virtual void forward_at(const Tensor& inputs, const int64_t* positions, Tensor& x, int slot) = 0;
+  // forward_at's buffers of slots 0..slots-1 for up to `rows` rows, made now.
+  virtual void reserve_at(int slots, int64_t rows) = 0;
   // What forward_at needs made once: its products at the recurrent step's
   // precision, packed when pack (the weights as they are now; call again
   // after they change), and any table.

@@ -125,6 +125,7 @@ struct SequenceModel::Buffers {
   Tensor step_x, step_y;    // [B, 1, d], [B, d]
   Tensor chunk_x, chunk_y;  // continue_chunk's [B, T, d]
   std::vector<Tensor> rows_x = std::vector<Tensor>(kStepSlots), rows_y = std::vector<Tensor>(kStepSlots);  // step_rows' [B, 1, d], [B, d] per slot, grown
+  std::vector<Tensor> rows_rounded = std::vector<Tensor>(kStepSlots);  // step_rows' head product's scratch per slot
   StepLinear predictor;     // the head's product of a step, prepared by prepare_step
 };
 
@@ -369,9 +370,9 @@ void SequenceModel::step(RecurrentState& state, const Tensor& inputs, Tensor& he
   predict_step(b.step_y, head);
 }
 
-void SequenceModel::predict_step(const Tensor& y, Tensor& head) {
+void SequenceModel::predict_step(const Tensor& y, Tensor& head, Tensor* scratch) {
   if (buf_->predictor.W.defined() || buf_->predictor.packed.out() > 0)
-    buf_->predictor.forward(y, params_.value(predictor_b_), head);
+    buf_->predictor.forward(y, params_.value(predictor_b_), head, false, scratch);
   else
     linear_forward(y, params_.value(predictor_w_), params_.value(predictor_b_), head, step_precision_.head);
 }
@@ -388,7 +389,23 @@ void SequenceModel::step_rows(RecurrentState& state, const int64_t* rows, const 
   Tensor x = grown_view(b.rows_x[size_t(slot)], {B, 1, d}, device_), y = grown_view(b.rows_y[size_t(slot)], {B, d}, device_);
   input_->forward_at(inputs, positions, x, slot);
   stack.step_rows(state, rows, x.reshape({B, d}), y, slot);
-  predict_step(y, head);
+  predict_step(y, head, &b.rows_rounded[size_t(slot)]);
+}
+
+void SequenceModel::reserve_step_rows(int slots, int64_t rows) {
+  TransformerStack& stack = recurrent_form("reserve_step_rows");
+  check(slots >= 1 && slots <= kStepSlots && rows >= 1, "reserve_step_rows: slots 1.." + std::to_string(kStepSlots) +
+                                                            " and rows >= 1");
+  const int64_t d = config_.transformer.d_model;
+  Buffers& b = *buf_;
+  const int64_t rounded = b.predictor.W.defined() ? 0 : b.predictor.packed.scratch_numel(rows);
+  for (int s = 0; s < slots; ++s) {
+    grown_view(b.rows_x[size_t(s)], {rows, 1, d}, device_);
+    grown_view(b.rows_y[size_t(s)], {rows, d}, device_);
+    if (rounded > 0) grown_view(b.rows_rounded[size_t(s)], {rounded}, Device::cpu, DType::i32);
+  }
+  input_->reserve_at(slots, rows);
+  stack.reserve_step_rows(slots, rows, device_);
 }
 
 void SequenceModel::reset_state_element(RecurrentState& state, int64_t row) const {

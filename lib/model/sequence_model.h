@@ -199,6 +199,10 @@ class SequenceModel {
   // (0..kStepSlots-1), after prepare_step.
   void step_rows(RecurrentState& state, const int64_t* rows, const int64_t* positions, const Tensor& inputs,
                  Tensor& head, int slot = 0);
+  // step_rows' buffers of slots 0..slots-1 for up to `rows` rows, made now,
+  // on one thread: a pool's threads then step slices of any size up to it
+  // without allocating, whichever slice each takes.
+  void reserve_step_rows(int slots, int64_t rows);
   void reset_state_element(RecurrentState& state, int64_t row) const;
   // Continues state (positions 0..t0-1, t0 its position) over inputs (tokens
   // int32 [B, T] or frames float [B, T, F]) at positions t0..t0+T-1 in one
@@ -215,7 +219,7 @@ class SequenceModel {
   // the head outputs [B, L, P].
   Tensor run(const SequenceBatch& batch, const ForwardOptions& options, ForwardPass& pass);
   TransformerStack& recurrent_form(const char* what) const;
-  void predict_step(const Tensor& y, Tensor& head);  // the head of a step's outputs
+  void predict_step(const Tensor& y, Tensor& head, Tensor* scratch = nullptr);  // the head of a step's outputs (scratch: PackedLinear's)
 
   SequenceModelConfig config_;
   Device device_;

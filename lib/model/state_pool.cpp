@@ -107,6 +107,20 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   // from one thread, on its one stream.
   const int threads = int(std::min<int64_t>({int64_t(num_threads()), n / kSliceRows, int64_t(kStepSlots)}));
   const int64_t slices = std::min<int64_t>(n / kSliceRows, threads * kSlicesPerThread);
+  auto cut = [&](int64_t s) {  // slice s's first entry: at a run's start
+    int64_t at = n * s / slices;
+    while (at > 0 && at < n && rows[size_t(at)] == rows[size_t(at - 1)]) ++at;
+    return at;
+  };
+  // Every slot's buffers for the largest slice before the threads start:
+  // which thread takes which slice varies from step to step.
+  int64_t largest = threads <= 1 ? n : 0;
+  for (int64_t s = 0; s < slices && threads > 1; ++s) largest = std::max(largest, cut(s + 1) - cut(s));
+  if (model_.device() == Device::cpu && (largest > reserved_rows_ || std::max(threads, 1) > reserved_slots_)) {
+    reserved_rows_ = std::max(reserved_rows_, largest);
+    reserved_slots_ = std::max(reserved_slots_, std::max(threads, 1));
+    model_.reserve_step_rows(reserved_slots_, reserved_rows_);
+  }
   if (model_.device() != Device::cpu) {
     if (runs)
       step_rounds(rows, inputs, heads);
@@ -117,11 +131,6 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   } else {
     std::vector<std::exception_ptr>& failed = slice_errors_;
     failed.assign(size_t(slices), nullptr);
-    auto cut = [&](int64_t s) {  // slice s's first entry: at a run's start
-      int64_t at = n * s / slices;
-      while (at > 0 && at < n && rows[size_t(at)] == rows[size_t(at - 1)]) ++at;
-      return at;
-    };
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t s = 0; s < slices; ++s) {
       const int64_t begin = cut(s), end = cut(s + 1);

@@ -95,6 +95,8 @@ class StatePool {
   static constexpr int64_t kSliceRows = 8;
   static constexpr int64_t kSlicesPerThread = 4;
   int64_t live_ = 0;
+  int64_t reserved_rows_ = 0;  // the model's step buffers made for this many rows (CPU)
+  int reserved_slots_ = 0;     // in this many slots
 };
 
 }  // namespace lt

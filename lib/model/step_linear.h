@@ -32,9 +32,10 @@ struct StepLinear {
     else
       packed = pack ? PackedLinear(weights, p) : PackedLinear();
   }
-  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const {
+  // scratch: see PackedLinear::forward.
+  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false, Tensor* scratch = nullptr) const {
     if (!W.defined())
-      packed.forward(x, b, y, relu);
+      packed.forward(x, b, y, relu, scratch);
     else if (relu)
       linear_relu_forward(x, W, b, y, products);
     else

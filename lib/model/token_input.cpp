@@ -31,6 +31,13 @@ class TokenInput final : public InputPart {
     concat_position_forward(emb, pe_.rows(offset, offset + T), x3);
   }
 
+  void reserve_at(int slots, int64_t rows) override {
+    for (int s = 0; s < slots; ++s) {
+      grown_view(emb_at_[size_t(s)], {rows, d_ / 2}, params_.device());
+      grown_view(pe_rows_[size_t(s)], {rows, d_ / 2}, params_.device());
+    }
+  }
+
   void forward_at(const Tensor& tokens, const int64_t* positions, Tensor& x, int slot) override {
     const int64_t B = tokens.dim(0);
     for (int64_t b = 0; b < B; ++b)

@@ -181,6 +181,10 @@ class TransformerStack final : public Encoder {
   // slot (0..kStepSlots-1) picks one set of step buffers: threads that step
   // slices of a pool's rows at once each take their own, after prepare_step.
   void step_rows(RecurrentState& state, const int64_t* rows, const Tensor& x, Tensor& y, int slot = 0);
+  // Buffers of slots 0..slots-1 for steps of up to `rows` rows, made now (on
+  // one thread): which thread takes which slice of a pool's step varies, and
+  // a slot would otherwise grow the first time its thread takes a larger one.
+  void reserve_step_rows(int slots, int64_t rows, Device device);
   // Zeros row `row` of every layer's state: that element's empty prefix.
   void reset_state_element(RecurrentState& state, int64_t row) const;
   // Prepares the current weights for step()'s matrix products at this
@@ -221,6 +225,7 @@ class TransformerStack final : public Encoder {
   struct GradBuffers;  // scratch of one forward or backward call, shared by the layers
   struct StepBuffers;  // scratch of step(), planned for one batch size
   struct StepWeights;  // step()'s weights, prepared by prepare_step
+  StepBuffers& step_buffers(int slot, int64_t B, Device device);  // slot's, for at least B rows
   Pass& own(EncoderPass& pass) const;  // refuses another encoder's pass
   const Pass& own(const EncoderPass& pass) const;
   void plan(Pass& pass, int64_t B, int64_t L, Device d) const;

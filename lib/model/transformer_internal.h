@@ -66,6 +66,7 @@ struct TransformerStack::StepBuffers {
   Tensor h, hc;                           // [B, ff]: linear1's output, the convolution's (with ff_conv)
   Tensor mean, rstd;                      // [B]: the final norm's
   Tensor row_map;                         // int32 [2B]: a pool's B int64 rows, on the GPU
+  Tensor rounded;                         // int32: the bf16 products' inputs rounded (PackedLinear's scratch)
   std::map<int64_t, CudaGraph> graphs;    // a linear stack's step on the GPU, replayed: one per batch size
 };
 

@@ -146,24 +146,7 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
     if (slot != 0) throw Error("prepare_step before steps on several threads");
     prepare_step(step_products_);
   }
-  // Buffers for the largest batch so far; a smaller one steps in views of
-  // their first rows, so a pool's steps of changing sizes allocate nothing.
-  // One set per slot: a pool steps slices of its rows on several threads.
-  std::unique_ptr<StepBuffers>& mine = step_[size_t(slot)];
-  if (!mine || mine->B < B || mine->cur.device() != x.device()) {
-    mine = std::make_unique<StepBuffers>();
-    mine->B = B;
-    mine->qkv = Tensor::empty({B, 3 * d}, x.device());
-    for (Tensor* b : {&mine->att, &mine->o, &mine->x1, &mine->cur, &mine->next}) *b = Tensor::empty({B, d}, x.device());
-    if (config_.attention == AttentionKind::softmax)
-      for (Tensor* b : {&mine->q, &mine->k, &mine->v}) *b = Tensor::empty({B, d}, x.device());
-    mine->h = Tensor::empty({B, config_.ff_dim}, x.device());
-    if (config_.ff_conv > 0) mine->hc = Tensor::empty({B, config_.ff_dim}, x.device());
-    mine->mean = Tensor::empty({B}, x.device());
-    mine->rstd = Tensor::empty({B}, x.device());
-    if (x.device() == Device::cuda) mine->row_map = Tensor::empty({2 * B}, x.device(), DType::i32);
-  }
-  StepBuffers& all = *mine;
+  StepBuffers& all = step_buffers(slot, B, x.device());
   auto first = [&](const Tensor& t) { return t.defined() ? t.rows(0, B) : t; };
   struct {
     Tensor qkv, q, k, v, att, o, x1, cur, next, h, hc, mean, rstd;
@@ -190,7 +173,7 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
       const LayerIndices& p = layers_[l];
       const StepWeights::Layer& w = packed_->layers[l];
       StateViews st = state_views(state, l);
-      w.qkv.forward(s.cur, w.bqkv, s.qkv);
+      w.qkv.forward(s.cur, w.bqkv, s.qkv, false, &all.rounded);
       Tensor att3 = s.att.reshape(heads3);
       if (config_.attention == AttentionKind::linear) {
         linear_attention_step_packed(s.qkv.reshape({B, 3, H, E}), *phis_[l], st.a, st.b, att3, rows);
@@ -200,18 +183,18 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
         copy_columns(s.qkv, 2 * d, s.v);
         softmax_attention_step(s.q.reshape(heads3), s.k.reshape(heads3), s.v.reshape(heads3), t, st.a, st.b, att3);
       }
-      w.o.forward(s.att, V(p.bo), s.o);
+      w.o.forward(s.att, V(p.bo), s.o, false, &all.rounded);
       residual_layernorm_forward(s.o, s.cur, V(p.g1), V(p.be1), s.x1);
       if (config_.ff_conv > 0) {  // linear1, the convolution over this position and the window's, ReLU
-        w.ff1.forward(s.x1, V(p.b1), s.h);
+        w.ff1.forward(s.x1, V(p.b1), s.h, false, &all.rounded);
         const Shape ff3{B, 1, config_.ff_dim};
         Tensor h3 = s.h.reshape(ff3), hc3 = s.hc.reshape(ff3);
         depthwise_conv_continue(h3, V(p.wc), V(p.bc), st.conv, hc3, rows);
         relu_forward(s.hc, s.hc);
-        w.ff2.forward(s.hc, V(p.b2), s.o);
+        w.ff2.forward(s.hc, V(p.b2), s.o, false, &all.rounded);
       } else {
-        w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true);
-        w.ff2.forward(s.h, V(p.b2), s.o);
+        w.ff1.forward(s.x1, V(p.b1), s.h, /*relu=*/true, &all.rounded);
+        w.ff2.forward(s.h, V(p.b2), s.o, false, &all.rounded);
       }
       residual_layernorm_forward(s.o, s.x1, V(p.g2), V(p.be2), s.next);
       std::swap(s.cur, s.next);
@@ -229,6 +212,38 @@ void TransformerStack::step_rows(RecurrentState& state, const int64_t* rows, con
                   launches);
   else
     launches();
+}
+
+TransformerStack::StepBuffers& TransformerStack::step_buffers(int slot, int64_t B, Device device) {
+  // Buffers for the largest batch so far; a smaller one steps in views of
+  // their first rows, so a pool's steps of changing sizes allocate nothing.
+  // One set per slot: a pool steps slices of its rows on several threads.
+  std::unique_ptr<StepBuffers>& mine = step_[size_t(slot)];
+  if (mine && mine->B >= B && mine->cur.device() == device) return *mine;
+  const int64_t d = config_.d_model;
+  mine = std::make_unique<StepBuffers>();
+  mine->B = B;
+  mine->qkv = Tensor::empty({B, 3 * d}, device);
+  for (Tensor* b : {&mine->att, &mine->o, &mine->x1, &mine->cur, &mine->next}) *b = Tensor::empty({B, d}, device);
+  if (config_.attention == AttentionKind::softmax)
+    for (Tensor* b : {&mine->q, &mine->k, &mine->v}) *b = Tensor::empty({B, d}, device);
+  mine->h = Tensor::empty({B, config_.ff_dim}, device);
+  if (config_.ff_conv > 0) mine->hc = Tensor::empty({B, config_.ff_dim}, device);
+  mine->mean = Tensor::empty({B}, device);
+  mine->rstd = Tensor::empty({B}, device);
+  if (device == Device::cuda) mine->row_map = Tensor::empty({2 * B}, device, DType::i32);
+  int64_t rounded = 0;  // the bf16 products' rounded rows, for the widest input
+  if (packed_)
+    for (const StepWeights::Layer& w : packed_->layers)
+      for (const StepLinear* s : {&w.qkv, &w.o, &w.ff1, &w.ff2})
+        if (!s->W.defined()) rounded = std::max(rounded, s->packed.scratch_numel(B));
+  if (rounded > 0) mine->rounded = Tensor::empty({rounded}, Device::cpu, DType::i32);
+  return *mine;
+}
+
+void TransformerStack::reserve_step_rows(int slots, int64_t rows, Device device) {
+  if (slots > kStepSlots) throw Error("step slots " + std::to_string(slots) + " past " + std::to_string(kStepSlots));
+  for (int s = 0; s < slots; ++s) step_buffers(s, rows, device);
 }
 
 void TransformerStack::reset_state_element(RecurrentState& state, int64_t row) const {

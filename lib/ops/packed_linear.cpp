@@ -232,7 +232,14 @@ void PackedLinear::pack(const float* w) {
       p[(((n / kPanel) * pairs + i / 2) * kPanel + n % kPanel) * 2 + i % 2] = float_to_bf16(w[n * in_ + i]);
 }
 
-void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu) const {
+int64_t PackedLinear::scratch_numel(int64_t rows) const {
+  if (products_ != Products::bf16) return 0;
+  const int64_t k = (in_ + 1) / 2;
+  const bool amx = k % 16 == 0 && cpu_has_amx();
+  return (amx ? (rows + 15) / 16 * 16 : rows) * k;
+}
+
+void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu, Tensor* scratch) const {
   // Runs for every product of every step: messages are built only on failure.
   if (x.device() != Device::cpu || x.ndim() < 1 || x.dim(x.ndim() - 1) != in_)
     throw Error("packed linear input must be [..., " + std::to_string(in_) + "] on the CPU, got " +
@@ -252,9 +259,10 @@ void PackedLinear::forward(const Tensor& x, const Tensor& b, Tensor& y, bool rel
   const int64_t padded = amx ? (rows + 15) / 16 * 16 : rows;
   if (bf16) {
     // Per thread: a state pool runs products of its row slices on several threads at once.
-    thread_local Tensor xb_;
-    if (!xb_.defined() || xb_.numel() < padded * k) xb_ = Tensor::empty({padded * k}, Device::cpu, DType::i32);
-    uint32_t* xb = reinterpret_cast<uint32_t*>(xb_.data_i32());
+    thread_local Tensor own;
+    Tensor& buffer = scratch ? *scratch : own;
+    if (!buffer.defined() || buffer.numel() < padded * k) buffer = Tensor::empty({padded * k}, Device::cpu, DType::i32);
+    uint32_t* xb = reinterpret_cast<uint32_t*>(buffer.data_i32());
     round_rows(x.data(), rows, in_, xb, k);
     std::fill(xb + rows * k, xb + padded * k, 0u);
     xs = xb;

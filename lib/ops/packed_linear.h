@@ -27,8 +27,12 @@ class PackedLinear {
   // y = x W^T + b (then max(0, .) when relu); x [..., in], y [..., out], b
   // [out] or undefined. Every output is computed by one thread in a fixed
   // order: the result does not depend on the number of threads. Threads may
-  // call it at once (bf16 rounds the input into a buffer of the thread's).
-  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false) const;
+  // call it at once (bf16 rounds the input into a buffer of the thread's,
+  // or into *scratch when given: the caller's, sized ahead by
+  // scratch_numel, so that a thread's first large batch allocates nothing).
+  void forward(const Tensor& x, const Tensor& b, Tensor& y, bool relu = false, Tensor* scratch = nullptr) const;
+  // int32 elements of forward's scratch for `rows` rows (0 for fp32).
+  int64_t scratch_numel(int64_t rows) const;
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
   Products products() const { return products_; }
