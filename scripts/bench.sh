@@ -37,6 +37,11 @@ if [ "$device" = cuda ]; then
   run train-cuda-tf32 train --tf32 -d cuda --shape mnist cifar -r 5
   run speech-cuda speech -d cuda -a linear softmax causal-linear bilstm --frame-stack 1 3 --tf32 -r 3
   run asr-cuda asr -d cuda --thread-counts 1
+  for n in 64 256 1024 4096; do  # the state pool: one group's streams in one step
+    run "streams-cuda-saturated-$n" streams -d cuda --mode saturated -n "$n" --chunk-ms 30 --seconds 5
+  done
+  run streams-cuda-find streams -d cuda --find -n 256 --mode batched --seconds 8 --arrival 3
+  run streams-cuda-images streams -d cuda --images 64 --arrival 3
 else
   run attention-cpu attention --tokens 16384 -r 3
   run generate-cpu-linear generate -b 1 16 64 256 -a linear
@@ -49,7 +54,12 @@ else
   run speech-cpu speech -a linear softmax causal-linear bilstm -r 2 --hours 20
   run asr-cpu asr
   run asr-cpu-stream-30min asr --mode stream --thread-counts 1 --stream-seconds 1800
+  for n in 16 64 256 512; do  # the state pool: one group's streams in one step
+    run "streams-cpu-saturated-$n" streams -t 2 --mode saturated -n "$n" --chunk-ms 30 --seconds 5
+  done
+  run streams-cpu-images streams --images 64 --arrival 3
   if grep -q avx512_bf16 /proc/cpuinfo; then
+    run streams-cpu-saturated-448-bf16 streams -t 2 --mode saturated -n 448 --bf16 --chunk-ms 30 --seconds 5
     run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
     run train-cpu-mnist-model-bf16 train --bf16 --layers 8 --d-model 192 --heads 6 -r 3
     run train-cpu-fashion-model-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
