@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
+#include <type_traits>
 
 namespace lt {
 
@@ -25,7 +26,7 @@ class Shape {
     std::fill_n(d_, n, value);
     n_ = uint8_t(n);
   }
-  template <class It>
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>  // iterators; (n, value) above
   Shape(It first, It last) {
     for (; first != last; ++first) push_back(int64_t(*first));
   }

@@ -117,6 +117,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 
   const json& shape = j["shape"];
   if (!shape.is_array()) fail(path, what + ": 'shape' must be an array of integers, got " + shown(shape));
+  if (shape.size() > Shape::kMaxDims)
+    fail(path, what + " has " + std::to_string(shape.size()) + " dimensions; lt's tensors have at most " +
+                   std::to_string(Shape::kMaxDims));
   uint64_t bytes = element_bytes;
   for (const json& dim : shape) {
     if (!dim.is_number_integer())

@@ -265,6 +265,8 @@ TEST_CASE("safetensors rejects malformed files with one line naming the file and
             "tensor 'w' has a negative dimension in shape [2,-1]");
     rejects(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", eight,
             "too large to address");
+    rejects(R"({"w":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,2],"data_offsets":[0,8]}})", eight,
+            "tensor 'w' has 9 dimensions; lt's tensors have at most 8");
     rejects(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight,
             "tensor 'w' is F32 of shape [3] = 12 bytes, but its data_offsets [0, 8] hold 8 bytes");
   }
