@@ -60,6 +60,9 @@ else
   run streams-cpu-images streams --images 64 --arrival 3
   if grep -q avx512_bf16 /proc/cpuinfo; then
     run streams-cpu-saturated-448-bf16 streams -t 2 --mode saturated -n 448 --bf16 --chunk-ms 30 --seconds 5
+    # The streams held in real time, stepped alone and batched, one after the other.
+    run streams-cpu-find-alone-bf16 streams -t 2 --find -n 200 --mode alone --bf16 --seconds 8 --arrival 3
+    run streams-cpu-find-batched-bf16 streams -t 2 --find -n 850 --mode batched --bf16 --seconds 8 --arrival 3
     run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
     run train-cpu-mnist-model-bf16 train --bf16 --layers 8 --d-model 192 --heads 6 -r 3
     run train-cpu-fashion-model-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
