@@ -39,21 +39,17 @@ class Shape {
     if (i >= n_) throw std::out_of_range("dimension index past the shape");
     return d_[i];
   }
-  int64_t front() const { return d_[0]; }
   int64_t back() const { return d_[n_ - 1]; }
   int64_t& back() { return d_[n_ - 1]; }
   iterator begin() { return d_; }
   iterator end() { return d_ + n_; }
   const_iterator begin() const { return d_; }
   const_iterator end() const { return d_ + n_; }
-  const int64_t* data() const { return d_; }
 
   void push_back(int64_t d) {
     fits(size_t(n_) + 1);
     d_[n_++] = d;
   }
-  void pop_back() { --n_; }
-  void clear() { n_ = 0; }
 
   friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }

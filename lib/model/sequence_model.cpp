@@ -393,9 +393,7 @@ void SequenceModel::step_rows(RecurrentState& state, const int64_t* rows, const 
 }
 
 void SequenceModel::reserve_step_rows(int slots, int64_t rows) {
-  TransformerStack& stack = recurrent_form("reserve_step_rows");
-  check(slots >= 1 && slots <= kStepSlots && rows >= 1, "reserve_step_rows: slots 1.." + std::to_string(kStepSlots) +
-                                                            " and rows >= 1");
+  recurrent_form("reserve_step_rows").reserve_step_rows(slots, rows, device_);  // checks slots and rows
   const int64_t d = config_.transformer.d_model;
   Buffers& b = *buf_;
   const int64_t rounded = b.predictor.W.defined() ? 0 : b.predictor.packed.scratch_numel(rows);
@@ -405,7 +403,6 @@ void SequenceModel::reserve_step_rows(int slots, int64_t rows) {
     if (rounded > 0) grown_view(b.rows_rounded[size_t(s)], {rounded}, Device::cpu, DType::i32);
   }
   input_->reserve_at(slots, rows);
-  stack.reserve_step_rows(slots, rows, device_);
 }
 
 void SequenceModel::reset_state_element(RecurrentState& state, int64_t row) const {

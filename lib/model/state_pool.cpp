@@ -114,11 +114,12 @@ void StatePool::step(const std::vector<int64_t>& rows, const Tensor& inputs, Ten
   };
   // Every slot's buffers for the largest slice before the threads start:
   // which thread takes which slice varies from step to step.
-  int64_t largest = threads <= 1 ? n : 0;
-  for (int64_t s = 0; s < slices && threads > 1; ++s) largest = std::max(largest, cut(s + 1) - cut(s));
-  if (model_.device() == Device::cpu && (largest > reserved_rows_ || std::max(threads, 1) > reserved_slots_)) {
+  const int slots = std::max(threads, 1);
+  int64_t largest = slots == 1 ? n : 0;
+  for (int64_t s = 0; s < slices && slots > 1; ++s) largest = std::max(largest, cut(s + 1) - cut(s));
+  if (model_.device() == Device::cpu && (largest > reserved_rows_ || slots > reserved_slots_)) {
     reserved_rows_ = std::max(reserved_rows_, largest);
-    reserved_slots_ = std::max(reserved_slots_, std::max(threads, 1));
+    reserved_slots_ = std::max(reserved_slots_, slots);
     model_.reserve_step_rows(reserved_slots_, reserved_rows_);
   }
   if (model_.device() != Device::cpu) {

@@ -242,7 +242,9 @@ TransformerStack::StepBuffers& TransformerStack::step_buffers(int slot, int64_t 
 }
 
 void TransformerStack::reserve_step_rows(int slots, int64_t rows, Device device) {
-  if (slots > kStepSlots) throw Error("step slots " + std::to_string(slots) + " past " + std::to_string(kStepSlots));
+  if (slots < 1 || slots > kStepSlots || rows < 1)
+    throw Error("reserve_step_rows: " + std::to_string(slots) + " slots (1.." + std::to_string(kStepSlots) + ") of " +
+                std::to_string(rows) + " rows (>= 1)");
   for (int s = 0; s < slots; ++s) step_buffers(s, rows, device);
 }
 

@@ -28,7 +28,7 @@ LayerNormDims layernorm_dims(const Tensor& x, const Tensor& gamma, const Tensor&
     throw Error(std::string(what) + ": needs a non-empty last axis, got x " + shape_str(x.shape()));
   LayerNormDims d{0, x.dim(-1)};
   d.rows = x.numel() / d.C;
-  if (gamma.ndim() != 1 || gamma.dim(0) != d.C) check_shape(gamma, {d.C}, (std::string(what) + " gamma").c_str());
+  if (gamma.shape() != Shape{d.C}) check_shape(gamma, {d.C}, (std::string(what) + " gamma").c_str());  // names it
   if (!(mean.numel() == d.rows && rstd.numel() == d.rows))
     throw Error(std::string(what) + ": mean " + shape_str(mean.shape()) + " and rstd " + shape_str(rstd.shape()) +
                 " must hold one value per row of x " + shape_str(x.shape()) + " (" + std::to_string(d.rows) + ")");
