@@ -24,9 +24,10 @@ Server::Server(const ServerOptions& options, Models& models)
       compute_(models.stream.get(), models.image.get(), std::chrono::milliseconds(options.step_interval_ms), metrics_),
       files_(models.offline.get(), metrics_),
       context_{options, models, compute_, files_, metrics_, rate_, connections_, streams_, auth_, web_},
-      acceptor_(ioc_),
-      signals_(ioc_, SIGINT, SIGTERM),
-      drain_timer_(ioc_) {
+      strand_(net::make_strand(ioc_)),
+      acceptor_(strand_),
+      signals_(strand_, SIGINT, SIGTERM),
+      drain_timer_(strand_) {
   lt::app::check(options.tls_cert.empty() == options.tls_key.empty(), "--tls-cert and --tls-key go together");
   if (!options.tls_cert.empty()) {
     tls_.emplace(net::ssl::context::tls_server);
@@ -65,7 +66,7 @@ void Server::accept() {
     if (ec) {
       // Out of descriptors, say: try again shortly rather than spin.
       std::fprintf(stderr, "lt-server: accept failed: %s\n", ec.message().c_str());
-      auto retry = std::make_shared<net::steady_timer>(ioc_, std::chrono::milliseconds(100));
+      auto retry = std::make_shared<net::steady_timer>(strand_, std::chrono::milliseconds(100));
       retry->async_wait([this, retry](beast::error_code) { accept(); });
       return;
     }

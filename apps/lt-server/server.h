@@ -45,6 +45,11 @@ class Server {
   // while what they refer to above still exists.
   net::io_context ioc_;
   std::optional<net::ssl::context> tls_;
+  // The listening socket, the signals and the timers run their handlers on
+  // one strand: a signal closes the acceptor on one I/O thread while an
+  // accept completes on another, and an Asio object is not to be used from
+  // two threads at once.
+  net::strand<net::io_context::executor_type> strand_;
   tcp::acceptor acceptor_;
   net::signal_set signals_;
   net::steady_timer drain_timer_;
