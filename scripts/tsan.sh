@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 build="${1:-build-tsan}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_CUDA=OFF -DLT_TSAN=ON >&2
 cmake --build "$build" -j "$(nproc)" >&2
-reports="$build/tsan-reports"
+reports="$(realpath -m "$build")/tsan-reports"  # absolute: the tests run in folders of their own
 rm -rf "$reports" && mkdir -p "$reports"
-export OMP_THREAD_LIMIT=1 TSAN_OPTIONS="exitcode=0 log_path=$PWD/$reports/report"
+export OMP_THREAD_LIMIT=1 TSAN_OPTIONS="exitcode=0 log_path=$reports/report"
 "$build/tests/lt-tests" -tc='streams pushed from other threads*,lt_audio_reader gives*' >&2
 ctest --test-dir "$build" -L server -E browser --output-on-failure >&2
 if compgen -G "$reports/report*" >/dev/null; then
