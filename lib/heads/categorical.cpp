@@ -123,4 +123,14 @@ void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tenso
   for (int64_t b = 0; b < d.rows; ++b) op[b] = int32_t(mol::draw_class(xp + b * d.V, d.V, seed, step, b));
 }
 
+void categorical_sample_rows(const Tensor& logits, const uint64_t* seeds, const int64_t* steps, Tensor& out) {
+  CategoricalDims d = categorical_dims(logits, out, "categorical_sample_rows", "out");
+  check(common_device({&logits, &out}, "categorical_sample_rows") == Device::cpu,
+        "categorical_sample_rows: tensors on the CPU");
+  const float* xp = logits.data();
+  int32_t* op = out.data_i32();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < d.rows; ++b) op[b] = int32_t(mol::draw_class(xp + b * d.V, d.V, seeds[b], steps[b], 0));
+}
+
 }  // namespace lt

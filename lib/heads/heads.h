@@ -38,6 +38,10 @@ void mol_loss_backward(const Tensor& params, const Tensor& targets, float scale,
 // logistic value with the clamped scale, rounded to its bin. Its randomness is
 // sample_uniform(seed, step, b, 0|1), so CPU and CUDA draw the same bytes.
 void mol_sample(const Tensor& params, uint64_t seed, int64_t step, Tensor& out);
+// out[b] = mol_sample's byte for params[b] alone (row 0 of a batch of one)
+// with seed seeds[b] at step steps[b]: the next bytes of independent images
+// in one pass, not a parallel region each (CPU).
+void mol_sample_rows(const Tensor& params, const uint64_t* seeds, const int64_t* steps, Tensor& out);
 
 // ---- Categorical over V classes (256 for bytes): logits [..., V] -------------
 // Cross entropy in nats, same conventions as the mixture above.
@@ -46,6 +50,8 @@ void categorical_loss_backward(const Tensor& logits, const Tensor& targets, floa
                                Tensor& dlogits);
 // out[b] = inverse CDF of softmax(logits[b]) at sample_uniform(seed, step, b, 0).
 void categorical_sample(const Tensor& logits, uint64_t seed, int64_t step, Tensor& out);
+// As mol_sample_rows: row b as row 0 with its own seed and step (CPU).
+void categorical_sample_rows(const Tensor& logits, const uint64_t* seeds, const int64_t* steps, Tensor& out);
 
 // ---- A model's output head: one of the distributions above, as a value ----
 // What head outputs [rows, length, width] are scored against: a target per
@@ -92,6 +98,7 @@ struct OutputHead {
                      Tensor& dhead) const;
   // The sample functions above (per-position heads only).
   void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const;
+  void sample_rows(const Tensor& head, const uint64_t* seeds, const int64_t* steps, Tensor& out) const;
 };
 
 }  // namespace lt

@@ -131,4 +131,13 @@ void mol_sample(const Tensor& params, uint64_t seed, int64_t step, Tensor& out) 
   for (int64_t b = 0; b < d.rows; ++b) op[b] = mol::draw_byte(pp + b * 3 * d.K, d.K, seed, step, b);
 }
 
+void mol_sample_rows(const Tensor& params, const uint64_t* seeds, const int64_t* steps, Tensor& out) {
+  MolDims d = mol_dims(params, out, "mol_sample_rows", "out");
+  check(common_device({&params, &out}, "mol_sample_rows") == Device::cpu, "mol_sample_rows: tensors on the CPU");
+  const float* pp = params.data();
+  int32_t* op = out.data_i32();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < d.rows; ++b) op[b] = mol::draw_byte(pp + b * 3 * d.K, d.K, seeds[b], steps[b], 0);
+}
+
 }  // namespace lt

@@ -137,4 +137,12 @@ void OutputHead::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor&
     mol_sample(head, seed, step, out);
 }
 
+void OutputHead::sample_rows(const Tensor& head, const uint64_t* seeds, const int64_t* steps, Tensor& out) const {
+  check(per_position(), "the ctc head scores whole sequences: it draws no position on its own (heads/ctc.h decodes)");
+  if (kind == HeadKind::categorical)
+    categorical_sample_rows(head, seeds, steps, out);
+  else
+    mol_sample_rows(head, seeds, steps, out);
+}
+
 }  // namespace lt

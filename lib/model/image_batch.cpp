@@ -69,28 +69,41 @@ int64_t ImageBatch::step() {
       const int64_t cap = std::max<int64_t>(n, 2 * (tokens_.defined() ? tokens_.dim(0) : 0));
       tokens_ = Tensor::empty({cap}, Device::cpu, DType::i32);
       heads_ = Tensor::empty({cap, P});
+      drawn_ = Tensor::empty({cap}, Device::cpu, DType::i32);
     }
+    seeds_.clear();
+    steps_.clear();
     int64_t i = 0;
     for (ImageJob* job : stepping_)
-      if (!job->have_head) tokens_.data_i32()[i++] = job->pixels[size_t(job->decided - 1)];
+      if (!job->have_head) {
+        tokens_.data_i32()[i++] = job->pixels[size_t(job->decided - 1)];
+        seeds_.push_back(job->seed);
+        steps_.push_back(job->decided);
+      }
     Tensor heads = heads_.rows(0, n);
     pool_.step(rows_, tokens_.rows(0, n), heads);
+    // Every row's draw in one pass (a known subpixel's is not used): a
+    // parallel region a row cost more than the draws themselves.
+    Tensor drawn = drawn_.rows(0, n);
+    model_.sample_rows(heads, seeds_.data(), steps_.data(), drawn);
   }
   // Each job's subpixel: known, or drawn from its head with its own seed, as row 0 of a batch of one.
-  if (!drawn_.defined()) drawn_ = Tensor::empty({1}, Device::cpu, DType::i32);
+  if (!one_.defined()) one_ = Tensor::empty({1}, Device::cpu, DType::i32);
   int64_t i = 0;
   int64_t running = 0;
   for (ImageJob* job : stepping_) {
     const int64_t t = job->decided;
-    Tensor head = job->have_head ? job->head : heads_.rows(i, i + 1);
-    if (!job->have_head) ++i;
+    const bool stepped = !job->have_head;
     job->have_head = false;
     if (job->known && job->known->known[size_t(t)]) {
       job->pixels[size_t(t)] = job->known->values[size_t(t)];
+    } else if (stepped) {
+      job->pixels[size_t(t)] = uint8_t(drawn_.data_i32()[i]);
     } else {
-      model_.sample(head, job->seed, t, drawn_);
-      job->pixels[size_t(t)] = uint8_t(drawn_.data_i32()[0]);
+      model_.sample(job->head, job->seed, t, one_);
+      job->pixels[size_t(t)] = uint8_t(one_.data_i32()[0]);
     }
+    if (stepped) ++i;
     job->decided = t + 1;
     if (job->done()) {
       pool_.release(job->row);

@@ -59,7 +59,9 @@ class ImageBatch {
   // One step's, grown and reused.
   std::vector<int64_t> rows_;
   std::vector<ImageJob*> stepping_;
-  Tensor tokens_, heads_, drawn_;
+  std::vector<uint64_t> seeds_;  // the stepped rows' draws
+  std::vector<int64_t> steps_;
+  Tensor tokens_, heads_, drawn_, one_;
 };
 
 }  // namespace lt

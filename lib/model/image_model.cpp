@@ -141,6 +141,10 @@ void ImageModel::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor&
   core_->config().head.sample(head, seed, step, bytes);
 }
 
+void ImageModel::sample_rows(const Tensor& head, const uint64_t* seeds, const int64_t* steps, Tensor& bytes) const {
+  core_->config().head.sample_rows(head, seeds, steps, bytes);
+}
+
 void ImageModel::log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const {
   check_shape(head, {bytes.numel(), core_->config().head.width()}, "log_loss head");
   HeadTargets targets;

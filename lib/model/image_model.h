@@ -90,6 +90,9 @@ class ImageModel {
   // Draws bytes [B] from head [B, head_width]; a pure function of (seed, step,
   // row), identical on both backends.
   void sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& bytes) const;
+  // bytes[b] = sample's byte for head[b] alone with seeds[b] at steps[b]:
+  // independent images in one pass (host tensors).
+  void sample_rows(const Tensor& head, const uint64_t* seeds, const int64_t* steps, Tensor& bytes) const;
   // Negative log-likelihood in nats of bytes [B] under head [B, head_width] -> nll [B].
   void log_loss(const Tensor& head, const Tensor& bytes, Tensor& nll) const;
   // The batch of images [B, subpixels] as the sequence model reads it:
