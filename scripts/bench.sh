@@ -4,6 +4,9 @@
 # CUDA tests first and the GPU rows (fp32 and TF32); without, the CPU rows.
 # Run on a quiet machine: other work shows up in the numbers.
 #   scripts/bench.sh [--cuda] [OUT]
+# The speech streams replay sentences spoken by espeak-ng; on a machine
+# without it, BENCH_AUDIO names recordings to replay instead (spoken
+# elsewhere: BENCH_AUDIO="$(ls DIR/*.wav)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=cpu
@@ -15,6 +18,11 @@ out="${1:-bench-results}"
 mkdir -p "$out"
 bench=build/bin/lt-bench
 [ -x "$bench" ] || { echo "bench.sh: build first (scripts/build.sh)" >&2; exit 1; }
+
+audio=()
+for f in ${BENCH_AUDIO:-}; do audio+=(--audio "$f"); done
+# A streams row: its arguments, then the recordings if given.
+streams() { run "$1" streams "${@:2}" ${audio[@]+"${audio[@]}"}; }
 
 run() {  # name, lt-bench arguments...
   local name="$1"
@@ -37,10 +45,11 @@ if [ "$device" = cuda ]; then
   run train-cuda-tf32 train --tf32 -d cuda --shape mnist cifar -r 5
   run speech-cuda speech -d cuda -a linear softmax causal-linear bilstm --frame-stack 1 3 --tf32 -r 3
   run asr-cuda asr -d cuda --thread-counts 1
-  for n in 64 256 1024 4096; do  # the state pool: one group's streams in one step
-    run "streams-cuda-saturated-$n" streams -d cuda --mode saturated -n "$n" --chunk-ms 30 --seconds 5
+  for n in 64 256 1024 4096 8192; do  # the state pool: one group's streams in one step
+    streams "streams-cuda-saturated-$n" -d cuda --mode saturated -n "$n" --chunk-ms 30 --seconds 5
   done
-  run streams-cuda-find streams -d cuda --find -n 256 --mode batched --seconds 8 --arrival 3
+  streams streams-cuda-find-batched -d cuda --find -n 1024 --max-streams 32768 --mode batched --seconds 8 --arrival 3
+  streams streams-cuda-find-alone -d cuda --find -n 16 --mode alone --seconds 8 --arrival 3
   run streams-cuda-images streams -d cuda --images 64 --arrival 3
 else
   run attention-cpu attention --tokens 16384 -r 3
@@ -55,14 +64,14 @@ else
   run asr-cpu asr
   run asr-cpu-stream-30min asr --mode stream --thread-counts 1 --stream-seconds 1800
   for n in 16 64 256 512; do  # the state pool: one group's streams in one step
-    run "streams-cpu-saturated-$n" streams -t 2 --mode saturated -n "$n" --chunk-ms 30 --seconds 5
+    streams "streams-cpu-saturated-$n" -t 2 --mode saturated -n "$n" --chunk-ms 30 --seconds 5
   done
   run streams-cpu-images streams --images 64 --arrival 3
   if grep -q avx512_bf16 /proc/cpuinfo; then
-    run streams-cpu-saturated-448-bf16 streams -t 2 --mode saturated -n 448 --bf16 --chunk-ms 30 --seconds 5
+    streams streams-cpu-saturated-448-bf16 -t 2 --mode saturated -n 448 --bf16 --chunk-ms 30 --seconds 5
     # The streams held in real time, stepped alone and batched, one after the other.
-    run streams-cpu-find-alone-bf16 streams -t 2 --find -n 200 --mode alone --bf16 --seconds 8 --arrival 3
-    run streams-cpu-find-batched-bf16 streams -t 2 --find -n 850 --mode batched --bf16 --seconds 8 --arrival 3
+    streams streams-cpu-find-alone-bf16 -t 2 --find -n 200 --mode alone --bf16 --seconds 8 --arrival 3
+    streams streams-cpu-find-batched-bf16 -t 2 --find -n 850 --mode batched --bf16 --seconds 8 --arrival 3
     run train-cpu-bf16 train --bf16 --shape mnist cifar -r 3
     run train-cpu-mnist-model-bf16 train --bf16 --layers 8 --d-model 192 --heads 6 -r 3
     run train-cpu-fashion-model-bf16 train --bf16 --layers 6 --d-model 128 --heads 4 -r 3
