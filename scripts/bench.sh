@@ -51,6 +51,7 @@ if [ "$device" = cuda ]; then
   streams streams-cuda-find-batched -d cuda --find -n 1024 --max-streams 32768 --mode batched --seconds 8 --arrival 3
   streams streams-cuda-find-alone -d cuda --find -n 16 --mode alone --seconds 8 --arrival 3
   run streams-cuda-images streams -d cuda --images 64 --arrival 3
+  run streams-cuda-images-4096 streams -d cuda --images 4096 --arrival 3 --mode batched  # alone would take minutes
 else
   run attention-cpu attention --tokens 16384 -r 3
   run generate-cpu-linear generate -b 1 16 64 256 -a linear

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   streams->add_option("--beam", st.beam, "CTC beam width (lt-asr's default)")->capture_default_str()->check(CLI::Range(1, 1024));
   streams->add_option("--prune", st.prune, "the search does not extend a phone whose log-probability at a position is below this (lt-asr's --prune)")->capture_default_str()->check(lt::app::kFinite);
   streams->add_option("--lag-bound-ms", st.lag_bound_ms, "real time: p95 lag and every final result within this (0: --max-delay + 100 ms)")->capture_default_str()->check(lt::app::kNonNegative);
-  streams->add_option("--images", st.images, "instead of speech: this many single-image requests arriving at random within --arrival, through a continuous image batch and one at a time")->capture_default_str()->check(lt::app::kNonNegative);
+  streams->add_option("--images", st.images, "instead of speech: this many single-image requests arriving at random within --arrival, through a continuous image batch (--mode batched) and one at a time (alone)")->capture_default_str()->check(lt::app::kNonNegative);
   streams->add_option("--image-model", st.image_model, "image model for --images (default: the shipped mnist.safetensors)");
   streams->add_flag("--bf16", st.bf16, "cpu, AVX512_BF16: the encoder's (or image model's) products in bf16");
   streams->add_option("-d,--device", st.device, "cpu or cuda: where the group (or image batch) steps; processes run lt-asr on the CPU")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));

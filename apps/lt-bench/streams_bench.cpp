@@ -450,7 +450,7 @@ void images(const StreamsBenchOptions& o, Writer& out) {
   std::vector<double> arrive(static_cast<size_t>(o.images));
   for (double& a : arrive) a = when(gen);
   std::sort(arrive.begin(), arrive.end());
-  for (const std::string mode : {"batched", "alone"}) {
+  for (const std::string& mode : o.modes) {
     std::vector<double> latency;
     const double t0 = now_s();
     if (mode == "batched") {
@@ -510,6 +510,9 @@ void run_streams_bench(const StreamsBenchOptions& o, Writer& out) {
   check(!paced || o.seconds > o.arrival, "--seconds must be longer than --arrival, so that every stream is live at once");
   check(o.device == "cpu" || std::find(o.modes.begin(), o.modes.end(), "processes") == o.modes.end(),
         "--mode processes runs lt-asr on the CPU; leave it out with -d cuda");
+  for (const std::string& mode : o.modes)
+    check(o.images == 0 || mode == "batched" || mode == "alone",
+          "--images runs --mode batched and alone, not '" + mode + "'");
   if (o.images > 0) return images(o, out);
   const std::string model = o.model.empty() ? app::find_shipped_model("asr-stream.safetensors") : o.model;
   const std::string phone_lm = o.phone_lm.empty() ? app::find_shipped_model("speech-phones.arpa.gz") : o.phone_lm;

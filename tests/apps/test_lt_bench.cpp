@@ -277,6 +277,7 @@ TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, satur
     CHECK((*row)["max_delay_s"].get<double>() == 0.5);
   }
   check_one_line_error(lt_bench(dir, "streams --mode fastest -q"), "fastest");
+  check_one_line_error(lt_bench(dir, "streams --images 2 --mode saturated -q"), "--images runs --mode batched and alone");
   // Saturated streams all start at once: --arrival is no bound on --seconds then.
   const CommandResult quick = lt_bench(dir, "streams --mode saturated -n 2 --seconds 1 --chunk-ms 30 -t 1 -q -f jsonl");
   INFO("stderr: " << quick.err);
@@ -290,6 +291,27 @@ TEST_CASE("lt-bench streams: batched rows carry the lag of settled phones, satur
   check_one_line_error(lt_bench(dir, "streams -d tpu -q"), "tpu");
   if (!cuda_available())
     check_one_line_error(lt_bench(dir, "streams -d cuda --mode saturated -n 2 --seconds 1 -q"), "cannot use device cuda");
+}
+
+TEST_CASE("lt-bench streams --images: a row per mode asked, every request served") {
+  TempDir dir;
+  for (const std::string modes : {"batched alone", "batched"}) {
+    const CommandResult r = lt_bench(dir, "streams --images 4 --arrival 0.5 --mode " + modes + " -t 1 -q -f jsonl");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const std::vector<nlohmann::json> rows = json_lines(r.out);
+    REQUIRE(rows.size() == (modes == "batched" ? 1u : 2u));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const nlohmann::json& row = rows[i];
+      CHECK(row["mode"] == (i == 0 ? "images batched" : "images alone"));
+      CHECK(row["requests"] == 4);
+      // From the first arrival to the last image takes at least any one request's wait.
+      const double mean = row["latency_mean_s"].get<double>(), rate = row["images_per_s"].get<double>();
+      CHECK(mean > 0);
+      CHECK(rate > 0);
+      CHECK(rate <= 4 / mean * (1 + 1e-9));
+    }
+  }
 }
 
 TEST_CASE("lt-bench refuses bad flags with one line") {
