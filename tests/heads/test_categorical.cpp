@@ -110,24 +110,6 @@ TEST_CASE("categorical sampling is a function of seed and step and row") {
   CHECK(differ > B / 2);
 }
 
-TEST_CASE("categorical rows each with their own seed and step draw what each row draws alone") {
-  uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  const int64_t B = rng.integer(1, 300), V = 256;
-  Tensor logits = rng.randn({B, V}, 0.5);
-  std::vector<uint64_t> seeds(static_cast<size_t>(B));
-  std::vector<int64_t> steps(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) seeds[size_t(b)] = rng.gen(), steps[size_t(b)] = rng.integer(0, 3071);
-  Tensor rows = Tensor::empty({B}, Device::cpu, DType::i32), one = Tensor::empty({1}, Device::cpu, DType::i32);
-  categorical_sample_rows(logits, seeds.data(), steps.data(), rows);
-  const std::vector<int32_t> got = rows.to_vector_i32();
-  for (int64_t b = 0; b < B; ++b) {
-    categorical_sample(logits.rows(b, b + 1), seeds[size_t(b)], steps[size_t(b)], one);
-    REQUIRE(got[size_t(b)] == one.to_vector_i32()[0]);
-  }
-}
-
 TEST_CASE("categorical loss rejects bad shapes and targets with a message naming them") {
   Tensor logits = Tensor::zeros({2, 3, 10}), targets = Tensor::zeros({5}, Device::cpu, DType::i32);
   Tensor nll = Tensor::zeros({6});

@@ -199,27 +199,6 @@ TEST_CASE("mixture of logistics samples follow the loss's own distribution") {
   CHECK(tv < 0.01);
 }
 
-TEST_CASE("mixture of logistics rows each with their own seed and step draw what each row draws alone") {
-  uint64_t seed = fresh_seed();
-  INFO("seed " << seed);
-  Rng rng(seed);
-  const int64_t B = rng.integer(1, 300), K = rng.integer(1, 10);
-  std::vector<float> pv = rng.normals(B * 3 * K);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t k = 0; k < K; ++k) pv[b * 3 * K + 2 * K + k] = float(rng.uniform(-4, 0));
-  Tensor params = Tensor::from_vector(pv, {B, 3 * K});
-  std::vector<uint64_t> seeds(static_cast<size_t>(B));
-  std::vector<int64_t> steps(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) seeds[size_t(b)] = rng.gen(), steps[size_t(b)] = rng.integer(0, 3071);
-  Tensor rows = Tensor::empty({B}, Device::cpu, DType::i32), one = Tensor::empty({1}, Device::cpu, DType::i32);
-  mol_sample_rows(params, seeds.data(), steps.data(), rows);
-  const std::vector<int32_t> got = rows.to_vector_i32();
-  for (int64_t b = 0; b < B; ++b) {
-    mol_sample(params.rows(b, b + 1), seeds[size_t(b)], steps[size_t(b)], one);
-    REQUIRE(got[size_t(b)] == one.to_vector_i32()[0]);
-  }
-}
-
 TEST_CASE("mixture of logistics sampling is a function of seed and step and row") {
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
