@@ -23,6 +23,11 @@ Tensor nll_output(Tensor* nll, LossBuffers& b, int64_t n, Device device) {
   if (nll && nll->device() == device && nll->dtype() == DType::f32 && nll->numel() == n) return nll->reshape({n});
   return grown_view(b.nll, {n}, device);
 }
+
+// sample and sample_rows: a CTC head has no position of its own to draw.
+void check_draws(const OutputHead& h) {
+  check(h.per_position(), "the ctc head scores whole sequences: it draws no position on its own (heads/ctc.h decodes)");
+}
 }  // namespace
 
 int64_t OutputHead::counted(const HeadTargets& t, int64_t rows, int64_t length) const {
@@ -130,7 +135,7 @@ void OutputHead::loss_backward(const Tensor& head, const HeadTargets& t, float s
 }
 
 void OutputHead::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor& out) const {
-  check(per_position(), "the ctc head scores whole sequences: it draws no position on its own (heads/ctc.h decodes)");
+  check_draws(*this);
   if (kind == HeadKind::categorical)
     categorical_sample(head, seed, step, out);
   else
@@ -138,7 +143,7 @@ void OutputHead::sample(const Tensor& head, uint64_t seed, int64_t step, Tensor&
 }
 
 void OutputHead::sample_rows(const Tensor& head, const uint64_t* seeds, const int64_t* steps, Tensor& out) const {
-  check(per_position(), "the ctc head scores whole sequences: it draws no position on its own (heads/ctc.h decodes)");
+  check_draws(*this);
   if (kind == HeadKind::categorical)
     categorical_sample_rows(head, seeds, steps, out);
   else
