@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <string>
 
+#include "causal_product.cuh"
 #include "common/constants.h"
 #include "cuda_check.cuh"
 #include "kernels.h"
@@ -48,24 +49,6 @@ constexpr int kThreads = kCols * kRowGroups;
 // registers): at 2, CIFAR's 320 blocks of a product took two waves on an
 // H100's 132 SMs instead of one, a training step 100 -> 129 ms.
 constexpr int kBlocksPerSM = 3;
-
-// A [N, L, H, width] tensor, read with an extra column of ones at index width
-// when ones is set (the augmented values v'). Columns beyond read as 0.
-struct Operand {
-  const float* data;
-  int width;
-  bool ones;
-  int logical_width() const { return width + (ones ? 1 : 0); }
-  __device__ float at(long long row, int col) const {
-    if (col < width) return data[row * width + col];
-    return ones && col == width ? 1.f : 0.f;
-  }
-};
-
-// The length of sequence n: lengths[n] clamped to [0, L], or L without lengths.
-__device__ long long sequence_length(const int32_t* lengths, long long n, long long L) {
-  return lengths ? min(max((long long)lengths[n], 0LL), L) : L;
-}
 
 // grid (N*H*S, value-column tiles, feature-row tiles), block (kCols, kRowGroups).
 // row = (n * L + t) * H + h indexes the [N, L, H] positions. Block x = pair *
@@ -158,9 +141,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   }
 }
 
-// In place over each pair's S segment sums [pair, S, FM]: the exclusive
-// prefix, the state each segment starts from (in processing order), plus the
-// pair's initial state init [pair, FM] when there is one.
+// scan_segments's kernel: a thread per state entry runs along the segments.
 __global__ void segment_scan_kernel(float* seg, const float* init, long long pairs, int S, long long FM) {
   const long long total = pairs * FM;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -189,18 +170,14 @@ int multiprocessors() {
   return sms;
 }
 
-// Where a causal product starts and ends: the padded batch's lengths (device,
-// or nullptr), and an optional state [pairs, inner, out_width] to start from
-// (init) and to receive the state after the sequence (final; may be init).
-struct ProductState {
-  const int32_t* lengths = nullptr;
-  const float* init = nullptr;
-  float* final_state = nullptr;
-};
-
-// out[:, :out_width] of the causal (or reverse) product; a and b must have the same logical width.
+// out[:, :out_width] of the causal (or reverse) product; a and b must have
+// the same logical width. tf32: a product from a zero state that keeps none
+// (training's) runs in chunks on the tensor cores where the widths allow
+// (causal_product_chunks.cu); every other one as here, in fp32.
 void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_width, int64_t N, int64_t L,
-                    int64_t H, bool reverse, const ProductState& st = {}) {
+                    int64_t H, bool reverse, bool tf32, const ProductState& st = {}) {
+  const bool from_zero = !st.init && !st.final_state;
+  if (tf32 && from_zero && causal_product_chunked(a, b, c, out, out_width, N, L, H, reverse, st.lengths)) return;
   const int64_t inner = a.logical_width(), pairs = N * H;
   const int64_t col_tiles = (out_width + kCols - 1) / kCols, row_tiles = (inner + kRows - 1) / kRows;
   if (pairs > 0x7fffffffLL || col_tiles > 65535 || row_tiles > 65535)
@@ -222,8 +199,7 @@ void causal_product(Operand a, Operand b, Operand c, float* out, int64_t out_wid
     causal_product_kernel<true><<<grid, block, 0, stream()>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
                                                  seg, nullptr, (int)inner);
     LT_CUDA_LAUNCH_CHECK();
-    segment_scan_kernel<<<grid_for(pairs * FM, 256), 256, 0, stream()>>>(seg, st.init, pairs, S, FM);
-    LT_CUDA_LAUNCH_CHECK();
+    scan_segments(seg, st.init, pairs, S, FM);
   }
   causal_product_kernel<false><<<grid, block, 0, stream()>>>(a, b, c, st.lengths, out, (int)out_width, L, H, reverse, S, per,
                                                 seg, st.final_state, (int)inner);
@@ -307,7 +283,7 @@ void continue_state(const float* fq, const float* fk, const float* v, const int3
   float* state = P + rows * (M + 1);  // read as the start, overwritten with the end
   pack_state_kernel<<<grid_for(state_rows * (M + 1), 256), 256, 0, stream()>>>(S, Z, state, state_rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
-  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
+  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false, false,
                  {lengths, state, state});
   normalise_kernel<<<grid_for(rows * M, 256), 256, 0, stream()>>>(P, out, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
@@ -317,12 +293,17 @@ void continue_state(const float* fq, const float* fk, const float* v, const int3
 
 }  // namespace
 
+void scan_segments(float* seg, const float* init, int64_t pairs, int S, int64_t FM) {
+  segment_scan_kernel<<<grid_for(pairs * FM, 256), 256, 0, stream()>>>(seg, init, pairs, S, FM);
+  LT_CUDA_LAUNCH_CHECK();
+}
+
 void causal_linear_attention_forward(const float* fq, const float* fk, const float* v, const int32_t* lengths,
-                                     float* out, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M) {
+                                     float* out, int64_t N, int64_t L, int64_t H, int64_t F, int64_t M, bool tf32) {
   const int64_t rows = N * L * H;
   if (rows == 0) return;
   float* P = scratch(rows * (M + 1));
-  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false,
+  causal_product({fq, (int)F, false}, {fk, (int)F, false}, {v, (int)M, true}, P, M + 1, N, L, H, false, tf32,
                  {lengths, nullptr, nullptr});
   normalise_kernel<<<grid_for(rows * M, 256), 256, 0, stream()>>>(P, out, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
@@ -332,18 +313,18 @@ void causal_linear_attention_forward(const float* fq, const float* fk, const flo
 // is never used and their gradients come out zero.
 void causal_linear_attention_backward(const float* fq, const float* fk, const float* v, const int32_t* lengths,
                                       const float* dout, float* dfq, float* dfk, float* dv, int64_t N, int64_t L,
-                                      int64_t H, int64_t F, int64_t M) {
+                                      int64_t H, int64_t F, int64_t M, bool tf32) {
   const int64_t rows = N * L * H;
   if (rows == 0) return;
   float* G = scratch(rows * (M + 1));
   const Operand q{fq, (int)F, false}, k{fk, (int)F, false}, v1{v, (int)M, true}, g{G, (int)(M + 1), false};
   const ProductState st{lengths, nullptr, nullptr};
-  causal_product(q, k, v1, G, M + 1, N, L, H, false, st);
+  causal_product(q, k, v1, G, M + 1, N, L, H, false, tf32, st);
   numerator_gradient_kernel<<<grid_for(rows * 32, 256), 256, 0, stream()>>>(G, dout, rows, (int)M);
   LT_CUDA_LAUNCH_CHECK();
-  causal_product(g, v1, k, dfq, F, N, L, H, false, st);
-  causal_product(v1, g, q, dfk, F, N, L, H, true, st);
-  causal_product(k, q, g, dv, M, N, L, H, true, st);
+  causal_product(g, v1, k, dfq, F, N, L, H, false, tf32, st);
+  causal_product(v1, g, q, dfk, F, N, L, H, true, tf32, st);
+  causal_product(k, q, g, dv, M, N, L, H, true, tf32, st);
 }
 
 void causal_linear_attention_continue(const float* fq, const float* fk, const float* v, const int32_t* lengths,

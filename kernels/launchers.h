@@ -41,7 +41,7 @@ struct Launchers {
 
 // Raised whenever a launcher's signature or the table changes: a module of
 // another version is refused by name rather than called with wrong arguments.
-inline constexpr int kLaunchersVersion = 4;
+inline constexpr int kLaunchersVersion = 5;
 inline constexpr const char* kLaunchersEntry = "lt_cuda_launchers";
 // The entry's type: the table, or null when version or size differ.
 using LaunchersEntry = const Launchers* (*)(int version, size_t size);

@@ -35,6 +35,7 @@ if [ "$device" = cuda ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" || true
   build/tests/lt-tests-cuda > "$out/cuda-tests.log" 2>&1 || { tail -20 "$out/cuda-tests.log" >&2; exit 1; }
   run attention-cuda attention -d cuda -r 5
+  run attention-cuda-tf32 attention --tf32 -d cuda -a causal-linear -r 5
   run generate-cuda-fp32 generate -d cuda -a linear -b 1 16 64 256 1024 4096 10000
   run generate-cuda-tf32 generate --tf32 -d cuda -a linear -b 1 16 64 256 1024 4096 10000
   run generate-cuda-bf16-state generate --tf32 --bf16 -d cuda -a linear -b 1024 4096 10000

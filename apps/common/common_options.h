@@ -33,7 +33,9 @@ inline void add_precision_flags(CLI::App& app, bool& bf16, bool& tf32, Precision
     app.add_flag("--bf16", bf16,
                  "cpu, AVX512_BF16: the encoder's products in bf16 with fp32 sums (the output head and a stream's "
                  "state stay fp32)");
-  app.add_flag("--tf32", tf32, "cuda: the linear layers' products in TF32 on the tensor cores (~3e-4 relative error)");
+  app.add_flag("--tf32", tf32,
+               "cuda: the linear layers' products in TF32 on the tensor cores (~3e-4 relative error), and causal "
+               "linear attention's parallel form (training, offline) in chunks on them");
 }
 
 // The flags as lt.h names a precision (lt_model_options, lt_recognizer_options).

@@ -5,6 +5,7 @@
 // features (F = the map's default width) in place of elu + 1; lsh-1, lsh-4
 // (and causal-) are Reformer's LSH attention as the paper configured it (64
 // buckets, chunks of 32; CPU only), its rotations drawn anew every pass.
+// --tf32 (cuda): the causal kinds' chunks on the tensor cores.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -76,8 +77,8 @@ struct Buffers {
   }
 };
 
-void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
-              const FeatureMap& phi, Buffers& b) {
+void run_case(const Case& c, Device dev, bool tf32, const Tensor& q, const Tensor& k, const Tensor& v,
+              const Tensor& dout, const FeatureMap& phi, Buffers& b) {
   if (is_lsh(c.kind)) {  // shared QK: q serves as keys, k is not read
     const Tensor no_lengths;
     const LshOptions o = lsh_options(c.kind);
@@ -96,8 +97,8 @@ void run_case(const Case& c, Device dev, const Tensor& q, const Tensor& k, const
       linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out);
       linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv);
     } else {
-      causal_linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out);
-      causal_linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv);
+      causal_linear_attention_forward(b.fq, b.fk, v, no_lengths, b.out, tf32);
+      causal_linear_attention_backward(b.fq, b.fk, v, no_lengths, dout, b.dfq, b.dfk, b.dv, tf32);
     }
     phi.backward(q, b.dfq, b.dq);
     phi.backward(k, b.dfk, b.dk);
@@ -132,7 +133,7 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
         Case c{kind, std::max<int64_t>(1, o.tokens / L), L, o.heads, o.head_dim, phi.feature_dim(o.head_dim)};
         Row row = environment_row(dname, num_threads());
         row.set("attention", kind).set("N", L).set("batch", c.N).set("heads", c.H).set("head_dim", c.E);
-        row.set("features", c.F);
+        row.set("features", c.F).set("tf32", o.tf32);
         if (is_lsh(kind) && dev != Device::cpu) {
           std::cerr << kind << " on " << dname << ": skipped, LSH attention runs on the CPU only\n";
           continue;
@@ -150,13 +151,13 @@ void run_attention_bench(const AttentionBenchOptions& o, Writer& out) {
         memory_reset_peak(dev);
         const size_t before = memory_in_use(dev);
         Buffers buffers(c, dev);
-        run_case(c, dev, q, kk, v, dout, phi, buffers);
+        run_case(c, dev, o.tf32, q, kk, v, dout, phi, buffers);
         const size_t inputs = is_lsh(kind) ? 3 : 4;  // q, k, v, dout; LSH reads no k
         const double peak_mb = double(memory_peak(dev) - before + inputs * q.nbytes()) / double(c.N) / 1e6;
         std::vector<double> ms;
         for (int r = 0; r < o.repetitions; ++r) {
           auto t0 = std::chrono::steady_clock::now();
-          run_case(c, dev, q, kk, v, dout, phi, buffers);
+          run_case(c, dev, o.tf32, q, kk, v, dout, phi, buffers);
           double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           ms.push_back(dt / double(c.N));
         }

@@ -22,6 +22,7 @@ struct AttentionBenchOptions {
   int64_t heads = 8, head_dim = 32;
   int repetitions = 3;
   double max_memory_gb = 16;
+  bool tf32 = false;  // cuda: the causal kinds' chunks on the tensor cores
   bool verbose = true;
 };
 void run_attention_bench(const AttentionBenchOptions& o, Writer& out);

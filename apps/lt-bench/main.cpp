@@ -1,6 +1,7 @@
 // lt-bench: shell-scriptable benchmarks reproducing the paper's speed and
 // memory claims. Rows go to stdout (md, csv, json, jsonl); progress to stderr.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("-f,--format", format, "output format: md, csv, json, jsonl")->capture_default_str()->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   lt::app::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "no progress on stderr");
-  app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores (default: full fp32)");
+  app.add_flag("--tf32", tf32, "cuda: matrix products in TF32 on the tensor cores, and causal linear attention's chunks (default: full fp32)");
   app.add_option("--background-load", background, "run this many busy processes beside the benchmark, started before anything else (a shared machine)")->capture_default_str()->check(CLI::Range(0, 64));
 
   lt::bench::AttentionBenchOptions att;
@@ -150,10 +151,11 @@ int main(int argc, char** argv) {
   if (const int status = lt::app::parse_command_line(app, argc, argv, "lt-bench"); status >= 0) return status;
   try {
     lt::set_num_threads(threads);
-    lt::check(!tf32 || !*attention, "--tf32 applies to the linear layers of generate and train; attention's products are fp32");
+    lt::check(!tf32 || !*attention || std::all_of(att.devices.begin(), att.devices.end(), [](const std::string& d) { return d == "cuda"; }),
+              "--tf32 needs -d cuda: attention on the CPU is fp32");
     lt::check(!*attention || att.min_length <= att.max_length,
               "--min-length " + std::to_string(att.min_length) + " is above --max-length " + std::to_string(att.max_length));
-    gen.tf32 = tr.tf32 = sp.tf32 = st.tf32 = tf32;
+    gen.tf32 = tr.tf32 = sp.tf32 = st.tf32 = att.tf32 = tf32;
     lt::bench::Writer writer(format);
     lt::bench::set_background_load(load->count());
     if (*attention) {

@@ -61,12 +61,14 @@ void linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor&
 // Z_l = sum_{j<=l} phi(k_j). Memory O(L): never an L x F x M intermediate; the
 // backward recomputes states chunk by chunk (eq. 13-15, Algorithm 1). Padding
 // at the end cannot reach a real position (causality); lengths only make the
-// padded outputs and gradients zero.
+// padded outputs and gradients zero. tf32 (CUDA only, as the products' tf32):
+// the chunks' products on the tensor cores, TF32 operands with fp32 sums,
+// where F <= 64 and M <= 63; fp32 otherwise.
 void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v,
-                                     const Tensor& lengths, Tensor& out);
+                                     const Tensor& lengths, Tensor& out, bool tf32 = false);
 void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v,
                                       const Tensor& lengths, const Tensor& dout, Tensor& dfq,
-                                      Tensor& dfk, Tensor& dv);
+                                      Tensor& dfk, Tensor& dv, bool tf32 = false);
 // The same over a chunk of T positions that continues a state, in one parallel
 // pass (as rwkv.cpp's eval_sequence): fq, fk [N, T, H, F], v [N, T, H, M],
 // S [N, H, F, M] (float32 or bfloat16), Z [N, H, F], out [N, T, H, M]:

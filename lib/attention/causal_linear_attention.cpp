@@ -345,16 +345,17 @@ void continue_pairs(const CausalDims& d, const Tensor& fq, const Tensor& fk, con
 }  // namespace
 
 void causal_linear_attention_forward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& lengths,
-                                     Tensor& out) {
+                                     Tensor& out, bool tf32) {
   const std::string what = "causal_linear_attention_forward";
   const CausalDims d = causal_dims(fq, fk, v, what);
   check_shape(out, v.shape(), "causal_linear_attention_forward out");
   Device dev = common_device({&fq, &fk, &v, &lengths, &out}, what.c_str());
+  check(!tf32 || dev == Device::cuda, what + ": tf32 needs CUDA");
   const int32_t* lens = lengths_data(lengths, d.N, d.L, what + " lengths");
   if (out.numel() == 0) return;
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::causal_linear_attention_forward(fq.data(), fk.data(), v.data(), lens, out.data(), d.N, d.L,
-                                                     d.H, d.F, d.M));
+                                                     d.H, d.F, d.M, tf32));
 
   cpu::SingleThreadedBlas single;
 #pragma omp parallel
@@ -394,7 +395,7 @@ void causal_linear_attention_continue(const Tensor& fq, const Tensor& fk, const 
 }
 
 void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const Tensor& v, const Tensor& lengths,
-                                      const Tensor& dout, Tensor& dfq, Tensor& dfk, Tensor& dv) {
+                                      const Tensor& dout, Tensor& dfq, Tensor& dfk, Tensor& dv, bool tf32) {
   const std::string what = "causal_linear_attention_backward";
   const CausalDims d = causal_dims(fq, fk, v, what);
   check_shape(dout, v.shape(), "causal_linear_attention_backward dout");
@@ -402,11 +403,13 @@ void causal_linear_attention_backward(const Tensor& fq, const Tensor& fk, const 
   check_shape(dfk, fk.shape(), "causal_linear_attention_backward dfk");
   check_shape(dv, v.shape(), "causal_linear_attention_backward dv");
   Device dev = common_device({&fq, &fk, &v, &lengths, &dout, &dfq, &dfk, &dv}, what.c_str());
+  check(!tf32 || dev == Device::cuda, what + ": tf32 needs CUDA");
   const int32_t* lens = lengths_data(lengths, d.N, d.L, what + " lengths");
   if (dv.numel() == 0) return;
   if (dev == Device::cuda)
     LT_ON_CUDA(cuda::causal_linear_attention_backward(fq.data(), fk.data(), v.data(), lens, dout.data(),
-                                                      dfq.data(), dfk.data(), dv.data(), d.N, d.L, d.H, d.F, d.M));
+                                                      dfq.data(), dfk.data(), dv.data(), d.N, d.L, d.H, d.F, d.M,
+                                                      tf32));
 
   // Per position: 1/den_l and the denominator's gradient -(g_l . out_l) / den_l,
   // from which the reverse loop rebuilds G without recomputing S'.

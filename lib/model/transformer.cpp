@@ -387,7 +387,7 @@ void TransformerStack::attention_forward(Pass& pass, size_t l, Tensor& att4, Rec
     StateViews st = state_views(*continuing, l);
     causal_linear_attention_continue(fq4, fk4, v4, lengths, st.a, st.b, att4);
   } else if (causal) {
-    causal_linear_attention_forward(fq4, fk4, v4, lengths, att4);
+    causal_linear_attention_forward(fq4, fk4, v4, lengths, att4, pass.options.precision.products == Products::tf32);
   } else {
     linear_attention_forward(fq4, fk4, v4, lengths, att4);
   }
@@ -413,7 +413,8 @@ void TransformerStack::attention_backward(const Pass& pass, size_t l, const Tens
   const Tensor fq4 = a.fq.reshape(features4), fk4 = a.fk.reshape(features4);
   Tensor dfq4 = g.dfq.reshape(features4), dfk4 = g.dfk.reshape(features4);
   if (config_.direction == Direction::causal)
-    causal_linear_attention_backward(fq4, fk4, v4, lengths, datt4, dfq4, dfk4, dv4);
+    causal_linear_attention_backward(fq4, fk4, v4, lengths, datt4, dfq4, dfk4, dv4,
+                                     pass.options.precision.products == Products::tf32);
   else
     linear_attention_backward(fq4, fk4, v4, lengths, datt4, dfq4, dfk4, dv4);
   phis_[l]->backward(q4, dfq4, dq4);

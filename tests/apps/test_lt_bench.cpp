@@ -78,6 +78,9 @@ TEST_CASE("lt-bench attention has favor rows (FAVOR+ features) in the table besi
   }
   CHECK(rows[1]["attention"] == "favor");
   CHECK(rows[2]["attention"] == "causal-favor");
+  for (const auto& row : rows) CHECK(row["tf32"] == false);
+  // The tensor cores' TF32 is CUDA's: on the CPU attention is fp32.
+  check_one_line_error(lt_bench(dir, "attention -a causal-linear --tf32" + sizes), "--tf32 needs -d cuda");
 
   // The markdown table: a header, a separator and a line per row, all with the same columns.
   r = lt_bench(dir, "attention -a softmax favor" + sizes + "-f md");

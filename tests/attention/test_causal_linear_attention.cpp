@@ -379,6 +379,11 @@ TEST_CASE("causal linear attention rejects mismatched shapes with messages namin
   Tensor dq = Tensor::zeros({2, 5, 3, 4}), dk = Tensor::zeros({2, 5, 3, 3}), dv = Tensor::zeros({2, 5, 3, 6});
   CHECK_THROWS_WITH_AS(causal_linear_attention_backward(q, k, v, Tensor(), out, dq, dk, dv),
                        doctest::Contains("dfk: expected shape [2, 5, 3, 4], got [2, 5, 3, 3]"), lt::Error);
+  // TF32 is the tensor cores' format: the CPU refuses it as the products do.
+  CHECK_THROWS_WITH_AS(causal_linear_attention_forward(q, k, v, Tensor(), out, true),
+                       doctest::Contains("causal_linear_attention_forward: tf32 needs CUDA"), lt::Error);
+  CHECK_THROWS_WITH_AS(causal_linear_attention_backward(q, k, v, Tensor(), out, dq, k, dv, true),
+                       doctest::Contains("causal_linear_attention_backward: tf32 needs CUDA"), lt::Error);
 
   Tensor qs = Tensor::zeros({2, 3, 4}), vs = Tensor::zeros({2, 3, 6}), os = Tensor::zeros({2, 3, 6});
   Tensor S = Tensor::zeros({2, 3, 6, 4}), Z = Tensor::zeros({2, 3, 4});
