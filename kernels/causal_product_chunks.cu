@@ -126,23 +126,26 @@ __global__ void __launch_bounds__(kThreads) chunk_outputs_kernel(Operand a, Oper
   }
   __syncthreads();
 
-  // This warp's output tiles start as A S_c.
+  // This warp's output tiles (i, j), each with its accumulator.
   const int warp = threadIdx.x / 32, col_tiles = OP / 16, tiles = (kChunk / 16) * col_tiles;
   Acc acc[kTilesPerWarp];
+  auto each_tile = [&](auto&& f) {
 #pragma unroll
-  for (int u = 0; u < kTilesPerWarp; ++u) {
-    const int tile = warp + u * kWarps;
-    if (tile >= tiles) break;
-    const int i = tile / col_tiles, j = tile % col_tiles;
-    wmma::fill_fragment(acc[u], 0.f);
+    for (int u = 0; u < kTilesPerWarp; ++u) {
+      const int tile = warp + u * kWarps;
+      if (tile < tiles) f(acc[u], tile / col_tiles, tile % col_tiles);
+    }
+  };
+  each_tile([&](Acc& o, int i, int j) {  // start as A S_c
+    wmma::fill_fragment(o, 0.f);
     for (int k = 0; k < IP; k += 8) {
       RowA as;
       RowB s;
       wmma::load_matrix_sync(as, sa + i * 16 * ld + k, ld);
       wmma::load_matrix_sync(s, ss + k * ldc + j * 16, ldc);
-      wmma::mma_sync(acc[u], as, s, acc[u]);
+      wmma::mma_sync(o, as, s, o);
     }
-  }
+  });
   // A B^T, one 16 x 16 tile a warp.
   Acc p;
   wmma::fill_fragment(p, 0.f);
@@ -164,27 +167,17 @@ __global__ void __launch_bounds__(kThreads) chunk_outputs_kernel(Operand a, Oper
   }
   __syncthreads();
 
-#pragma unroll
-  for (int u = 0; u < kTilesPerWarp; ++u) {
-    const int tile = warp + u * kWarps;
-    if (tile >= tiles) break;
-    const int i = tile / col_tiles, j = tile % col_tiles;
+  each_tile([&](Acc& o, int i, int j) {  // plus mask(A B^T) C
     for (int k = 0; k < kChunk; k += 8) {
       RowA ps;
       RowB cs;
       wmma::load_matrix_sync(ps, sp + i * 16 * ldp + k, ldp);
       wmma::load_matrix_sync(cs, sc + k * ldc + j * 16, ldc);
-      wmma::mma_sync(acc[u], ps, cs, acc[u]);
+      wmma::mma_sync(o, ps, cs, o);
     }
-  }
+  });
   __syncthreads();  // C is read: its space takes the output rows
-#pragma unroll
-  for (int u = 0; u < kTilesPerWarp; ++u) {
-    const int tile = warp + u * kWarps;
-    if (tile >= tiles) break;
-    const int i = tile / col_tiles, j = tile % col_tiles;
-    wmma::store_matrix_sync(sc + i * 16 * ldc + j * 16, acc[u], ldc, wmma::mem_row_major);
-  }
+  each_tile([&](Acc& o, int i, int j) { wmma::store_matrix_sync(sc + i * 16 * ldc + j * 16, o, ldc, wmma::mem_row_major); });
   __syncthreads();
   for (int i = threadIdx.x; i < kChunk * out_width; i += blockDim.x) {
     const int s = i / out_width, m = i % out_width;
