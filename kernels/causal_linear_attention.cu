@@ -141,17 +141,27 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   }
 }
 
-// scan_segments's kernel: a thread per state entry runs along the segments.
+// scan_segments's kernel: a thread per state entry runs along the segments,
+// kAhead at a time: their loads are issued together instead of each waiting
+// for the store before it (the chunked product scans every chunk of a sequence).
 __global__ void segment_scan_kernel(float* seg, const float* init, long long pairs, int S, long long FM) {
+  constexpr int kAhead = 8;
   const long long total = pairs * FM;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     float* x = seg + (i / FM) * S * FM + i % FM;
     float run = init ? init[i] : 0.f;
-    for (int s = 0; s < S; ++s) {
-      const float v = x[s * FM];
-      x[s * FM] = run;
-      run += v;
+    for (int s0 = 0; s0 < S; s0 += kAhead) {
+      float v[kAhead];
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k)
+        if (s0 + k < S) v[k] = x[(long long)(s0 + k) * FM];
+#pragma unroll
+      for (int k = 0; k < kAhead; ++k)
+        if (s0 + k < S) {
+          x[(long long)(s0 + k) * FM] = run;
+          run += v[k];
+        }
     }
   }
 }
