@@ -57,6 +57,18 @@ __device__ void stage(const Operand& x, float* dst, int ld, int cols, long long 
   }
 }
 
+// o += rows [16 i, 16 i + 16) of x times columns [16 j, 16 j + 16) of y over
+// `depth` (a multiple of 8), both row-major.
+__device__ void add_product(Acc& o, const float* x, int ldx, const float* y, int ldy, int i, int j, int depth) {
+  for (int k = 0; k < depth; k += 8) {
+    RowA xs;
+    RowB ys;
+    wmma::load_matrix_sync(xs, x + i * 16 * ldx + k, ldx);
+    wmma::load_matrix_sync(ys, y + k * ldy + j * 16, ldy);
+    wmma::mma_sync(o, xs, ys, o);
+  }
+}
+
 size_t sums_bytes(int inner, int out_width) {
   return sizeof(float) * (kChunk * stride(inner) + kChunk * stride(out_width) + padded(inner) * stride(out_width));
 }
@@ -138,13 +150,7 @@ __global__ void __launch_bounds__(kThreads) chunk_outputs_kernel(Operand a, Oper
   };
   each_tile([&](Acc& o, int i, int j) {  // start as A S_c
     wmma::fill_fragment(o, 0.f);
-    for (int k = 0; k < IP; k += 8) {
-      RowA as;
-      RowB s;
-      wmma::load_matrix_sync(as, sa + i * 16 * ld + k, ld);
-      wmma::load_matrix_sync(s, ss + k * ldc + j * 16, ldc);
-      wmma::mma_sync(o, as, s, o);
-    }
+    add_product(o, sa, ld, ss, ldc, i, j, IP);
   });
   // A B^T, one 16 x 16 tile a warp.
   Acc p;
@@ -167,15 +173,7 @@ __global__ void __launch_bounds__(kThreads) chunk_outputs_kernel(Operand a, Oper
   }
   __syncthreads();
 
-  each_tile([&](Acc& o, int i, int j) {  // plus mask(A B^T) C
-    for (int k = 0; k < kChunk; k += 8) {
-      RowA ps;
-      RowB cs;
-      wmma::load_matrix_sync(ps, sp + i * 16 * ldp + k, ldp);
-      wmma::load_matrix_sync(cs, sc + k * ldc + j * 16, ldc);
-      wmma::mma_sync(o, ps, cs, o);
-    }
-  });
+  each_tile([&](Acc& o, int i, int j) { add_product(o, sp, ldp, sc, ldc, i, j, kChunk); });  // plus mask(A B^T) C
   __syncthreads();  // C is read: its space takes the output rows
   each_tile([&](Acc& o, int i, int j) { wmma::store_matrix_sync(sc + i * 16 * ldc + j * 16, o, ldc, wmma::mem_row_major); });
   __syncthreads();
