@@ -243,15 +243,18 @@ TEST_CASE("cuda causal linear attention on the tensor cores (tf32) matches the C
   uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   Rng rng(seed);
+  // L >= 8 and F >= 7: over fewer positions or features dfq is small beside
+  // TF32's rounding of the operands (with one position it is zero), and
+  // mostly noise is compared.
   const bool tf32 = true;
-  compare_masked_with_cpu(rng, 1, 2, 1, 7, 5, tf32);                          // one chunk, mostly padding
-  compare_masked_with_cpu(rng, 3, rng.integer(2, 31), 2, 32, 32, tf32);      // within a chunk
+  compare_masked_with_cpu(rng, 1, 8, 1, 7, 5, tf32);                          // one chunk, mostly padding
+  compare_masked_with_cpu(rng, 3, rng.integer(8, 31), 2, 32, 32, tf32);      // within a chunk
   compare_masked_with_cpu(rng, 3, 32 * rng.integer(1, 9), 2, 32, 32, tf32);  // whole chunks
   compare_masked_with_cpu(rng, 4, rng.integer(33, 800), 6, 32, 32, tf32);    // the models' heads
   compare_masked_with_cpu(rng, 1, rng.integer(100, 300), 2, 64, 63, tf32);   // the widest taken
   compare_masked_with_cpu(rng, 1, rng.integer(100, 300), 2, 64, 64, tf32);   // M + 1 = 65: the forward in fp32
   compare_masked_with_cpu(rng, 2, rng.integer(50, 200), 2, rng.integer(65, 200), rng.integer(1, 100), tf32);  // fp32
-  compare_masked_with_cpu(rng, rng.integer(1, 3), rng.integer(2, 400), rng.integer(1, 4), rng.integer(2, 64),
+  compare_masked_with_cpu(rng, rng.integer(1, 3), rng.integer(8, 400), rng.integer(1, 4), rng.integer(7, 64),
                           rng.integer(1, 63), tf32);
   compare_masked_with_cpu(rng, 40, 17, 8, 16, 16, tf32);                     // many (n, h) pairs
   compare_masked_with_cpu(rng, 1, rng.integer(3000, 9000), 1, 32, 32, tf32); // many chunks
